@@ -1,0 +1,28 @@
+// The `topocoll topo ...` subcommands, as functions of their typed arguments (testable without
+// a process).
+#pragma once
+
+#include <optional>
+#include <ostream>
+#include <string>
+
+namespace topocoll::tools {
+
+struct TopoArgs {
+  std::string topology;
+  std::optional<int> nodes;
+  std::optional<std::string> fabric;
+  std::optional<double> oversubscription;
+  std::string format = "text";
+  std::string output;
+  std::string from, to;
+  bool no_bounds = false;
+};
+
+int topo_show(const TopoArgs& args, std::ostream& out);
+int topo_check(const TopoArgs& args, std::ostream& out);
+int topo_export(const TopoArgs& args, std::ostream& out);
+int topo_path(const TopoArgs& args, std::ostream& out);
+int topo_presets(std::ostream& out);
+
+}  // namespace topocoll::tools

@@ -1,0 +1,96 @@
+// topocoll: the command line over the library.
+//   topocoll topo show|check|export|path|presets ...
+// Exit status: 0 success (check: even when it finds problems), 2 bad input, 1 internal error.
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <optional>
+#include <string>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "common/errors.hpp"
+#include "tools/topo_commands.hpp"
+
+namespace {
+
+constexpr const char* kTopoExamples = R"(
+Examples:
+  topocoll topo show   --topology dgx-h100 --nodes 128 --fabric rail-fat-tree
+  topocoll topo show   --topology ibm-h100x8-dump.xml --format json
+  topocoll topo check  --topology pcie-8gpu
+  topocoll topo export --topology dgx-a100 --nodes 4 --format dot -o cluster.dot
+  topocoll topo path   --topology dgx-h100 --nodes 2 --from n0/gpu0 --to n1/gpu3
+  topocoll topo presets
+T is a preset (dgx-a100, dgx-h100, pcie-8gpu, local), an NCCL topology .xml file or a .yaml spec.)";
+
+void add_topology_flags(CLI::App* cmd, topocoll::tools::TopoArgs& a) {
+  cmd->add_option("--topology,-t", a.topology, "preset name, NCCL topology XML file or YAML cluster spec")->required();
+  cmd->add_option("--nodes,-N", a.nodes, "number of nodes (1..2048); default 1 or the spec's");
+  cmd->add_option("--fabric", a.fabric, "single-switch | rail-fat-tree | fat-tree (default rail-fat-tree)");
+  cmd->add_option("--oversubscription", a.oversubscription, "leaf down:up bandwidth ratio, >= 1 (default 1)");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"topocoll: topology-aware collective algorithms (topologies, schedules, simulation, runtime)"};
+  app.require_subcommand(1);
+  app.footer("Run `topocoll topo --help` for the topology commands.");
+  CLI::App* topo = app.add_subcommand("topo", "inspect, check and export cluster topologies");
+  topo->require_subcommand(1);
+  topo->footer(kTopoExamples);
+
+  topocoll::tools::TopoArgs args;
+  CLI::App* show = topo->add_subcommand("show", "summarise a topology (counts, links, paths, allreduce bound)");
+  add_topology_flags(show, args);
+  show->add_option("--format", args.format, "text | json")->default_val("text");
+  show->add_flag("--no-bounds", args.no_bounds, "skip the max-flow allreduce bound");
+  show->footer(kTopoExamples);
+
+  CLI::App* check = topo->add_subcommand("check", "diagnostics: NIC/NUMA placement, P2P, odd nodes, slow links");
+  add_topology_flags(check, args);
+  check->footer("Exit status 0 even when problems are found; 2 on bad input.\n" + std::string(kTopoExamples));
+
+  CLI::App* exp = topo->add_subcommand("export", "write the topology as Graphviz DOT, a SimGrid platform or JSON");
+  add_topology_flags(exp, args);
+  exp->add_option("--format", args.format, "dot | simgrid | json")->required();
+  exp->add_option("-o,--output", args.output, "output file (default: stdout)");
+  exp->footer(kTopoExamples);
+
+  CLI::App* path = topo->add_subcommand("path", "the widest-then-shortest path between two devices");
+  add_topology_flags(path, args);
+  path->add_option("--from", args.from, "device name, e.g. n0/gpu0")->required();
+  path->add_option("--to", args.to, "device name, e.g. n1/gpu3")->required();
+  path->footer(kTopoExamples);
+
+  CLI::App* list = topo->add_subcommand("presets", "list the node presets");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::fprintf(stderr, "topocoll: error: %s (see --help)\n", e.what());
+    return 2;
+  }
+
+  try {
+    if (*show) return topocoll::tools::topo_show(args, std::cout);
+    if (*check) return topocoll::tools::topo_check(args, std::cout);
+    if (*exp) return topocoll::tools::topo_export(args, std::cout);
+    if (*path) return topocoll::tools::topo_path(args, std::cout);
+    if (*list) return topocoll::tools::topo_presets(std::cout);
+  } catch (const topocoll::InputError& e) {
+    std::fprintf(stderr, "topocoll: error: %s\n", e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "topocoll: internal error: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,52 @@
+#include <doctest/doctest.h>
+
+#include "common/errors.hpp"
+#include "topologies/bounds.hpp"
+#include "topologies/presets.hpp"
+
+using namespace topocoll::topo;
+
+TEST_CASE("bounds: one DGX-H100 node is limited by GPU injection (NVLink + PCIe)") {
+  Topology t = Topology::build(make_dgx_h100_node(), 1, FabricSpec{});
+  const AllreduceBound b = allreduce_bound(t);
+  // A GPU can push 450 GB/s over NVLink plus its PCIe link (63 GB/s) towards the others.
+  CHECK(b.gpu_injection_gbps == doctest::Approx(450.0 + 16 * 3.938));
+  CHECK(b.limited_by == "gpu injection");
+  CHECK(b.busbw_gbps == doctest::Approx(b.gpu_injection_gbps));
+}
+
+TEST_CASE("bounds: many DGX-H100 nodes are limited by the NICs") {
+  Topology t = Topology::build(make_dgx_h100_node(), 4, FabricSpec{FabricKind::RailFatTree});
+  const AllreduceBound b = allreduce_bound(t);
+  CHECK(b.node_injection_gbps == doctest::Approx(8 * 50.0));
+  // busbw <= B_node * n(p-1)/(p(n-1)) with n = 4, p = 32.
+  CHECK(b.busbw_gbps == doctest::Approx(400.0 * 4 * 31 / (32.0 * 3)));
+  CHECK(b.limited_by == "node injection");
+  CHECK(b.bisection_gbps == doctest::Approx(2 * 400.0));
+}
+
+TEST_CASE("bounds: oversubscription shows in the bisection") {
+  // 64 nodes of DGX-H100 on 8:1 oversubscribed rail fat tree: leaf down 56 ports, units of 56
+  // nodes: the halves (32 | 32 nodes) straddle two units.
+  Topology t = Topology::build(make_dgx_h100_node(), 128, FabricSpec{FabricKind::RailFatTree, 8.0, 64});
+  const AllreduceBound b = allreduce_bound(t);
+  CHECK(b.bisection_gbps < 64 * 400.0);
+  CHECK(b.busbw_gbps <= b.node_injection_gbps * 128 * 1023 / (1024.0 * 127) + 1e-9);
+}
+
+TEST_CASE("bounds: the PCIe box is limited by the inter-socket link") {
+  Topology t = Topology::build(make_pcie_8gpu_node(), 1, FabricSpec{});
+  const AllreduceBound b = allreduce_bound(t);
+  CHECK(b.bisection_gbps == doctest::Approx(16.0));  // NCCL's AMD inter-socket figure
+  CHECK(b.limited_by == "bisection");
+  CHECK(b.busbw_gbps == doctest::Approx(16.0 * 2 * 7 / 8.0));
+}
+
+TEST_CASE("bounds: fewer than two GPUs is an input error") {
+  NodeModel m;
+  Vertex cpu = m.add_device(DeviceKind::Cpu, 0);
+  Vertex gpu = m.add_gpu(0, 90);
+  m.add_link(cpu, gpu, LinkKind::Pcie, 10.0, 0.5, 16);
+  Topology t = Topology::build(m, 1, FabricSpec{});
+  CHECK_THROWS_AS(allreduce_bound(t), topocoll::InputError);
+}

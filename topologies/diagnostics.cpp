@@ -1,0 +1,201 @@
+#include "topologies/diagnostics.hpp"
+
+#include <algorithm>
+#include <map>
+#include <tuple>
+
+#include <fmt/format.h>
+
+#include "topologies/paths.hpp"
+
+namespace topocoll::topo {
+
+namespace {
+
+// The first node of each node model: per-node checks run on these only.
+std::vector<int> first_node_of_each_model(const Topology& t) {
+  std::vector<int> reps;
+  std::vector<std::string> seen;
+  for (int n = 0; n < t.nodes(); ++n)
+    if (std::find(seen.begin(), seen.end(), t.node_model_name(n)) == seen.end()) {
+      seen.push_back(t.node_model_name(n));
+      reps.push_back(n);
+    }
+  return reps;
+}
+
+std::string node_scope(const Topology& t, int node) {
+  if (t.nodes() == 1) return "";
+  return fmt::format(" (node model '{}', shown for node {}; the same on every node of that model)", t.node_model_name(node), node);
+}
+
+void check_nic_numa(const Topology& t, int node, std::vector<Finding>& out) {
+  const Graph& g = t.graph();
+  for (const RankInfo& r : t.ranks()) {
+    if (r.node != node || r.rail < 0) continue;
+    const int gpu_numa = g[r.gpu].numa, nic_numa = g[r.nic].numa;
+    if (gpu_numa >= 0 && nic_numa >= 0 && gpu_numa != nic_numa)
+      out.push_back({Severity::Warning, "nic-numa",
+                     fmt::format("{} (NUMA {}) uses {} on NUMA {}: its network traffic crosses the inter-socket link{}",
+                                 t.device_name(r.gpu), gpu_numa, t.device_name(r.nic), nic_numa, node_scope(t, node))});
+  }
+}
+
+void check_p2p(const Topology& t, int node, std::vector<Finding>& out) {
+  const Graph& g = t.graph();
+  std::vector<const RankInfo*> gpus;
+  for (const RankInfo& r : t.ranks())
+    if (r.node == node) gpus.push_back(&r);
+  std::vector<std::string> cross_numa, through_cpu;
+  for (std::size_t i = 0; i < gpus.size(); ++i)
+    for (std::size_t j = i + 1; j < gpus.size(); ++j) {
+      const Path p = find_path(t, gpus[i]->gpu, gpus[j]->gpu);
+      if (!p.found) {
+        out.push_back({Severity::Warning, "no-p2p",
+                       fmt::format("{} and {} are not connected at all", t.device_name(gpus[i]->gpu), t.device_name(gpus[j]->gpu))});
+        continue;
+      }
+      if (p2p_possible(p.type)) continue;
+      const std::string pair = fmt::format("{}-{}", gpus[i]->local, gpus[j]->local);
+      (p.type == PathType::SYS ? cross_numa : through_cpu).push_back(pair);
+    }
+  auto join = [](const std::vector<std::string>& v) {
+    std::string s;
+    for (const auto& x : v) s += (s.empty() ? "" : " ") + x;
+    return s;
+  };
+  (void)g;
+  if (!cross_numa.empty())
+    out.push_back({Severity::Warning, "no-p2p",
+                   fmt::format("{} GPU pairs cross NUMA nodes (SYS: through both CPUs and the inter-socket link, no P2P): {}{}",
+                               cross_numa.size(), join(cross_numa), node_scope(t, node))});
+  if (!through_cpu.empty())
+    out.push_back({Severity::Warning, "no-p2p",
+                   fmt::format("{} GPU pairs meet only at a CPU host bridge (PHB: no P2P at NCCL's default level on Intel): {}{}",
+                               through_cpu.size(), join(through_cpu), node_scope(t, node))});
+}
+
+// A node's signature: its device kinds and its links (kind, endpoints' kinds, bandwidth), in
+// graph order. Two nodes with equal signatures are built alike.
+std::string node_signature(const Topology& t, int node) {
+  const Graph& g = t.graph();
+  auto [first, last] = t.node_vertices(node);
+  std::string sig;
+  for (Vertex v = first; v < last; ++v) {
+    sig += fmt::format("{}:", to_string(g[v].kind));
+    for (auto e : boost::make_iterator_range(boost::out_edges(v, g))) {
+      const Vertex w = boost::target(e, g);
+      if (g[w].node != node) continue;
+      sig += fmt::format("{}-{}@{:.3f},", w - first, to_string(g[e].kind), g[e].bw_gbps);
+    }
+    if (g[v].kind == DeviceKind::Nic) sig += fmt::format("port{:.3f}", g[v].port_gbps);
+    sig += ';';
+  }
+  return sig;
+}
+
+void check_nodes_differ(const Topology& t, std::vector<Finding>& out) {
+  if (t.nodes() < 2) return;
+  std::map<std::string, std::vector<int>> groups;
+  for (int n = 0; n < t.nodes(); ++n) groups[node_signature(t, n)].push_back(n);
+  if (groups.size() == 1) return;
+  // The largest group is "normal"; every other group is reported.
+  auto majority = std::max_element(groups.begin(), groups.end(),
+                                   [](const auto& a, const auto& b) { return a.second.size() < b.second.size(); });
+  for (const auto& [sig, nodes] : groups) {
+    if (sig == majority->first) continue;
+    std::string list;
+    for (std::size_t i = 0; i < nodes.size() && i < 16; ++i) list += (list.empty() ? "" : ",") + std::to_string(nodes[i]);
+    if (nodes.size() > 16) list += fmt::format(",… ({} nodes)", nodes.size());
+    out.push_back({Severity::Warning, "node-differs",
+                   fmt::format("nodes {} differ from the {} others (model '{}' vs '{}')", list, majority->second.size(),
+                               t.node_model_name(nodes.front()), t.node_model_name(majority->second.front()))});
+  }
+}
+
+// Links are peers when they have the same kind and the same kinds of endpoints. A link below
+// 90% of its peers' best rate is reported, per node model (and once for the fabric).
+void check_slow_links(const Topology& t, const std::vector<int>& nodes, std::vector<Finding>& out) {
+  const Graph& g = t.graph();
+  using Key = std::tuple<LinkKind, DeviceKind, DeviceKind>;
+  std::map<Key, double> best;
+  std::map<Key, std::vector<Edge>> members;
+  auto in_scope = [&](Vertex v) {
+    const int node = g[v].node;
+    return node < 0 || std::find(nodes.begin(), nodes.end(), node) != nodes.end();
+  };
+  for (auto e : boost::make_iterator_range(boost::edges(g))) {
+    Vertex a = boost::source(e, g), b = boost::target(e, g);
+    if (!in_scope(a) || !in_scope(b)) continue;
+    DeviceKind ka = g[a].kind, kb = g[b].kind;
+    if (kb < ka) std::swap(ka, kb);
+    const Key key{g[e].kind, ka, kb};
+    // NVLink bundles differ by design (5 vs 4 links to different NVSwitches): compare per link.
+    const double rate = g[e].kind == LinkKind::NvLink && g[e].lanes > 0 ? g[e].bw_gbps / g[e].lanes : g[e].bw_gbps;
+    best[key] = std::max(best[key], rate);
+    members[key].push_back(e);
+  }
+  for (const auto& [key, edges] : members) {
+    std::size_t slow = 0;
+    std::string example;
+    double example_rate = 0.0;
+    for (const Edge& e : edges) {
+      const double rate = g[e].kind == LinkKind::NvLink && g[e].lanes > 0 ? g[e].bw_gbps / g[e].lanes : g[e].bw_gbps;
+      if (rate < 0.9 * best[key]) {
+        if (slow++ == 0) {
+          example = fmt::format("{} - {}", t.device_name(boost::source(e, g)), t.device_name(boost::target(e, g)));
+          example_rate = rate;
+        }
+      }
+    }
+    if (slow == 0) continue;
+    out.push_back({Severity::Warning, "slow-link",
+                   fmt::format("{} of {} {} links {}-{} run below their peers' {:.1f} GB/s (e.g. {} at {:.2f} GB/s)", slow,
+                               edges.size(), to_string(std::get<0>(key)), to_string(std::get<1>(key)),
+                               to_string(std::get<2>(key)), best.at(key), example, example_rate)});
+  }
+}
+
+// A PCIe link far slower than the links below it starves every device behind it (a switch
+// uplink trained at x1, a virtualised bus reporting 2.5 GT/s): report links under 1/8 of the
+// fastest link on the same PCIe switch.
+void check_starved_switches(const Topology& t, const std::vector<int>& nodes, std::vector<Finding>& out) {
+  const Graph& g = t.graph();
+  for (int node : nodes) {
+    auto [first, last] = t.node_vertices(node);
+    for (Vertex v = first; v < last; ++v) {
+      if (g[v].kind != DeviceKind::PcieSwitch) continue;
+      double fastest = 0.0;
+      for (auto e : boost::make_iterator_range(boost::out_edges(v, g))) fastest = std::max(fastest, g[e].bw_gbps);
+      for (auto e : boost::make_iterator_range(boost::out_edges(v, g))) {
+        const Vertex w = boost::target(e, g);
+        if (g[w].kind != DeviceKind::Cpu && g[w].kind != DeviceKind::PcieSwitch) continue;
+        if (g[e].bw_gbps * 8.0 < fastest)
+          out.push_back({Severity::Warning, "slow-link",
+                         fmt::format("{} - {} runs at {:.2f} GB/s under devices of up to {:.1f} GB/s: traffic through the CPU "
+                                     "from this switch is starved{}",
+                                     t.device_name(v), t.device_name(w), g[e].bw_gbps, fastest, node_scope(t, node))});
+      }
+    }
+  }
+}
+
+}  // namespace
+
+std::vector<Finding> diagnose(const Topology& t) {
+  std::vector<Finding> out;
+  for (const std::string& note : t.notes()) out.push_back({Severity::Info, "import", note});
+  if (t.num_ranks() == 0)
+    out.push_back({Severity::Warning, "import", "the topology describes no GPU: there is nothing to place ranks on"});
+  const std::vector<int> reps = first_node_of_each_model(t);
+  for (int node : reps) {
+    check_nic_numa(t, node, out);
+    check_p2p(t, node, out);
+  }
+  check_nodes_differ(t, out);
+  check_slow_links(t, reps, out);
+  check_starved_switches(t, reps, out);
+  return out;
+}
+
+}  // namespace topocoll::topo
