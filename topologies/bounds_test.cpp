@@ -16,18 +16,26 @@ TEST_CASE("bounds: one DGX-H100 node is limited by GPU injection (NVLink + PCIe)
 }
 
 TEST_CASE("bounds: many DGX-H100 nodes are limited by the NICs") {
-  Topology t = Topology::build(make_dgx_h100_node(), 4, FabricSpec{FabricKind::RailFatTree});
+  Topology t = Topology::build(make_dgx_h100_node(), 16, FabricSpec{FabricKind::RailFatTree});
   const AllreduceBound b = allreduce_bound(t);
   CHECK(b.node_injection_gbps == doctest::Approx(8 * 50.0));
-  // busbw <= B_node * n(p-1)/(p(n-1)) with n = 4, p = 32.
-  CHECK(b.busbw_gbps == doctest::Approx(400.0 * 4 * 31 / (32.0 * 3)));
+  // busbw <= B_node * n(p-1)/(p(n-1)) with n = 16, p = 128: 423.3 GB/s, under the GPU's 513.
+  CHECK(b.busbw_gbps == doctest::Approx(400.0 * 16 * 127 / (128.0 * 15)));
   CHECK(b.limited_by == "node injection");
-  CHECK(b.bisection_gbps == doctest::Approx(2 * 400.0));
+  CHECK(b.bisection_gbps == doctest::Approx(8 * 400.0));
+}
+
+TEST_CASE("bounds: with few nodes the GPU's own links bind first") {
+  // 4 nodes: the node term allows 400 * 4 * 31 / (32 * 3) = 516.7 GB/s > 513 GB/s per GPU.
+  Topology t = Topology::build(make_dgx_h100_node(), 4, FabricSpec{FabricKind::RailFatTree});
+  const AllreduceBound b = allreduce_bound(t);
+  CHECK(b.limited_by == "gpu injection");
+  CHECK(b.busbw_gbps == doctest::Approx(450.0 + 16 * 3.938));
 }
 
 TEST_CASE("bounds: oversubscription shows in the bisection") {
-  // 64 nodes of DGX-H100 on 8:1 oversubscribed rail fat tree: leaf down 56 ports, units of 56
-  // nodes: the halves (32 | 32 nodes) straddle two units.
+  // 128 DGX-H100 nodes on an 8:1 oversubscribed rail fat tree: leaves have 56 down ports, so
+  // units of 56 nodes; the halves (64 | 64 nodes) must cross the thin leaf uplinks.
   Topology t = Topology::build(make_dgx_h100_node(), 128, FabricSpec{FabricKind::RailFatTree, 8.0, 64});
   const AllreduceBound b = allreduce_bound(t);
   CHECK(b.bisection_gbps < 64 * 400.0);

@@ -126,7 +126,10 @@ void check_slow_links(const Topology& t, const std::vector<int>& nodes, std::vec
   };
   for (auto e : boost::make_iterator_range(boost::edges(g))) {
     Vertex a = boost::source(e, g), b = boost::target(e, g);
-    if (!in_scope(a) || !in_scope(b)) continue;
+    // Node-internal links: representative nodes only. Network links: all of them (one slow
+    // NIC port among 16,384 is exactly what this check is for).
+    const bool network = g[a].node < 0 || g[b].node < 0;
+    if (!network && (!in_scope(a) || !in_scope(b))) continue;
     DeviceKind ka = g[a].kind, kb = g[b].kind;
     if (kb < ka) std::swap(ka, kb);
     const Key key{g[e].kind, ka, kb};
@@ -163,6 +166,8 @@ void check_starved_switches(const Topology& t, const std::vector<int>& nodes, st
   const Graph& g = t.graph();
   for (int node : nodes) {
     auto [first, last] = t.node_vertices(node);
+    std::vector<std::string> starved;
+    double slowest = 0.0, fastest_below = 0.0;
     for (Vertex v = first; v < last; ++v) {
       if (g[v].kind != DeviceKind::PcieSwitch) continue;
       double fastest = 0.0;
@@ -170,13 +175,19 @@ void check_starved_switches(const Topology& t, const std::vector<int>& nodes, st
       for (auto e : boost::make_iterator_range(boost::out_edges(v, g))) {
         const Vertex w = boost::target(e, g);
         if (g[w].kind != DeviceKind::Cpu && g[w].kind != DeviceKind::PcieSwitch) continue;
-        if (g[e].bw_gbps * 8.0 < fastest)
-          out.push_back({Severity::Warning, "slow-link",
-                         fmt::format("{} - {} runs at {:.2f} GB/s under devices of up to {:.1f} GB/s: traffic through the CPU "
-                                     "from this switch is starved{}",
-                                     t.device_name(v), t.device_name(w), g[e].bw_gbps, fastest, node_scope(t, node))});
+        if (g[e].bw_gbps * 8.0 >= fastest) continue;
+        starved.push_back(fmt::format("{}-{}", t.device_name(v), t.device_name(w)));
+        slowest = starved.size() == 1 ? g[e].bw_gbps : std::min(slowest, g[e].bw_gbps);
+        fastest_below = std::max(fastest_below, fastest);
       }
     }
+    if (starved.empty()) continue;
+    std::string list;
+    for (const auto& s : starved) list += (list.empty() ? "" : " ") + s;
+    out.push_back({Severity::Warning, "slow-link",
+                   fmt::format("{} PCIe uplink(s) run at {:.2f} GB/s under devices of up to {:.1f} GB/s, starving traffic "
+                               "through the CPU: {}{}",
+                               starved.size(), slowest, fastest_below, list, node_scope(t, node))});
   }
 }
 

@@ -1,5 +1,7 @@
 #include "topologies/nccl_xml.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cctype>
 #include <charconv>
@@ -9,12 +11,10 @@
 #include <fstream>
 #include <map>
 #include <optional>
+#include <pugixml.hpp>
 #include <sstream>
 #include <utility>
 #include <vector>
-
-#include <fmt/format.h>
-#include <pugixml.hpp>
 
 #include "common/errors.hpp"
 #include "topologies/constants.hpp"
@@ -59,7 +59,8 @@ std::optional<std::uint32_t> parse_pci_class(std::string_view text) {
 
 std::string lowercase(std::string_view text) {
   std::string out(text);
-  std::transform(out.begin(), out.end(), out.begin(), [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
+  std::transform(out.begin(), out.end(), out.begin(),
+                 [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
   return out;
 }
 
@@ -69,7 +70,7 @@ enum class PciRole { Switch, NvSwitch, Cpu, Gpu, Nic, Other };
 PciRole pci_role(std::uint32_t pci_class) {
   if ((pci_class >> 8) == 0x0604) return PciRole::Switch;  // PCI-to-PCI bridge
   if (pci_class == 0x068000) return PciRole::NvSwitch;
-  if (pci_class == 0x068001) return PciRole::Cpu;  // NCCL's class for a CPU as an NVLink target
+  if (pci_class == 0x068001) return PciRole::Cpu;      // NCCL's class for a CPU as an NVLink target
   if ((pci_class >> 16) == 0x03) return PciRole::Gpu;  // display controllers
   if ((pci_class >> 16) == 0x02) return PciRole::Nic;  // network controllers (Ethernet, InfiniBand)
   return PciRole::Other;
@@ -93,7 +94,8 @@ class SourceText {
 
   // 1-based line of a byte offset in the text.
   int line_at_offset(std::ptrdiff_t offset) const {
-    const auto end = original_.begin() + std::clamp<std::ptrdiff_t>(offset, 0, static_cast<std::ptrdiff_t>(original_.size()));
+    const auto end =
+        original_.begin() + std::clamp<std::ptrdiff_t>(offset, 0, static_cast<std::ptrdiff_t>(original_.size()));
     return 1 + static_cast<int>(std::count(original_.begin(), end, '\n'));
   }
   int line_of(pugi::xml_node node) const { return line_of_pointer(node.name()); }
@@ -132,21 +134,21 @@ std::string describe(pugi::xml_node node) {
 struct PlannedCpu {
   pugi::xml_node xml;
   int numa = 0;
-  std::string vendor;              // "intel", "amd", "arm", "" unknown
+  std::string vendor;  // "intel", "amd", "arm", "" unknown
   double inter_socket_gbps = 0.0;
   Vertex vertex = 0;
 };
 
 struct PlannedDevice {
   DeviceKind kind = DeviceKind::PcieSwitch;
-  pugi::xml_node xml;              // the <pci> (or <nic> for a NIC without a PCI path)
-  int cpu = 0;                     // index into cpus_
-  int parent = -1;                 // index into devices_; -1: linked to the CPU itself
-  double uplink_gbps = 0.0;        // link to the parent
+  pugi::xml_node xml;        // the <pci> (or <nic> for a NIC without a PCI path)
+  int cpu = 0;               // index into cpus_
+  int parent = -1;           // index into devices_; -1: linked to the CPU itself
+  double uplink_gbps = 0.0;  // link to the parent
   int uplink_lanes = 0;
-  std::string busid;               // lower case
+  std::string busid;  // lower case
   // GPUs
-  pugi::xml_node gpu_xml;          // <gpu>, absent in skeleton files
+  pugi::xml_node gpu_xml;  // <gpu>, absent in skeleton files
   int sm = 0;
   std::optional<long long> rank;
   std::optional<long long> dev;
@@ -161,7 +163,8 @@ class NcclXmlImporter {
 
   NodeModel run() {
     pugi::xml_document doc;
-    const pugi::xml_parse_result parsed = doc.load_buffer_inplace(source_.buffer(), source_.size(), pugi::parse_default, pugi::encoding_utf8);
+    const pugi::xml_parse_result parsed =
+        doc.load_buffer_inplace(source_.buffer(), source_.size(), pugi::parse_default, pugi::encoding_utf8);
     if (!parsed)
       source_.fail(source_.line_at_offset(parsed.offset), fmt::format("not well-formed XML ({})", parsed.description()),
                    "an NCCL topology XML file (<system version=\"1\"> ... </system>)");
@@ -183,7 +186,8 @@ class NcclXmlImporter {
 
   pugi::xml_node check_system(pugi::xml_node root) {
     if (std::string_view(root.name()) != "system")
-      source_.fail(source_.line_of(root), fmt::format("root element <{}>", root.name()), "<system version=\"1\"> (an NCCL topology file)");
+      source_.fail(source_.line_of(root), fmt::format("root element <{}>", root.name()),
+                   "<system version=\"1\"> (an NCCL topology file)");
     const pugi::xml_attribute version = root.attribute("version");
     if (!version) source_.fail(source_.line_of(root), "<system> without a version attribute", "<system version=\"1\">");
     if (std::string_view(version.value()) != "1")
@@ -248,7 +252,8 @@ class NcclXmlImporter {
       cpu.inter_socket_gbps = c::kInterSocketAmdGbps;
     } else {
       cpu.inter_socket_gbps = c::kInterSocketIntelSkylakeGbps;
-      unknown_cpus_.push_back(fmt::format("arch \"{}\" vendor \"{}\" (line {})", arch, vendor, source_.line_of(cpu.xml)));
+      unknown_cpus_.push_back(
+          fmt::format("arch \"{}\" vendor \"{}\" (line {})", arch, vendor, source_.line_of(cpu.xml)));
     }
   }
 
@@ -256,32 +261,43 @@ class NcclXmlImporter {
 
   void plan_pci(pugi::xml_node pci, int cpu, int parent) {
     const PciRole role = role_of(pci);
-    const auto [gbps, lanes] = pcie_link(pci);
+    const PcieLink link = pcie_link(pci);
+    // A bridge or device of another class counts only as a pass-through to devices behind it.
+    const bool other = role == PciRole::Cpu || role == PciRole::Other;
+    if (other && !holds_devices(pci)) {
+      skipped_.push_back(
+          fmt::format("{} class {} (line {}), not a GPU, NIC, NVSwitch or switch and with no device behind it",
+                      describe(pci), pci.attribute("class").value(), source_.line_of(pci)));
+      return;
+    }
+    if (other)
+      pass_through_.push_back(
+          fmt::format("{} class {} (line {})", describe(pci), pci.attribute("class").value(), source_.line_of(pci)));
+    default_width_links_ += link.width_assumed ? 1 : 0;
+    unknown_speed_links_ += link.speed_assumed ? 1 : 0;
+
     PlannedDevice device;
     device.xml = pci;
     device.cpu = cpu;
     device.parent = parent;
-    device.uplink_gbps = gbps;
-    device.uplink_lanes = lanes;
+    device.uplink_gbps = link.gbps;
+    device.uplink_lanes = link.lanes;
     device.busid = lowercase(pci.attribute("busid").value());
     switch (role) {
-      case PciRole::Gpu: plan_gpu(device); return;
-      case PciRole::Nic: plan_nic(device, pci.child("nic")); return;
+      case PciRole::Gpu:
+        plan_gpu(device);
+        return;
+      case PciRole::Nic:
+        plan_nic(device, pci.child("nic"));
+        return;
       case PciRole::NvSwitch:
         device.kind = DeviceKind::NvSwitch;
         add_planned(device);
         return;
-      case PciRole::Switch: plan_switch(device, pci); return;
+      case PciRole::Switch:
       case PciRole::Cpu:
       case PciRole::Other:
-        // A bridge or device of another class: a pass-through when devices sit behind it.
-        if (holds_devices(pci)) {
-          pass_through_.push_back(fmt::format("{} class {} (line {})", describe(pci), pci.attribute("class").value(), source_.line_of(pci)));
-          plan_switch(device, pci);
-        } else {
-          skipped_.push_back(fmt::format("{} class {} (line {}), not a GPU, NIC, NVSwitch or switch and with no device behind it",
-                                         describe(pci), pci.attribute("class").value(), source_.line_of(pci)));
-        }
+        plan_switch(device, pci);
         return;
     }
   }
@@ -316,23 +332,32 @@ class NcclXmlImporter {
     // Depth-first over the nested <pci> elements.
     for (pugi::xml_node child : pci.children("pci")) {
       const PciRole role = role_of(child);
-      if (role == PciRole::Gpu || role == PciRole::Nic || role == PciRole::NvSwitch || holds_devices(child)) return true;
+      if (role == PciRole::Gpu || role == PciRole::Nic || role == PciRole::NvSwitch || holds_devices(child))
+        return true;
     }
     return static_cast<bool>(pci.child("nic"));
   }
 
-  // Bandwidth per direction and width of the link from `pci` to its parent:
-  // width x per-lane rate of link_speed (NCCL: width 0 means x16, unknown speed means Gen3).
-  std::pair<double, int> pcie_link(pugi::xml_node pci) {
+  // The link from a <pci> to its parent: width x per-lane rate of link_speed, per direction.
+  struct PcieLink {
+    double gbps = 0.0;
+    int lanes = 0;
+    bool width_assumed = false;  // link_width 0 or absent: x16, as NCCL does
+    bool speed_assumed = false;  // link_speed empty, absent or "Unknown": Gen3, NCCL's fallback
+  };
+
+  PcieLink pcie_link(pugi::xml_node pci) {
+    PcieLink link;
     const pugi::xml_attribute speed_attr = pci.attribute("link_speed");
     const std::string_view speed_text = speed_attr.value();
     double gts = kFallbackGts;
     if (speed_text.empty() || lowercase(speed_text).starts_with("unknown")) {
-      ++unknown_speed_links_;
+      link.speed_assumed = true;
     } else {
       const std::optional<double> parsed = c::parse_pcie_link_speed(speed_text);
       if (!parsed)
-        source_.fail(source_.line_of(pci, speed_attr), fmt::format("{} link_speed=\"{}\"", describe(pci), speed_text), kPcieSpeedForms);
+        source_.fail(source_.line_of(pci, speed_attr), fmt::format("{} link_speed=\"{}\"", describe(pci), speed_text),
+                     kPcieSpeedForms);
       gts = *parsed;
     }
 
@@ -341,16 +366,19 @@ class NcclXmlImporter {
     if (width_attr) {
       const std::optional<long long> parsed = parse_integer(width_attr.value());
       if (!parsed || *parsed < 0 || *parsed > kMaxPcieWidth)
-        source_.fail(source_.line_of(pci, width_attr), fmt::format("{} link_width=\"{}\"", describe(pci), width_attr.value()),
-                     fmt::format("a PCIe lane count from 1 to {}, or 0 for unknown (taken as x{}, as NCCL does)", kMaxPcieWidth,
-                                 c::kPcieDefaultWidth));
+        source_.fail(source_.line_of(pci, width_attr),
+                     fmt::format("{} link_width=\"{}\"", describe(pci), width_attr.value()),
+                     fmt::format("a PCIe lane count from 1 to {}, or 0 for unknown (taken as x{}, as NCCL does)",
+                                 kMaxPcieWidth, c::kPcieDefaultWidth));
       width = *parsed;
     }
     if (width == 0) {
-      ++default_width_links_;
+      link.width_assumed = true;
       width = c::kPcieDefaultWidth;
     }
-    return {static_cast<double>(width) * *c::pcie_gbps_per_lane(gts), static_cast<int>(width)};
+    link.lanes = static_cast<int>(width);
+    link.gbps = static_cast<double>(width) * *c::pcie_gbps_per_lane(gts);
+    return link;
   }
 
   // --- GPUs ---------------------------------------------------------------------------------
@@ -360,10 +388,14 @@ class NcclXmlImporter {
     device.gpu_xml = device.xml.child("gpu");
     if (const pugi::xml_node gpu = device.gpu_xml) {
       const pugi::xml_attribute sm = gpu.attribute("sm");
-      if (!sm) source_.fail(source_.line_of(gpu), "<gpu> without an sm attribute", "sm=\"NN\", the compute capability (80, 90, ...)");
+      if (!sm)
+        source_.fail(source_.line_of(gpu), "<gpu> without an sm attribute",
+                     "sm=\"NN\", the compute capability (80, 90, ...)");
       device.sm = static_cast<int>(positive(gpu, sm, "a compute capability such as 80 or 90"));
-      if (pugi::xml_attribute rank = gpu.attribute("rank")) device.rank = non_negative(gpu, rank, "a rank number (0, 1, ...)");
-      if (pugi::xml_attribute dev = gpu.attribute("dev")) device.dev = non_negative(gpu, dev, "a CUDA device number (0, 1, ...)");
+      if (pugi::xml_attribute rank = gpu.attribute("rank"))
+        device.rank = non_negative(gpu, rank, "a rank number (0, 1, ...)");
+      if (pugi::xml_attribute dev = gpu.attribute("dev"))
+        device.dev = non_negative(gpu, dev, "a CUDA device number (0, 1, ...)");
     } else {
       ++skeleton_gpus_;
     }
@@ -380,12 +412,13 @@ class NcclXmlImporter {
     if (ports.empty()) {
       // Skeleton: the port rate is not in the file.
       device.port_gbps = device.uplink_gbps;
-      assumed_nic_rates_.push_back(fmt::format("{} {:g} GB/s", device.busid.empty() ? "?" : device.busid, device.port_gbps));
+      ++assumed_nic_rates_[device.port_gbps];
       add_planned(device);
       return;
     }
     if (ports.size() > 1)
-      multi_port_nics_.push_back(fmt::format("{} ({} ports, line {})", describe(device.xml), ports.size(), source_.line_of(device.xml)));
+      multi_port_nics_.push_back(
+          fmt::format("{} ({} ports, line {})", describe(device.xml), ports.size(), source_.line_of(device.xml)));
     // One device per port.
     for (pugi::xml_node net : ports) {
       PlannedDevice port = device;
@@ -408,7 +441,8 @@ class NcclXmlImporter {
       PlannedDevice port = device;
       port.port_gbps = port_rate(net, 0.0);
       if (port.port_gbps <= 0.0) {
-        skipped_.push_back(fmt::format("{} with no speed and no PCI path (line {})", describe(net), source_.line_of(net)));
+        skipped_.push_back(
+            fmt::format("{} with no speed and no PCI path (line {})", describe(net), source_.line_of(net)));
         continue;
       }
       add_planned(port);
@@ -428,8 +462,7 @@ class NcclXmlImporter {
                      "the port rate in Mb/s, a number such as 200000 (200 Gb/s)");
       if (*mbps > 0.0) return *mbps / 8000.0;
     }
-    if (fallback_gbps > 0.0)
-      assumed_nic_rates_.push_back(fmt::format("{} {:g} GB/s", describe(net), fallback_gbps));
+    if (fallback_gbps > 0.0) ++assumed_nic_rates_[fallback_gbps];
     return fallback_gbps;
   }
 
@@ -444,11 +477,9 @@ class NcclXmlImporter {
   // then switches, NICs and NVSwitches in document order.
   void build_vertices() {
     for (PlannedCpu& cpu : cpus_) cpu.vertex = model_.add_device(DeviceKind::Cpu, cpu.numa);
-    for (const PlannedCpu& cpu : cpus_)
-      if (!cpu.vendor.empty()) {
-        model_.cpu_vendor = cpu.vendor;
-        break;
-      }
+    const auto known =
+        std::find_if(cpus_.begin(), cpus_.end(), [](const PlannedCpu& cpu) { return !cpu.vendor.empty(); });
+    if (known != cpus_.end()) model_.cpu_vendor = known->vendor;
     for (int index : gpu_order()) {
       PlannedDevice& gpu = devices_[static_cast<std::size_t>(index)];
       const int label = gpu.sm > 0 ? model_.label(fmt::format("sm{}", gpu.sm)) : -1;
@@ -461,7 +492,8 @@ class NcclXmlImporter {
         device.vertex = model_.add_nic(numa_of(device), device.port_gbps);
       else
         device.vertex = model_.add_device(device.kind, numa_of(device));
-      if (device.kind == DeviceKind::NvSwitch && !device.busid.empty()) nvswitch_by_busid_[device.busid] = device.vertex;
+      if (device.kind == DeviceKind::NvSwitch && !device.busid.empty())
+        nvswitch_by_busid_[device.busid] = device.vertex;
     }
   }
 
@@ -541,8 +573,8 @@ class NcclXmlImporter {
     }
     // GPU to NVSwitch / CPU: one link per (GPU, target), rate of the GPU's NVLink generation.
     for (const auto& [key, lanes] : gpu_other)
-      model_.add_link(key.first, key.second, other_kind[key], lanes * c::nvlink_gbps_per_link(sm_of[key.first]), c::kNvlinkLatencyUs,
-                      lanes);
+      model_.add_link(key.first, key.second, other_kind[key], lanes * c::nvlink_gbps_per_link(sm_of[key.first]),
+                      c::kNvlinkLatencyUs, lanes);
     // GPU to GPU: both ends usually list the link; one link per pair, the slower GPU's rate.
     for (const auto& [key, lanes] : gpu_gpu) {
       const auto [a, b] = key;
@@ -551,8 +583,8 @@ class NcclXmlImporter {
       int pair_lanes = lanes;
       if (reverse != gpu_gpu.end() && reverse->second != lanes) {
         pair_lanes = std::min(lanes, reverse->second);
-        asymmetric_.push_back(fmt::format("gpu{}-gpu{} lists {} and {}", model_.graph[a].local_index, model_.graph[b].local_index, lanes,
-                                          reverse->second));
+        asymmetric_.push_back(fmt::format("gpu{}-gpu{} lists {} and {}", model_.graph[a].local_index,
+                                          model_.graph[b].local_index, lanes, reverse->second));
       }
       const double per_link = std::min(c::nvlink_gbps_per_link(sm_of[a]), c::nvlink_gbps_per_link(sm_of[b]));
       model_.add_link(a, b, LinkKind::NvLink, pair_lanes * per_link, c::kNvlinkLatencyUs, pair_lanes);
@@ -561,15 +593,19 @@ class NcclXmlImporter {
 
   int nvlink_count(pugi::xml_node nvlink) {
     const pugi::xml_attribute count = nvlink.attribute("count");
-    if (!count) source_.fail(source_.line_of(nvlink), fmt::format("{} without a count attribute", describe(nvlink)), "count=\"N\", the number of links");
+    if (!count)
+      source_.fail(source_.line_of(nvlink), fmt::format("{} without a count attribute", describe(nvlink)),
+                   "count=\"N\", the number of links");
     return static_cast<int>(positive(nvlink, count, "a positive number of NVLinks"));
   }
 
   std::string nvlink_target(pugi::xml_node nvlink, const PlannedDevice& gpu) {
     const std::string target = lowercase(nvlink.attribute("target").value());
-    if (target.empty()) source_.fail(source_.line_of(nvlink), "<nvlink> without a target", "target=\"<PCI bus id of the far end>\"");
+    if (target.empty())
+      source_.fail(source_.line_of(nvlink), "<nvlink> without a target", "target=\"<PCI bus id of the far end>\"");
     if (target == gpu.busid)
-      source_.fail(source_.line_of(nvlink, nvlink.attribute("target")), fmt::format("{} on the GPU {} itself", describe(nvlink), gpu.busid),
+      source_.fail(source_.line_of(nvlink, nvlink.attribute("target")),
+                   fmt::format("{} on the GPU {} itself", describe(nvlink), gpu.busid),
                    "the bus id of another GPU, an NVSwitch or a CPU");
     return target;
   }
@@ -612,51 +648,72 @@ class NcclXmlImporter {
     if (model_.count(DeviceKind::Gpu) == 0)
       notes.push_back(fmt::format("{} describes no GPU: the model has no GPU ranks", file));
     if (skeleton_gpus_ > 0)
-      notes.push_back(fmt::format("{}: {} GPU(s) known only by PCI class (no <gpu> element): compute capability unknown (sm 0) and no "
-                                  "NVLink described (NCCL detects it at run time), so these GPUs reach each other over PCIe only",
-                                  file, skeleton_gpus_));
-    if (!assumed_nic_rates_.empty())
-      notes.push_back(fmt::format("{}: {} NIC port(s) with no speed in the file; port rate assumed equal to the NIC's PCIe link ({}); set "
-                                  "it with `overrides: {{nic_gbps: ...}}` in a YAML cluster spec",
-                                  file, assumed_nic_rates_.size(), join(assumed_nic_rates_)));
+      notes.push_back(fmt::format(
+          "{}: {} GPU(s) known only by PCI class (no <gpu> element): compute capability unknown (sm 0) and no "
+          "NVLink described (NCCL detects it at run time), so these GPUs reach each other over PCIe only",
+          file, skeleton_gpus_));
+    if (!assumed_nic_rates_.empty()) {
+      // "63.008 GB/s for 8": one entry per distinct assumed rate.
+      std::vector<std::string> rates;
+      int ports = 0;
+      for (const auto& [gbps, count] : assumed_nic_rates_) {
+        rates.push_back(fmt::format("{:g} GB/s for {}", gbps, count));
+        ports += count;
+      }
+      notes.push_back(fmt::format(
+          "{}: {} NIC port(s) with no speed in the file; port rate assumed equal to the NIC's PCIe link ({}); set "
+          "it with `overrides: {{nic_gbps: ...}}` in a YAML cluster spec",
+          file, ports, join(rates)));
+    }
     if (!multi_port_nics_.empty())
-      notes.push_back(fmt::format("{}: multi-port NIC(s) {}: one NIC (rail) per port, each given the device's full PCIe link, which "
-                                  "the ports share in reality",
-                                  file, join(multi_port_nics_)));
+      notes.push_back(fmt::format(
+          "{}: multi-port NIC(s) {}: one NIC (rail) per port, each given the device's full PCIe link, which "
+          "the ports share in reality",
+          file, join(multi_port_nics_)));
     if (!pathless_nics_.empty())
-      notes.push_back(fmt::format("{}: <nic> without a PCI path at {}: linked straight to its CPU at {:g} GB/s, as NCCL does", file,
-                                  join(pathless_nics_), c::kLocalGbps));
+      notes.push_back(
+          fmt::format("{}: <nic> without a PCI path at {}: linked straight to its CPU at {:g} GB/s, as NCCL does", file,
+                      join(pathless_nics_), c::kLocalGbps));
     if (default_width_links_ > 0)
-      notes.push_back(fmt::format("{}: {} PCIe link(s) with link_width 0 or none: taken as x{}, as NCCL does", file, default_width_links_,
-                                  c::kPcieDefaultWidth));
+      notes.push_back(fmt::format("{}: {} PCIe link(s) with link_width 0 or none: taken as x{}, as NCCL does", file,
+                                  default_width_links_, c::kPcieDefaultWidth));
     if (unknown_speed_links_ > 0)
-      notes.push_back(fmt::format("{}: {} PCIe link(s) with an empty, missing or Unknown link_speed: taken as {:g} GT/s (Gen3), NCCL's "
-                                  "fallback",
-                                  file, unknown_speed_links_, kFallbackGts));
+      notes.push_back(fmt::format(
+          "{}: {} PCIe link(s) with an empty, missing or Unknown link_speed: taken as {:g} GT/s (Gen3), NCCL's "
+          "fallback",
+          file, unknown_speed_links_, kFallbackGts));
     if (!pass_through_.empty())
-      notes.push_back(fmt::format("{}: PCI device(s) of another class with GPUs or NICs behind them, modelled as PCIe switches: {}", file,
-                                  join(pass_through_)));
-    if (!skipped_.empty())
-      notes.push_back(fmt::format("{}: skipped: {}", file, join(skipped_, "; ")));
+      notes.push_back(
+          fmt::format("{}: PCI device(s) of another class with GPUs or NICs behind them, modelled as PCIe switches: {}",
+                      file, join(pass_through_)));
+    if (!skipped_.empty()) notes.push_back(fmt::format("{}: skipped: {}", file, join(skipped_, "; ")));
     if (!unknown_cpus_.empty())
-      notes.push_back(fmt::format("{}: CPU of unknown vendor ({}): inter-socket link assumed {:g} GB/s (NCCL's Skylake figure)", file,
-                                  join(unknown_cpus_), c::kInterSocketIntelSkylakeGbps));
-    if (numa_from_order_) notes.push_back(fmt::format("{}: <cpu> without numaid: NUMA node numbered in file order", file));
+      notes.push_back(
+          fmt::format("{}: CPU of unknown vendor ({}): inter-socket link assumed {:g} GB/s (NCCL's Skylake figure)",
+                      file, join(unknown_cpus_), c::kInterSocketIntelSkylakeGbps));
+    if (numa_from_order_)
+      notes.push_back(fmt::format("{}: <cpu> without numaid: NUMA node numbered in file order", file));
     if (!missing_peers_.empty())
       notes.push_back(fmt::format("{}: NVLink(s) to GPUs not in the file ignored: {}", file, join(missing_peers_)));
     if (!asymmetric_.empty())
-      notes.push_back(fmt::format("{}: the two ends of an NVLink disagree on its count ({}); the smaller is used", file, join(asymmetric_)));
+      notes.push_back(fmt::format("{}: the two ends of an NVLink disagree on its count ({}); the smaller is used", file,
+                                  join(asymmetric_)));
     if (!ignored_.empty()) notes.push_back(fmt::format("{}: ignored elements: {}", file, join(ignored_)));
   }
 
   std::string describe_model() const {
-    const bool dump = std::any_of(devices_.begin(), devices_.end(), [](const PlannedDevice& d) { return d.gpu_xml || d.xml.child("nic"); });
-    return fmt::format("NCCL topology {} {}: {} GPUs, {} CPU sockets, {} PCIe switches, {} NVSwitches, {} NICs",
-                       dump ? "dump" : "skeleton", source_.name(), model_.count(DeviceKind::Gpu), model_.count(DeviceKind::Cpu),
-                       model_.count(DeviceKind::PcieSwitch), model_.count(DeviceKind::NvSwitch), model_.count(DeviceKind::Nic));
+    const bool dump = std::any_of(devices_.begin(), devices_.end(), [](const PlannedDevice& d) {
+      return d.gpu_xml || d.xml.child("nic") || std::string_view(d.xml.name()) == "nic";
+    });
+    return fmt::format("NCCL topology {} {}: GPU x{}, CPU socket x{}, PCIe switch x{}, NVSwitch x{}, NIC x{}",
+                       dump ? "dump" : "skeleton", source_.name(), model_.count(DeviceKind::Gpu),
+                       model_.count(DeviceKind::Cpu), model_.count(DeviceKind::PcieSwitch),
+                       model_.count(DeviceKind::NvSwitch), model_.count(DeviceKind::Nic));
   }
 
-  void ignore(pugi::xml_node node) { ignored_.push_back(fmt::format("{} (line {})", describe(node), source_.line_of(node))); }
+  void ignore(pugi::xml_node node) {
+    ignored_.push_back(fmt::format("{} (line {})", describe(node), source_.line_of(node)));
+  }
 
   static std::string join(const std::vector<std::string>& items, std::string_view separator = ", ") {
     std::string out;
@@ -672,13 +729,15 @@ class NcclXmlImporter {
   long long non_negative(pugi::xml_node node, pugi::xml_attribute attr, std::string_view expected) {
     const std::optional<long long> value = parse_integer(attr.value());
     if (!value || *value < 0)
-      source_.fail(source_.line_of(node, attr), fmt::format("{} {}=\"{}\"", describe(node), attr.name(), attr.value()), expected);
+      source_.fail(source_.line_of(node, attr), fmt::format("{} {}=\"{}\"", describe(node), attr.name(), attr.value()),
+                   expected);
     return *value;
   }
 
   long long positive(pugi::xml_node node, pugi::xml_attribute attr, std::string_view expected) {
     const long long value = non_negative(node, attr, expected);
-    if (value == 0) source_.fail(source_.line_of(node, attr), fmt::format("{} {}=\"0\"", describe(node), attr.name()), expected);
+    if (value == 0)
+      source_.fail(source_.line_of(node, attr), fmt::format("{} {}=\"0\"", describe(node), attr.name()), expected);
     return value;
   }
 
@@ -692,8 +751,9 @@ class NcclXmlImporter {
   int default_width_links_ = 0;
   int unknown_speed_links_ = 0;
   bool numa_from_order_ = false;
-  std::vector<std::string> assumed_nic_rates_, multi_port_nics_, pathless_nics_, pass_through_, skipped_, unknown_cpus_,
-      missing_peers_, asymmetric_, ignored_;
+  std::map<double, int> assumed_nic_rates_;  // assumed port rate (GB/s) -> ports
+  std::vector<std::string> multi_port_nics_, pathless_nics_, pass_through_, skipped_, unknown_cpus_, missing_peers_,
+      asymmetric_, ignored_;
 };
 
 }  // namespace
@@ -704,10 +764,13 @@ NodeModel parse_nccl_xml(std::string_view text, const std::string& source_name) 
 }
 
 NodeModel load_nccl_xml(const std::string& path) {
-  constexpr std::string_view kExpected = "a readable NCCL topology XML file (NCCL_TOPO_FILE / NCCL_TOPO_DUMP_FILE format)";
+  constexpr std::string_view kExpected =
+      "a readable NCCL topology XML file (NCCL_TOPO_FILE / NCCL_TOPO_DUMP_FILE format)";
   std::error_code ec;
-  if (!std::filesystem::exists(path, ec)) throw InputError(fmt::format("{}: no such file: expected {}", path, kExpected));
-  if (std::filesystem::is_directory(path, ec)) throw InputError(fmt::format("{}: is a directory: expected {}", path, kExpected));
+  if (!std::filesystem::exists(path, ec))
+    throw InputError(fmt::format("{}: no such file: expected {}", path, kExpected));
+  if (std::filesystem::is_directory(path, ec))
+    throw InputError(fmt::format("{}: is a directory: expected {}", path, kExpected));
   std::ifstream in(path, std::ios::binary);
   std::ostringstream text;
   if (in) text << in.rdbuf();

@@ -6,7 +6,7 @@
 //   Topology   `nodes` copies of a NodeModel joined by a fabric (network switches).
 //
 //            spine ... spine                       fabric (absent when nodes == 1)
-//             /   \     /  \
+//             /   \     /  \       (spines: one layer, each linked to every leaf)
 //          leaf   leaf  leaf  leaf                 one leaf per rail (rail-fat-tree)
 //           |       |     |     |
 //   node0: nic0 … nic7   node1: nic0 … nic7        NodeModel copies

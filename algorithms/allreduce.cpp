@@ -1,0 +1,340 @@
+// Allreduce algorithms: ring, double binary tree, hierarchical (inner ring or dbt).
+// Cost sheets in docs/algorithms.md use the names below: p ranks, N nodes, g ranks per node,
+// K channels, S bytes.
+#include <algorithm>
+#include <cmath>
+#include <memory>
+
+#include <fmt/format.h>
+
+#include "algorithms/blocks.hpp"
+#include "algorithms/registry_internal.hpp"
+#include "common/errors.hpp"
+
+namespace topocoll::algo {
+
+// ---------------------------------------------------------------------------------------------
+// Shared geometry.
+
+std::uint64_t slice_elems(const CollectiveArgs& a, const Tuning& t) {
+  return std::max<std::uint64_t>(1, t.slice_bytes / size_of(a.dtype));
+}
+
+Range channel_range(std::uint64_t count, int channels, int c) { return split(Range{0, count}, static_cast<std::uint64_t>(channels), static_cast<std::uint64_t>(c)); }
+
+std::vector<int> rotate(const std::vector<int>& v, int by) {
+  std::vector<int> out(v.size());
+  const int n = static_cast<int>(v.size());
+  for (int i = 0; i < n; ++i) out[static_cast<std::size_t>(i)] = v[static_cast<std::size_t>((i + by) % n)];
+  return out;
+}
+
+// The flat ring of channel c: node 0's GPUs, then node 1's, ...; inside a node in its ring
+// order rotated by c, so each channel enters and leaves a node through different GPUs and
+// therefore different NICs (rails).
+std::vector<int> flat_ring(const Layout& l, int c) {
+  std::vector<int> ring;
+  ring.reserve(static_cast<std::size_t>(l.ranks));
+  for (const auto& node : l.node_ranks) {
+    const std::vector<int> r = rotate(node, c % static_cast<int>(node.size()));
+    ring.insert(ring.end(), r.begin(), r.end());
+  }
+  return ring;
+}
+
+std::vector<int> positions(const std::vector<int>& ring, int ranks) {
+  std::vector<int> pos(static_cast<std::size_t>(ranks), -1);
+  for (std::size_t i = 0; i < ring.size(); ++i) pos[static_cast<std::size_t>(ring[i])] = static_cast<int>(i);
+  return pos;
+}
+
+std::vector<Chunk> segments(BufferId b, Range whole, int parts) {
+  std::vector<Chunk> out;
+  for (int i = 0; i < parts; ++i) {
+    const Range r = split(whole, static_cast<std::uint64_t>(parts), static_cast<std::uint64_t>(i));
+    out.push_back(Chunk{b, r.offset, r.count});
+  }
+  return out;
+}
+
+namespace {
+
+Chunk as_chunk(BufferId b, Range r) { return Chunk{b, r.offset, r.count}; }
+
+// ---------------------------------------------------------------------------------------------
+// ring: NCCL's flat ring. Per channel: reduce-scatter then allgather, 2(p-1) steps.
+
+struct RingPlan {
+  std::vector<std::vector<int>> ring, pos;  // per channel
+};
+
+Schedule make_ring(const Layout& l, const CollectiveArgs& a, const Tuning& t) {
+  const int K = std::max(1, t.channels);
+  auto plan = std::make_shared<RingPlan>();
+  for (int c = 0; c < K; ++c) {
+    plan->ring.push_back(flat_ring(l, c));
+    plan->pos.push_back(positions(plan->ring.back(), l.ranks));
+  }
+  const std::uint64_t se = slice_elems(a, t);
+  return Schedule("ring", a, K, 0, [plan, a, K, se](int rank, Program& out) {
+    ProgramBuilder b(out);
+    for (int c = 0; c < K; ++c) {
+      const Range mine = channel_range(a.count, K, c);
+      const auto& ring = plan->ring[static_cast<std::size_t>(c)];
+      const int pos = plan->pos[static_cast<std::size_t>(c)][static_cast<std::size_t>(rank)];
+      const std::vector<Chunk> seg = segments(BufferId::Output, mine, static_cast<int>(ring.size()));
+      b.copy(as_chunk(BufferId::Input, mine), as_chunk(BufferId::Output, mine), c);
+      ring_reduce_scatter(b, ring, pos, seg, c, se);
+      ring_allgather(b, ring, pos, seg, c, se);
+    }
+  });
+}
+
+CostSheet cost_ring(const Layout& l, const CollectiveArgs& a, const Tuning& t) {
+  const int K = std::max(1, t.channels);
+  const double p = l.ranks, S = static_cast<double>(a.count * size_of(a.dtype));
+  CostSheet c;
+  c.busbw_factor = busbw_factor(a.collective, l.ranks);
+  if (l.ranks == 1 || a.count == 0) return c;
+  c.steps = static_cast<std::uint64_t>(2 * (l.ranks - 1));
+  c.bytes_sent = static_cast<std::uint64_t>(std::llround(2 * (p - 1) / p * S));
+  if (l.nodes > 1) {
+    // The GPU that closes a node's ring in channel c sends that channel's traffic off-node;
+    // rotation by c makes each GPU do so for ceil(K / g) channels at most.
+    const int g = l.ranks_per_node();
+    const int boundary_channels = (K + g - 1) / g;
+    c.inter_bytes_sent = static_cast<std::uint64_t>(std::llround(2 * (p - 1) / p * S / K * boundary_channels));
+  }
+  return c;
+}
+
+// ---------------------------------------------------------------------------------------------
+// dbt: NCCL's double binary tree. Between nodes, tree 0 (btree) on even channels and tree 1
+// (mirror / shift) on odd channels; inside a node a chain whose head talks to the network.
+//
+//   channel c, node n:  head(n) = node n's ring order rotated by c/2, element 0
+//   head(n).parent = head(tree parent of n); head(n).children = chain[1] + heads of child nodes
+//   chain[k].parent = chain[k-1]; chain[k].children = chain[k+1]
+
+int dbt_channels(const Tuning& t) { return std::max(2, t.channels + t.channels % 2); }
+
+TreeLinks node_tree(int nodes, int node, int tree) { return tree == 0 ? btree(nodes, node) : btree_mirror(nodes, node); }
+
+}  // namespace
+
+TreeLinks dbt_links(const Layout& l, int c, int rank) {
+  const int n = l.node_of[static_cast<std::size_t>(rank)];
+  const auto& node = l.node_ranks[static_cast<std::size_t>(n)];
+  const int g = static_cast<int>(node.size());
+  const std::vector<int> chain = rotate(node, (c / 2) % g);
+  const int k = static_cast<int>(std::find(chain.begin(), chain.end(), rank) - chain.begin());
+  auto head = [&](int m) {
+    const auto& other = l.node_ranks[static_cast<std::size_t>(m)];
+    return other[static_cast<std::size_t>((c / 2) % static_cast<int>(other.size()))];
+  };
+  TreeLinks links;
+  if (k + 1 < g) links.children.push_back(chain[static_cast<std::size_t>(k + 1)]);
+  if (k > 0) {
+    links.parent = chain[static_cast<std::size_t>(k - 1)];
+    return links;
+  }
+  const TreeLinks between = node_tree(l.nodes, n, c % 2);
+  if (between.parent >= 0) links.parent = head(between.parent);
+  for (int child : between.children) links.children.push_back(head(child));
+  return links;
+}
+
+namespace {
+
+// Rank-level depth of the tree of channel c (edges from the root to the deepest rank).
+int dbt_depth(const Layout& l, int c) {
+  int depth = 0;
+  for (int r = 0; r < l.ranks; ++r) {
+    int d = 0;
+    for (int x = r; dbt_links(l, c, x).parent >= 0; x = dbt_links(l, c, x).parent) ++d;
+    depth = std::max(depth, d);
+  }
+  return depth;
+}
+
+Schedule make_dbt(const Layout& l, const CollectiveArgs& a, const Tuning& t) {
+  const int K = dbt_channels(t);
+  auto links = std::make_shared<std::vector<std::vector<TreeLinks>>>();  // [channel][rank]
+  std::uint64_t lag = 1;
+  for (int c = 0; c < K; ++c) {
+    std::vector<TreeLinks> per_rank;
+    for (int r = 0; r < l.ranks; ++r) per_rank.push_back(dbt_links(l, c, r));
+    links->push_back(std::move(per_rank));
+  }
+  // The down wave trails the up wave by twice the depth of the node tree plus the chain, so a
+  // rank rarely waits for slice k to come back down while later slices could still go up.
+  lag = static_cast<std::uint64_t>(2 * (l.ranks_per_node() + static_cast<int>(std::ceil(std::log2(std::max(l.nodes, 1)))) + 1));
+  const std::uint64_t se = slice_elems(a, t);
+  return Schedule("dbt", a, K, 0, [links, a, K, se, lag](int rank, Program& out) {
+    ProgramBuilder b(out);
+    for (int c = 0; c < K; ++c) {
+      const Range mine = channel_range(a.count, K, c);
+      b.copy(as_chunk(BufferId::Input, mine), as_chunk(BufferId::Output, mine), c);
+      tree_allreduce(b, (*links)[static_cast<std::size_t>(c)][static_cast<std::size_t>(rank)], as_chunk(BufferId::Output, mine), c,
+                     se, lag);
+    }
+  });
+}
+
+CostSheet cost_dbt(const Layout& l, const CollectiveArgs& a, const Tuning& t) {
+  const int K = dbt_channels(t);
+  CostSheet cs;
+  cs.busbw_factor = busbw_factor(a.collective, l.ranks);
+  if (l.ranks == 1 || a.count == 0) return cs;
+  const double per_channel = static_cast<double>(a.count * size_of(a.dtype)) / K;
+  std::vector<double> sent(static_cast<std::size_t>(l.ranks), 0.0), inter(static_cast<std::size_t>(l.ranks), 0.0);
+  int depth = 0;
+  for (int c = 0; c < K; ++c) {
+    depth = std::max(depth, dbt_depth(l, c));
+    // Each rank sends its partial sum up once and the result down to each child.
+    for (int r = 0; r < l.ranks; ++r) {
+      const TreeLinks links = dbt_links(l, c, r);
+      const int me = l.node_of[static_cast<std::size_t>(r)];
+      auto add = [&](int peer) {
+        sent[static_cast<std::size_t>(r)] += per_channel;
+        if (l.node_of[static_cast<std::size_t>(peer)] != me) inter[static_cast<std::size_t>(r)] += per_channel;
+      };
+      if (links.parent >= 0) add(links.parent);
+      for (int child : links.children) add(child);
+    }
+  }
+  cs.steps = static_cast<std::uint64_t>(2 * depth);
+  cs.bytes_sent = static_cast<std::uint64_t>(std::llround(*std::max_element(sent.begin(), sent.end())));
+  cs.inter_bytes_sent = static_cast<std::uint64_t>(std::llround(*std::max_element(inter.begin(), inter.end())));
+  return cs;
+}
+
+// ---------------------------------------------------------------------------------------------
+// hierarchical: reduce-scatter inside each node, allreduce across nodes among the GPUs that
+// hold the same segment (same local position: one rail), allgather inside each node.
+//
+//   node 0: [g0 g1 g2 g3] --RS--> g_i holds segment i --inner AR over nodes--> --AG--> all
+//   node 1: [g0 g1 g2 g3]                 |  (g_i of every node, one rail)
+enum class Inner { Ring, Dbt };
+
+struct HierPlan {
+  // [channel][node]: intra-node ring; [channel][rank]: position in it.
+  std::vector<std::vector<std::vector<int>>> intra;
+  std::vector<std::vector<int>> pos;
+};
+
+Schedule make_hierarchical(const Layout& l, const CollectiveArgs& a, const Tuning& t, Inner inner) {
+  const int K = inner == Inner::Dbt ? dbt_channels(t) : std::max(1, t.channels);
+  const int g = l.ranks_per_node(), N = l.nodes;
+  auto plan = std::make_shared<HierPlan>();
+  for (int c = 0; c < K; ++c) {
+    std::vector<std::vector<int>> rings;
+    std::vector<int> pos(static_cast<std::size_t>(l.ranks), -1);
+    for (const auto& node : l.node_ranks) {
+      rings.push_back(rotate(node, c % g));
+      for (int i = 0; i < g; ++i) pos[static_cast<std::size_t>(rings.back()[static_cast<std::size_t>(i)])] = i;
+    }
+    plan->intra.push_back(std::move(rings));
+    plan->pos.push_back(std::move(pos));
+  }
+  const std::uint64_t se = slice_elems(a, t);
+  const std::uint64_t lag = static_cast<std::uint64_t>(2 * static_cast<int>(std::ceil(std::log2(std::max(N, 1)))) + 2);
+  const Layout* unused = nullptr;
+  (void)unused;
+  std::vector<int> node_of = l.node_of;
+  auto node_of_ptr = std::make_shared<std::vector<int>>(std::move(node_of));
+  return Schedule(inner == Inner::Ring ? "hierarchical" : "hierarchical-dbt", a, K, 0,
+                  [plan, node_of_ptr, a, K, g, N, se, lag, inner](int rank, Program& out) {
+                    ProgramBuilder b(out);
+                    const int n = (*node_of_ptr)[static_cast<std::size_t>(rank)];
+                    for (int c = 0; c < K; ++c) {
+                      const Range mine = channel_range(a.count, K, c);
+                      const auto& intra = plan->intra[static_cast<std::size_t>(c)];
+                      const auto& ring = intra[static_cast<std::size_t>(n)];
+                      const int i = plan->pos[static_cast<std::size_t>(c)][static_cast<std::size_t>(rank)];
+                      const std::vector<Chunk> seg = segments(BufferId::Output, mine, g);
+                      b.copy(as_chunk(BufferId::Input, mine), as_chunk(BufferId::Output, mine), c);
+                      // 1. Inside the node: position i ends with segment i reduced over the node.
+                      ring_reduce_scatter(b, ring, i, seg, c, se);
+                      // 2. Across nodes: the position-i GPUs of every node allreduce segment i.
+                      std::vector<int> group;
+                      for (int m = 0; m < N; ++m) group.push_back(intra[static_cast<std::size_t>(m)][static_cast<std::size_t>(i)]);
+                      const Chunk mine_seg = seg[static_cast<std::size_t>(i)];
+                      if (inner == Inner::Ring) {
+                        const std::vector<Chunk> sub = segments(BufferId::Output, Range{mine_seg.offset, mine_seg.count}, N);
+                        ring_reduce_scatter(b, group, n, sub, c, se);
+                        ring_allgather(b, group, n, sub, c, se);
+                      } else {
+                        const TreeLinks nt = node_tree(N, n, c % 2);
+                        TreeLinks links;
+                        links.parent = nt.parent < 0 ? -1 : group[static_cast<std::size_t>(nt.parent)];
+                        for (int child : nt.children) links.children.push_back(group[static_cast<std::size_t>(child)]);
+                        tree_allreduce(b, links, mine_seg, c, se, lag);
+                      }
+                      // 3. Inside the node: everyone gets every segment.
+                      ring_allgather(b, ring, i, seg, c, se);
+                    }
+                  });
+}
+
+Support supports_hierarchical(const Layout& l, const CollectiveArgs&, const Tuning&) {
+  if (!l.uniform()) return Support::no("needs the same number of GPUs on every node");
+  return Support::yes();
+}
+
+CostSheet cost_hierarchical(const Layout& l, const CollectiveArgs& a, const Tuning& t, Inner inner) {
+  CostSheet cs;
+  cs.busbw_factor = busbw_factor(a.collective, l.ranks);
+  if (l.ranks == 1 || a.count == 0) return cs;
+  const double g = l.ranks_per_node(), N = l.nodes, S = static_cast<double>(a.count * size_of(a.dtype));
+  const double intra = 2 * (g - 1) / g * S;
+  double inner_bytes = 0.0;
+  std::uint64_t inner_steps = 0;
+  if (l.nodes > 1) {
+    if (inner == Inner::Ring) {
+      inner_bytes = 2 * (N - 1) / N * S / g;
+      inner_steps = static_cast<std::uint64_t>(2 * (l.nodes - 1));
+    } else {
+      // Each node-tree member sends its segment up once and down to each child (<= 2 children
+      // in a binary tree; the cost is the busiest member over both trees).
+      const int K = dbt_channels(t);
+      std::vector<double> sent(static_cast<std::size_t>(l.nodes), 0.0);
+      int depth = 0;
+      for (int c = 0; c < K; ++c)
+        for (int m = 0; m < l.nodes; ++m) {
+          const TreeLinks nt = node_tree(l.nodes, m, c % 2);
+          sent[static_cast<std::size_t>(m)] += (S / g / K) * ((nt.parent >= 0 ? 1 : 0) + static_cast<double>(nt.children.size()));
+          int d = 0;
+          for (int x = m; node_tree(l.nodes, x, c % 2).parent >= 0; x = node_tree(l.nodes, x, c % 2).parent) ++d;
+          depth = std::max(depth, d);
+        }
+      inner_bytes = *std::max_element(sent.begin(), sent.end());
+      inner_steps = static_cast<std::uint64_t>(2 * depth);
+    }
+  }
+  cs.steps = static_cast<std::uint64_t>(2 * (l.ranks_per_node() - 1)) + inner_steps;
+  cs.bytes_sent = static_cast<std::uint64_t>(std::llround(intra + inner_bytes));
+  cs.inter_bytes_sent = static_cast<std::uint64_t>(std::llround(inner_bytes));
+  return cs;
+}
+
+Support always(const Layout&, const CollectiveArgs&, const Tuning&) { return Support::yes(); }
+
+}  // namespace
+
+void register_allreduce(std::vector<Algorithm>& out) {
+  out.push_back({"ring", "NCCL's flat ring: reduce-scatter then allgather, 2(p-1) steps, each channel leaving nodes on its own rail",
+                 Collective::AllReduce, always, cost_ring, make_ring});
+  out.push_back({"dbt", "NCCL's double binary tree between nodes, chains inside nodes; reduce up and broadcast down, pipelined",
+                 Collective::AllReduce, always, cost_dbt, make_dbt});
+  out.push_back({"hierarchical", "reduce-scatter in each node, ring allreduce across nodes per rail, allgather in each node",
+                 Collective::AllReduce, supports_hierarchical,
+                 [](const Layout& l, const CollectiveArgs& a, const Tuning& t) { return cost_hierarchical(l, a, t, Inner::Ring); },
+                 [](const Layout& l, const CollectiveArgs& a, const Tuning& t) { return make_hierarchical(l, a, t, Inner::Ring); }});
+  out.push_back({"hierarchical-dbt", "reduce-scatter in each node, double-binary-tree allreduce across nodes per rail, allgather in each node",
+                 Collective::AllReduce, supports_hierarchical,
+                 [](const Layout& l, const CollectiveArgs& a, const Tuning& t) { return cost_hierarchical(l, a, t, Inner::Dbt); },
+                 [](const Layout& l, const CollectiveArgs& a, const Tuning& t) { return make_hierarchical(l, a, t, Inner::Dbt); }});
+}
+
+}  // namespace topocoll::algo

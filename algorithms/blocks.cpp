@@ -1,0 +1,132 @@
+#include "algorithms/blocks.hpp"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "common/errors.hpp"
+
+namespace topocoll::algo {
+
+std::uint64_t slice_count(std::uint64_t count, std::uint64_t slice_elems) {
+  if (count == 0) return 0;
+  slice_elems = std::max<std::uint64_t>(slice_elems, 1);
+  return (count + slice_elems - 1) / slice_elems;
+}
+
+Chunk slice(const Chunk& c, std::uint64_t slices, std::uint64_t k) {
+  const Range r = split(Range{c.offset, c.count}, slices, k);
+  return Chunk{c.buffer, r.offset, r.count};
+}
+
+namespace {
+int wrap(int i, int n) { return ((i % n) + n) % n; }
+}  // namespace
+
+void ring_reduce_scatter(ProgramBuilder& b, const std::vector<int>& ring, int pos, const std::vector<Chunk>& segment,
+                         int channel, std::uint64_t slice_elems) {
+  const int n = static_cast<int>(ring.size());
+  TOPOCOLL_ASSERT(static_cast<int>(segment.size()) == n, fmt::format("{} segments for a ring of {}", segment.size(), n));
+  if (n == 1) return;
+  const int next = ring[static_cast<std::size_t>(wrap(pos + 1, n))], prev = ring[static_cast<std::size_t>(wrap(pos - 1, n))];
+  // Step s: send segment[pos-s-1] (partially reduced), reduce segment[pos-s-2] from prev.
+  // Slices of a step go out in order so the next rank can start on slice 0 at once.
+  for (int s = 0; s + 1 < n; ++s) {
+    const Chunk& out = segment[static_cast<std::size_t>(wrap(pos - s - 1, n))];
+    const Chunk& in = segment[static_cast<std::size_t>(wrap(pos - s - 2, n))];
+    const std::uint64_t so = slice_count(out.count, slice_elems), si = slice_count(in.count, slice_elems);
+    for (std::uint64_t k = 0; k < std::max(so, si); ++k) {
+      if (k < so) b.send(next, slice(out, so, k), channel);
+      if (k < si) b.recv_reduce(prev, slice(in, si, k), channel);
+    }
+  }
+}
+
+void ring_allgather(ProgramBuilder& b, const std::vector<int>& ring, int pos, const std::vector<Chunk>& segment, int channel,
+                    std::uint64_t slice_elems) {
+  const int n = static_cast<int>(ring.size());
+  TOPOCOLL_ASSERT(static_cast<int>(segment.size()) == n, fmt::format("{} segments for a ring of {}", segment.size(), n));
+  if (n == 1) return;
+  const int next = ring[static_cast<std::size_t>(wrap(pos + 1, n))], prev = ring[static_cast<std::size_t>(wrap(pos - 1, n))];
+  // Step s: forward segment[pos-s] (own at s = 0, received at step s-1), receive segment[pos-s-1].
+  for (int s = 0; s + 1 < n; ++s) {
+    const Chunk& out = segment[static_cast<std::size_t>(wrap(pos - s, n))];
+    const Chunk& in = segment[static_cast<std::size_t>(wrap(pos - s - 1, n))];
+    const std::uint64_t so = slice_count(out.count, slice_elems), si = slice_count(in.count, slice_elems);
+    for (std::uint64_t k = 0; k < std::max(so, si); ++k) {
+      if (k < so) b.send(next, slice(out, so, k), channel);
+      if (k < si) b.recv(prev, slice(in, si, k), channel);
+    }
+  }
+}
+
+TreeLinks btree(int n, int r) {
+  TreeLinks t;
+  int bit = 1;
+  while (bit < n && !(bit & r)) bit <<= 1;
+  if (r == 0) {
+    if (n > 1) t.children.push_back(bit >> 1);
+    return t;
+  }
+  int up = (r ^ bit) | (bit << 1);
+  if (up >= n) up = r ^ bit;
+  t.parent = up;
+  int low = bit >> 1;
+  if (low == 0) return t;
+  t.children.push_back(r - low);
+  // The right child halves its offset while it is out of range.
+  while (low > 0 && r + low >= n) low >>= 1;
+  if (low > 0) t.children.push_back(r + low);
+  return t;
+}
+
+TreeLinks btree_mirror(int n, int r) {
+  TreeLinks t;
+  if (n % 2 == 1) {  // shift: position x plays btree's x-1
+    const TreeLinks base = btree(n, wrap(r - 1, n));
+    t.parent = base.parent < 0 ? -1 : wrap(base.parent + 1, n);
+    for (int c : base.children) t.children.push_back(wrap(c + 1, n));
+  } else {  // mirror: position x plays btree's n-1-x
+    const TreeLinks base = btree(n, n - 1 - r);
+    t.parent = base.parent < 0 ? -1 : n - 1 - base.parent;
+    for (int c : base.children) t.children.push_back(n - 1 - c);
+  }
+  return t;
+}
+
+namespace {
+
+void reduce_slice(ProgramBuilder& b, const TreeLinks& links, const Chunk& s, int channel) {
+  for (int child : links.children) b.recv_reduce(child, s, channel);
+  if (links.parent >= 0) b.send(links.parent, s, channel);
+}
+
+void broadcast_slice(ProgramBuilder& b, const TreeLinks& links, const Chunk& s, int channel) {
+  if (links.parent >= 0) b.recv(links.parent, s, channel);
+  for (int child : links.children) b.send(child, s, channel);
+}
+
+}  // namespace
+
+void tree_reduce(ProgramBuilder& b, const TreeLinks& links, const Chunk& data, int channel, std::uint64_t slice_elems) {
+  const std::uint64_t n = slice_count(data.count, slice_elems);
+  for (std::uint64_t k = 0; k < n; ++k) reduce_slice(b, links, slice(data, n, k), channel);
+}
+
+void tree_broadcast(ProgramBuilder& b, const TreeLinks& links, const Chunk& data, int channel, std::uint64_t slice_elems) {
+  const std::uint64_t n = slice_count(data.count, slice_elems);
+  for (std::uint64_t k = 0; k < n; ++k) broadcast_slice(b, links, slice(data, n, k), channel);
+}
+
+void tree_allreduce(ProgramBuilder& b, const TreeLinks& links, const Chunk& data, int channel, std::uint64_t slice_elems,
+                    std::uint64_t lag) {
+  const std::uint64_t n = slice_count(data.count, slice_elems);
+  // Up wave leads, down wave follows `lag` slices behind; every rank uses the same order, so
+  // the FIFO matching between a parent and a child pairs the right slices.
+  for (std::uint64_t t = 0; t < n + lag; ++t) {
+    if (t < n) reduce_slice(b, links, slice(data, n, t), channel);
+    if (t >= lag && t - lag < n) broadcast_slice(b, links, slice(data, n, t - lag), channel);
+  }
+}
+
+}  // namespace topocoll::algo

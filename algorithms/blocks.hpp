@@ -1,0 +1,66 @@
+// Building blocks: the primitive patterns allreduce algorithms are composed from. Each appends
+// one rank's operations for one channel to a program; pure functions of (group, position, data).
+//
+// A "group" is an ordered list of ranks; `pos` is this rank's index in it. Segments are the
+// chunks the pattern moves, one per group position.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "algorithms/schedule.hpp"
+
+namespace topocoll::algo {
+
+// The slices a chunk is cut into for pipelining: ceil(count / slice_elems) nearly equal pieces.
+std::uint64_t slice_count(std::uint64_t count, std::uint64_t slice_elems);
+Chunk slice(const Chunk& c, std::uint64_t slices, std::uint64_t k);
+
+// Ring reduce-scatter. Before: every position holds its own contribution in all segments.
+// After: position i holds segment[i] reduced over the group. n-1 steps; at step s position i
+// sends segment[i-s-1] to i+1 and reduces segment[i-s-2] received from i-1 into its own.
+//
+//    pos0 ──> pos1 ──> pos2 ──> ... ──> pos(n-1) ──┐
+//      ^───────────────────────────────────────────┘
+void ring_reduce_scatter(ProgramBuilder& b, const std::vector<int>& ring, int pos, const std::vector<Chunk>& segment,
+                         int channel, std::uint64_t slice_elems);
+
+// Ring allgather. Before: position i holds segment[i]. After: every position holds all.
+// n-1 steps; at step s position i sends segment[i-s] to i+1 and receives segment[i-s-1].
+void ring_allgather(ProgramBuilder& b, const std::vector<int>& ring, int pos, const std::vector<Chunk>& segment, int channel,
+                    std::uint64_t slice_elems);
+
+// A rank's place in a rooted tree: its parent (-1 at the root) and children, as ranks.
+struct TreeLinks {
+  int parent = -1;
+  std::vector<int> children;
+};
+
+// NCCL's binary tree over positions 0..n-1 (src/graph/trees.cc, ncclGetBtree): for position r
+// with lowest set bit b, parent = (r ^ b) | (b << 1), or r ^ b when that is >= n; children
+// r - b/2 and r + b/2 (the right child's offset halving while out of range). Position 0 is the
+// root with the single child b/2 where b is the smallest power of two >= n.
+//
+//   n = 8:            0
+//                     |
+//                     4
+//                  /     \
+//                 2       6
+//                / \     / \
+//               1   3   5   7
+TreeLinks btree(int n, int r);
+// NCCL's second tree: the mirror x -> n-1-x when n is even, the shift x -> (x+1) mod n when n
+// is odd (ncclGetDtree). Every position is a leaf in one of the two trees when n is even.
+TreeLinks btree_mirror(int n, int r);
+
+// Tree reduce, pipelined slice by slice: recv_reduce each child's slice, then send it up.
+// `links` are ranks. After: the root's `data` holds the reduction over the tree.
+void tree_reduce(ProgramBuilder& b, const TreeLinks& links, const Chunk& data, int channel, std::uint64_t slice_elems);
+// Tree broadcast, pipelined: recv the slice from the parent, then send it to every child.
+void tree_broadcast(ProgramBuilder& b, const TreeLinks& links, const Chunk& data, int channel, std::uint64_t slice_elems);
+// Tree allreduce: reduce up and broadcast down interleaved slice by slice with a lag of
+// `lag` slices, so the down wave of slice k runs while slices k+1..k+lag still go up.
+void tree_allreduce(ProgramBuilder& b, const TreeLinks& links, const Chunk& data, int channel, std::uint64_t slice_elems,
+                    std::uint64_t lag);
+
+}  // namespace topocoll::algo

@@ -1,0 +1,106 @@
+#include "algorithms/schedule.hpp"
+
+#include <fmt/format.h>
+
+#include "common/errors.hpp"
+
+namespace topocoll::algo {
+
+std::string_view to_string(BufferId b) {
+  switch (b) {
+    case BufferId::Input: return "input";
+    case BufferId::Output: return "output";
+    case BufferId::Scratch: return "scratch";
+  }
+  return "?";
+}
+
+std::string_view to_string(OpKind k) {
+  switch (k) {
+    case OpKind::Send: return "send";
+    case OpKind::Recv: return "recv";
+    case OpKind::RecvReduce: return "recv_reduce";
+    case OpKind::Copy: return "copy";
+    case OpKind::Reduce: return "reduce";
+  }
+  return "?";
+}
+
+namespace {
+std::string chunk_text(const Chunk& c) { return fmt::format("{}[{}:{}]", to_string(c.buffer), c.offset, c.end()); }
+}  // namespace
+
+std::string describe(const Op& op) {
+  switch (op.kind) {
+    case OpKind::Send: return fmt::format("send(peer {}, {}) ch {}", op.peer, chunk_text(op.src), op.channel);
+    case OpKind::Recv:
+    case OpKind::RecvReduce:
+      return fmt::format("{}(peer {}, {}) ch {}", to_string(op.kind), op.peer, chunk_text(op.dst), op.channel);
+    case OpKind::Copy:
+    case OpKind::Reduce:
+      return fmt::format("{}({} -> {}) ch {}", to_string(op.kind), chunk_text(op.src), chunk_text(op.dst), op.channel);
+  }
+  return "?";
+}
+
+namespace {
+Op make(OpKind kind, int peer, Chunk src, Chunk dst, int channel) {
+  Op op;
+  op.kind = kind;
+  op.peer = peer;
+  op.src = src;
+  op.dst = dst;
+  op.channel = static_cast<std::uint16_t>(channel);
+  return op;
+}
+}  // namespace
+
+void ProgramBuilder::send(int peer, Chunk src, int channel) {
+  if (src.count > 0) out_.push_back(make(OpKind::Send, peer, src, Chunk{}, channel));
+}
+void ProgramBuilder::recv(int peer, Chunk dst, int channel) {
+  if (dst.count > 0) out_.push_back(make(OpKind::Recv, peer, Chunk{}, dst, channel));
+}
+void ProgramBuilder::recv_reduce(int peer, Chunk dst, int channel) {
+  if (dst.count > 0) out_.push_back(make(OpKind::RecvReduce, peer, Chunk{}, dst, channel));
+}
+void ProgramBuilder::copy(Chunk src, Chunk dst, int channel) {
+  TOPOCOLL_ASSERT(src.count == dst.count, fmt::format("copy of {} into {} elements", src.count, dst.count));
+  if (src.count > 0 && !(src == dst)) out_.push_back(make(OpKind::Copy, -1, src, dst, channel));
+}
+void ProgramBuilder::reduce(Chunk src, Chunk dst, int channel) {
+  TOPOCOLL_ASSERT(src.count == dst.count, fmt::format("reduce of {} into {} elements", src.count, dst.count));
+  if (src.count > 0) out_.push_back(make(OpKind::Reduce, -1, src, dst, channel));
+}
+
+Schedule::Schedule(std::string name, CollectiveArgs args, int channels, std::uint64_t scratch_count, Generator generator)
+    : name_(std::move(name)), args_(args), channels_(channels), scratch_count_(scratch_count), generator_(std::move(generator)) {}
+
+Schedule Schedule::from_programs(std::string name, CollectiveArgs args, int channels, std::uint64_t scratch_count,
+                                 std::vector<Program> programs) {
+  TOPOCOLL_ASSERT(programs.size() == static_cast<std::size_t>(args.ranks),
+                  fmt::format("{} programs for {} ranks", programs.size(), args.ranks));
+  auto shared = std::make_shared<const std::vector<Program>>(std::move(programs));
+  // Explicit programs are returned verbatim (zero-element or broken operations included: the
+  // verifier must see exactly what was written).
+  return Schedule(std::move(name), args, channels, scratch_count,
+                  [shared](int rank, Program& out) { out = (*shared)[static_cast<std::size_t>(rank)]; });
+}
+
+std::uint64_t Schedule::buffer_count(BufferId b) const {
+  switch (b) {
+    case BufferId::Input: return args_.input_count();
+    case BufferId::Output: return args_.output_count();
+    case BufferId::Scratch: return scratch_count_;
+  }
+  return 0;
+}
+
+Program Schedule::program(int rank) const {
+  TOPOCOLL_ASSERT(rank >= 0 && rank < args_.ranks, fmt::format("rank {} of {}", rank, args_.ranks));
+  Program p;
+  generator_(rank, p);
+  return p;
+}
+
+}  // namespace topocoll::algo

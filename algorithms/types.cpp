@@ -1,0 +1,128 @@
+#include "algorithms/types.hpp"
+
+#include <fmt/format.h>
+
+#include <array>
+#include <string>
+
+#include "common/errors.hpp"
+
+namespace topocoll::algo {
+namespace {
+
+// A spelling accepted on input and the value it names.
+template <class Enum>
+struct Spelling {
+  std::string_view name;
+  Enum value;
+};
+
+// The first spelling of each value is its canonical name (what to_string prints): nccl-tests'
+// names, so that `topocoll bench` tables read like theirs.
+constexpr std::array<Spelling<Collective>, 5> kCollectiveSpellings{{
+    {"allreduce", Collective::AllReduce},
+    {"reduce_scatter", Collective::ReduceScatter},
+    {"allgather", Collective::AllGather},
+    {"broadcast", Collective::Broadcast},
+    {"reduce", Collective::Reduce},
+}};
+
+constexpr std::array<Spelling<DataType>, 17> kDataTypeSpellings{{
+    {"int8", DataType::Int8},
+    {"uint8", DataType::Uint8},
+    {"int32", DataType::Int32},
+    {"uint32", DataType::Uint32},
+    {"int64", DataType::Int64},
+    {"uint64", DataType::Uint64},
+    {"half", DataType::Float16},
+    {"float16", DataType::Float16},
+    {"fp16", DataType::Float16},
+    {"bfloat16", DataType::BFloat16},
+    {"bf16", DataType::BFloat16},
+    {"float", DataType::Float32},
+    {"float32", DataType::Float32},
+    {"fp32", DataType::Float32},
+    {"double", DataType::Float64},
+    {"float64", DataType::Float64},
+    {"fp64", DataType::Float64},
+}};
+
+constexpr std::array<Spelling<ReduceOp>, 5> kReduceOpSpellings{{
+    {"sum", ReduceOp::Sum},
+    {"prod", ReduceOp::Prod},
+    {"min", ReduceOp::Min},
+    {"max", ReduceOp::Max},
+    {"avg", ReduceOp::Avg},
+}};
+
+template <class Enum, std::size_t N>
+std::string_view name_of(const std::array<Spelling<Enum>, N>& spellings, Enum value) {
+  for (const Spelling<Enum>& s : spellings)
+    if (s.value == value) return s.name;
+  return "?";
+}
+
+bool equal_ignoring_case(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  const auto lower = [](char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; };
+  for (std::size_t i = 0; i < a.size(); ++i)
+    if (lower(a[i]) != lower(b[i])) return false;
+  return true;
+}
+
+// Looks `given` up among the spellings (ASCII case ignored); unknown names throw InputError
+// naming the value given and every accepted spelling.
+template <class Enum, std::size_t N>
+Enum parse(const std::array<Spelling<Enum>, N>& spellings, std::string_view what, std::string_view given) {
+  std::string accepted;
+  for (const Spelling<Enum>& s : spellings) {
+    if (equal_ignoring_case(s.name, given)) return s.value;
+    accepted += accepted.empty() ? "" : ", ";
+    accepted += s.name;
+  }
+  throw InputError(fmt::format("unknown {} '{}': expected one of {}", what, given, accepted));
+}
+
+}  // namespace
+
+std::string_view to_string(Collective c) {
+  return name_of(kCollectiveSpellings, c);
+}
+std::string_view to_string(DataType t) {
+  return name_of(kDataTypeSpellings, t);
+}
+std::string_view to_string(ReduceOp op) {
+  return name_of(kReduceOpSpellings, op);
+}
+
+Collective parse_collective(std::string_view s) {
+  return parse(kCollectiveSpellings, "collective", s);
+}
+DataType parse_dtype(std::string_view s) {
+  return parse(kDataTypeSpellings, "data type", s);
+}
+ReduceOp parse_op(std::string_view s) {
+  return parse(kReduceOpSpellings, "reduction op", s);
+}
+
+std::size_t size_of(DataType t) {
+  switch (t) {
+    case DataType::Int8:
+    case DataType::Uint8:
+      return 1;
+    case DataType::Float16:
+    case DataType::BFloat16:
+      return 2;
+    case DataType::Int32:
+    case DataType::Uint32:
+    case DataType::Float32:
+      return 4;
+    case DataType::Int64:
+    case DataType::Uint64:
+    case DataType::Float64:
+      return 8;
+  }
+  TOPOCOLL_ASSERT(false, fmt::format("unknown DataType {}", static_cast<int>(t)));
+}
+
+}  // namespace topocoll::algo

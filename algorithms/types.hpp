@@ -1,0 +1,61 @@
+// Collective arguments shared by the schedule IR, the verifier, the simulator and the runtime.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace topocoll::algo {
+
+enum class Collective : std::uint8_t { AllReduce, ReduceScatter, AllGather, Broadcast, Reduce };
+enum class DataType : std::uint8_t { Int8, Uint8, Int32, Uint32, Int64, Uint64, Float16, BFloat16, Float32, Float64 };
+enum class ReduceOp : std::uint8_t { Sum, Prod, Min, Max, Avg };
+
+std::string_view to_string(Collective c);
+std::string_view to_string(DataType t);
+std::string_view to_string(ReduceOp op);
+// Parsers accept the names above and nccl-tests' spellings (float, half, bfloat16, double,
+// int8 ... uint64; sum, prod, min, max, avg). Unknown names throw InputError listing the valid.
+Collective parse_collective(std::string_view s);
+DataType parse_dtype(std::string_view s);
+ReduceOp parse_op(std::string_view s);
+std::size_t size_of(DataType t);
+
+// What a collective call is. Buffer sizes in elements, per rank:
+//   allreduce       input count        output count
+//   reduce_scatter  input count * p    output count        (count = NCCL's recvcount)
+//   allgather       input count        output count * p    (count = NCCL's sendcount)
+//   broadcast       input count (root) output count
+//   reduce          input count        output count (root's is the result)
+struct CollectiveArgs {
+  Collective collective = Collective::AllReduce;
+  std::uint64_t count = 0;
+  DataType dtype = DataType::Float32;
+  ReduceOp op = ReduceOp::Sum;
+  int ranks = 1;
+  int root = 0;
+
+  std::uint64_t input_count() const { return collective == Collective::ReduceScatter ? count * static_cast<std::uint64_t>(ranks) : count; }
+  std::uint64_t output_count() const { return collective == Collective::AllGather ? count * static_cast<std::uint64_t>(ranks) : count; }
+};
+
+// Tuning knobs of a generator (style rule 7: a policy struct, never literals in a loop).
+struct Tuning {
+  int channels = 2;                      // concurrent channels; each carries 1/channels of the data
+  std::uint64_t slice_bytes = 1u << 20;  // pipelining unit: a chunk is cut into slices of this size
+  int pipeline_depth = 4;                // slices in flight per channel (runtime; informs the cost model)
+};
+
+// The i-th of `parts` nearly equal pieces of `n` elements: the first n % parts pieces get one more.
+struct Range {
+  std::uint64_t offset = 0;
+  std::uint64_t count = 0;
+  std::uint64_t end() const { return offset + count; }
+};
+inline Range split(Range whole, std::uint64_t parts, std::uint64_t i) {
+  const std::uint64_t base = whole.count / parts, extra = whole.count % parts;
+  return {whole.offset + i * base + (i < extra ? i : extra), base + (i < extra ? 1 : 0)};
+}
+
+}  // namespace topocoll::algo

@@ -1,0 +1,588 @@
+#include "algorithms/verifier.hpp"
+
+#include <algorithm>
+#include <deque>
+#include <map>
+#include <optional>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+#include "common/errors.hpp"
+
+namespace topocoll::algo {
+
+std::string_view to_string(Failure f) {
+  switch (f) {
+    case Failure::None: return "OK";
+    case Failure::Deadlock: return "deadlock";
+    case Failure::UnmatchedSend: return "unmatched send";
+    case Failure::UnmatchedRecv: return "unmatched receive";
+    case Failure::OutOfBounds: return "out of bounds";
+    case Failure::BadPeer: return "bad peer";
+    case Failure::BadChannel: return "bad channel";
+    case Failure::WritesInput: return "writes the input buffer";
+    case Failure::SizeMismatch: return "size mismatch";
+    case Failure::DoubleCounted: return "double-counted contribution";
+    case Failure::Missing: return "missing contribution";
+    case Failure::WrongElement: return "wrong element";
+    case Failure::Uninitialised: return "uninitialised read";
+    case Failure::ChannelRace: return "write race between channels";
+  }
+  return "?";
+}
+
+namespace {
+
+// ---------------------------------------------------------------------------------------------
+// Symbolic values.
+
+// A set of ranks as sorted, disjoint, non-adjacent half-open intervals. Ring and tree partial
+// sums are contiguous in rank order (or wrap once), so these stay one or two intervals long.
+using RankSet = std::vector<std::pair<int, int>>;
+
+bool intersects(const RankSet& a, const RankSet& b, int* witness) {
+  std::size_t i = 0, j = 0;
+  while (i < a.size() && j < b.size()) {
+    const int lo = std::max(a[i].first, b[j].first), hi = std::min(a[i].second, b[j].second);
+    if (lo < hi) {
+      *witness = lo;
+      return true;
+    }
+    (a[i].second < b[j].second) ? ++i : ++j;
+  }
+  return false;
+}
+
+RankSet unite(const RankSet& a, const RankSet& b) {
+  RankSet all;
+  all.reserve(a.size() + b.size());
+  std::merge(a.begin(), a.end(), b.begin(), b.end(), std::back_inserter(all));
+  RankSet out;
+  for (const auto& iv : all) {
+    if (!out.empty() && iv.first <= out.back().second) out.back().second = std::max(out.back().second, iv.second);
+    else out.push_back(iv);
+  }
+  return out;
+}
+
+std::string rank_set_text(const RankSet& s) {
+  std::string t;
+  for (const auto& [lo, hi] : s) {
+    if (!t.empty()) t += ",";
+    t += hi - lo == 1 ? std::to_string(lo) : fmt::format("{}-{}", lo, hi - 1);
+  }
+  return "{" + t + "}";
+}
+
+// The value of a run of elements: at position p it is the reduction, over `ranks`, of input
+// element p + shift. An uninitialised run has init == false.
+struct Value {
+  bool init = false;
+  std::int64_t shift = 0;
+  RankSet ranks;
+  bool operator==(const Value&) const = default;
+};
+
+// A run [start, end) inside a snapshot or a buffer.
+struct Run {
+  std::uint64_t start, end;
+  Value value;
+};
+
+// One buffer: runs keyed by start, covering [0, size) exactly.
+class SymbolicBuffer {
+ public:
+  void reset(std::uint64_t size, Value initial) {
+    runs_.clear();
+    if (size > 0) runs_.emplace(0, Entry{size, std::move(initial)});
+  }
+
+  // The runs covering [offset, offset + count), positions relative to offset.
+  std::vector<Run> read(std::uint64_t offset, std::uint64_t count) {
+    std::vector<Run> out;
+    const std::uint64_t end = offset + count;
+    for (auto it = find(offset); it != runs_.end() && it->first < end; ++it) {
+      const std::uint64_t a = std::max(it->first, offset), b = std::min(it->second.end, end);
+      Value v = it->second.value;
+      if (v.init) v.shift += static_cast<std::int64_t>(a) - static_cast<std::int64_t>(a - offset);  // rebase
+      out.push_back({a - offset, b - offset, std::move(v)});
+    }
+    return out;
+  }
+
+  // Overwrites [offset, ...) with relative runs.
+  void write(std::uint64_t offset, const std::vector<Run>& runs) {
+    if (runs.empty()) return;
+    const std::uint64_t end = offset + runs.back().end;
+    split(offset);
+    split(end);
+    runs_.erase(runs_.lower_bound(offset), runs_.lower_bound(end));
+    for (const Run& r : runs) {
+      Value v = r.value;
+      if (v.init) v.shift -= static_cast<std::int64_t>(offset);  // relative -> absolute
+      runs_.emplace(offset + r.start, Entry{offset + r.end, std::move(v)});
+    }
+    coalesce(offset, end);
+  }
+
+  auto begin() const { return runs_.begin(); }
+  auto end() const { return runs_.end(); }
+
+ private:
+  struct Entry {
+    std::uint64_t end;
+    Value value;
+  };
+  std::map<std::uint64_t, Entry> runs_;
+
+  std::map<std::uint64_t, Entry>::iterator find(std::uint64_t pos) {
+    auto it = runs_.upper_bound(pos);
+    if (it != runs_.begin()) --it;
+    return it;
+  }
+  // Makes `pos` the start of a run (when inside the buffer).
+  void split(std::uint64_t pos) {
+    auto it = find(pos);
+    if (it == runs_.end() || it->first == pos || it->second.end <= pos) return;
+    Entry tail{it->second.end, it->second.value};
+    it->second.end = pos;
+    runs_.emplace(pos, std::move(tail));
+  }
+  // Merges equal neighbours around [from, to] so finished buffers shrink back to a few runs.
+  void coalesce(std::uint64_t from, std::uint64_t to) {
+    auto it = find(from);
+    if (it != runs_.begin()) --it;
+    while (it != runs_.end()) {
+      auto next = std::next(it);
+      if (next == runs_.end() || it->first > to) break;
+      if (it->second.end == next->first && it->second.value == next->second.value) {
+        it->second.end = next->second.end;
+        runs_.erase(next);
+      } else {
+        it = next;
+      }
+    }
+  }
+};
+
+// ---------------------------------------------------------------------------------------------
+// The machine.
+
+struct Message {
+  std::uint64_t count;
+  std::vector<Run> data;
+  std::uint64_t clock;
+  std::size_t op_index;  // sender's op index (for messages)
+};
+
+struct ChannelState {
+  std::vector<std::size_t> ops;  // indices into the rank's program
+  std::size_t next = 0;
+  std::uint64_t clock = 0;
+  bool queued = false;
+  bool done() const { return next == ops.size(); }
+};
+
+struct RankState {
+  Program program;
+  SymbolicBuffer buffers[3];  // storage: input, output, scratch
+  std::vector<ChannelState> channels;
+  std::vector<std::vector<std::pair<std::uint64_t, std::uint64_t>>> writes;  // per channel, per storage packed
+  std::uint64_t intra_bytes = 0, inter_bytes = 0;
+};
+
+class Verifier {
+ public:
+  Verifier(const Schedule& s, const VerifyOptions& o) : s_(s), o_(o), args_(s.args()), p_(s.num_ranks()) {}
+
+  VerifyResult run() {
+    if (!load()) return result_;
+    if (!execute()) return result_;
+    if (!check_leftovers()) return result_;
+    if (!check_races()) return result_;
+    check_postcondition();
+    return result_;
+  }
+
+ private:
+  const Schedule& s_;
+  const VerifyOptions& o_;
+  const CollectiveArgs args_;
+  const int p_;
+  std::vector<RankState> ranks_;
+  std::unordered_map<std::uint64_t, std::deque<Message>> queues_;
+  std::deque<std::pair<int, int>> work_;
+  VerifyResult result_;
+
+  bool fail(Failure f, std::string message) {
+    result_.failure = f;
+    result_.message = std::move(message);
+    return false;
+  }
+  std::string where(int rank, const Op& op, std::size_t index) const {
+    return fmt::format("rank {} channel {} op {} ({})", rank, op.channel, index, describe(op));
+  }
+  std::uint64_t queue_key(int src, int dst, int channel) const {
+    return (static_cast<std::uint64_t>(src) * static_cast<std::uint64_t>(p_) + static_cast<std::uint64_t>(dst)) *
+               static_cast<std::uint64_t>(s_.num_channels()) +
+           static_cast<std::uint64_t>(channel);
+  }
+  int node_of(int rank) const { return o_.node_of.empty() ? 0 : o_.node_of[static_cast<std::size_t>(rank)]; }
+
+  // Storage and offset of a chunk after in-place aliasing: 0 input, 1 output, 2 scratch.
+  std::pair<int, std::uint64_t> resolve(int rank, const Chunk& c) const {
+    if (c.buffer == BufferId::Scratch) return {2, c.offset};
+    if (!o_.in_place) return {c.buffer == BufferId::Input ? 0 : 1, c.offset};
+    const std::uint64_t shift = static_cast<std::uint64_t>(rank) * args_.count;
+    switch (args_.collective) {
+      case Collective::ReduceScatter:  // output lives inside input at rank * count
+        return {0, c.buffer == BufferId::Input ? c.offset : c.offset + shift};
+      case Collective::AllGather:  // input lives inside output at rank * count
+        return {1, c.buffer == BufferId::Output ? c.offset : c.offset + shift};
+      default: return {1, c.offset};
+    }
+  }
+
+  bool check_chunk(int rank, const Op& op, std::size_t index, const Chunk& c) {
+    const std::uint64_t size = s_.buffer_count(c.buffer);
+    if (c.end() > size || c.end() < c.offset)
+      return fail(Failure::OutOfBounds,
+                  fmt::format("{}: {}[{}:{}] is outside the {} buffer of {} elements", where(rank, op, index),
+                              to_string(c.buffer), c.offset, c.end(), to_string(c.buffer), size));
+    return true;
+  }
+
+  bool load() {
+    ranks_.resize(static_cast<std::size_t>(p_));
+    for (int r = 0; r < p_; ++r) {
+      RankState& st = ranks_[static_cast<std::size_t>(r)];
+      st.program = s_.program(r);
+      st.channels.resize(static_cast<std::size_t>(s_.num_channels()));
+      st.writes.resize(static_cast<std::size_t>(s_.num_channels()));
+      result_.operations += st.program.size();
+      for (std::size_t i = 0; i < st.program.size(); ++i) {
+        const Op& op = st.program[i];
+        if (op.channel >= s_.num_channels())
+          return fail(Failure::BadChannel, fmt::format("{}: channel {} but the schedule has {} channels", where(r, op, i),
+                                                       op.channel, s_.num_channels()));
+        const bool comm = op.kind == OpKind::Send || op.kind == OpKind::Recv || op.kind == OpKind::RecvReduce;
+        if (comm && (op.peer < 0 || op.peer >= p_ || op.peer == r))
+          return fail(Failure::BadPeer, fmt::format("{}: peer {} is not another rank of 0..{}", where(r, op, i), op.peer, p_ - 1));
+        if (op.kind != OpKind::Recv && op.kind != OpKind::RecvReduce && !check_chunk(r, op, i, op.src)) return false;
+        if (op.kind != OpKind::Send && !check_chunk(r, op, i, op.dst)) return false;
+        if (op.kind != OpKind::Send && op.dst.buffer == BufferId::Input)
+          return fail(Failure::WritesInput, fmt::format("{}: the input buffer is read-only", where(r, op, i)));
+        if ((op.kind == OpKind::Copy || op.kind == OpKind::Reduce) && op.src.count != op.dst.count)
+          return fail(Failure::SizeMismatch, fmt::format("{}: {} elements into {}", where(r, op, i), op.src.count, op.dst.count));
+        st.channels[op.channel].ops.push_back(i);
+      }
+      init_buffers(r, st);
+    }
+    return true;
+  }
+
+  void init_buffers(int r, RankState& st) {
+    const Value mine{true, 0, RankSet{{r, r + 1}}};
+    st.buffers[0].reset(args_.input_count(), mine);
+    st.buffers[1].reset(args_.output_count(), Value{});
+    st.buffers[2].reset(s_.scratch_count(), Value{});
+    if (!o_.in_place) return;
+    const std::uint64_t base = static_cast<std::uint64_t>(r) * args_.count;
+    switch (args_.collective) {
+      case Collective::ReduceScatter: break;  // storage 0 is the shared buffer, already the input
+      case Collective::AllGather:
+        st.buffers[1].write(base, {{0, args_.count, mine}});
+        break;
+      default: st.buffers[1].reset(args_.output_count(), mine); break;
+    }
+  }
+
+  void record_write(int rank, int channel, const Chunk& c) {
+    auto [storage, offset] = resolve(rank, c);
+    // Pack the storage id in the top bits so one sorted list per channel covers all buffers.
+    const std::uint64_t tag = static_cast<std::uint64_t>(storage) << 60;
+    auto& w = ranks_[static_cast<std::size_t>(rank)].writes[static_cast<std::size_t>(channel)];
+    if (!w.empty() && w.back().second == (tag | offset)) w.back().second = tag | (offset + c.count);
+    else w.push_back({tag | offset, tag | (offset + c.count)});
+  }
+
+  std::vector<Run> read_chunk(int rank, const Chunk& c) {
+    auto [storage, offset] = resolve(rank, c);
+    return ranks_[static_cast<std::size_t>(rank)].buffers[storage].read(offset, c.count);
+  }
+
+  bool write_chunk(int rank, const Chunk& c, const std::vector<Run>& data) {
+    auto [storage, offset] = resolve(rank, c);
+    ranks_[static_cast<std::size_t>(rank)].buffers[storage].write(offset, data);
+    return true;
+  }
+
+  // dst (op)= data: every overlapping pair of runs must reduce the same input element from
+  // disjoint rank sets.
+  bool reduce_chunk(int rank, const Op& op, std::size_t index, const Chunk& c, const std::vector<Run>& data) {
+    std::vector<Run> current = read_chunk(rank, c);
+    std::vector<Run> merged;
+    std::size_t i = 0, j = 0;
+    while (i < current.size() && j < data.size()) {
+      const std::uint64_t a = std::max(current[i].start, data[j].start), b = std::min(current[i].end, data[j].end);
+      const Value& x = current[i].value;
+      const Value& y = data[j].value;
+      if (!x.init || !y.init)
+        return fail(Failure::Uninitialised, fmt::format("{}: reduces elements [{}:{}] of the chunk that were never written",
+                                                        where(rank, op, index), a, b));
+      if (x.shift != y.shift)
+        return fail(Failure::WrongElement,
+                    fmt::format("{}: reduces input element {} into a value of input element {} (chunk elements [{}:{}])",
+                                where(rank, op, index), static_cast<std::int64_t>(a) + y.shift,
+                                static_cast<std::int64_t>(a) + x.shift, a, b));
+      int witness = -1;
+      if (intersects(x.ranks, y.ranks, &witness))
+        return fail(Failure::DoubleCounted,
+                    fmt::format("{}: rank {}'s contribution counted twice ({} + {}) in chunk elements [{}:{}]",
+                                where(rank, op, index), witness, rank_set_text(x.ranks), rank_set_text(y.ranks), a, b));
+      merged.push_back({a, b, Value{true, x.shift, unite(x.ranks, y.ranks)}});
+      (current[i].end < data[j].end) ? ++i : ((current[i].end == data[j].end) ? (++i, ++j) : ++j);
+    }
+    return write_chunk(rank, c, merged);
+  }
+
+  bool check_initialised(int rank, const Op& op, std::size_t index, const std::vector<Run>& data) {
+    for (const Run& r : data)
+      if (!r.value.init)
+        return fail(Failure::Uninitialised, fmt::format("{}: reads elements [{}:{}] of the chunk that were never written",
+                                                        where(rank, op, index), r.start, r.end));
+    return true;
+  }
+
+  // Runs (rank, channel) until it finishes or blocks on an empty queue.
+  bool step_channel(int rank, int channel) {
+    RankState& st = ranks_[static_cast<std::size_t>(rank)];
+    ChannelState& ch = st.channels[static_cast<std::size_t>(channel)];
+    while (!ch.done()) {
+      const std::size_t index = ch.ops[ch.next];
+      const Op& op = st.program[index];
+      switch (op.kind) {
+        case OpKind::Send: {
+          std::vector<Run> data = read_chunk(rank, op.src);
+          if (!check_initialised(rank, op, index, data)) return false;
+          const std::uint64_t bytes = op.src.count * size_of(args_.dtype);
+          (node_of(op.peer) == node_of(rank) ? st.intra_bytes : st.inter_bytes) += bytes;
+          queues_[queue_key(rank, op.peer, channel)].push_back({op.src.count, std::move(data), ch.clock, index});
+          ChannelState& peer = ranks_[static_cast<std::size_t>(op.peer)].channels[static_cast<std::size_t>(channel)];
+          if (!peer.queued && !peer.done()) {
+            peer.queued = true;
+            work_.push_back({op.peer, channel});
+          }
+          break;
+        }
+        case OpKind::Recv:
+        case OpKind::RecvReduce: {
+          auto it = queues_.find(queue_key(op.peer, rank, channel));
+          if (it == queues_.end() || it->second.empty()) return true;  // blocked
+          Message m = std::move(it->second.front());
+          it->second.pop_front();
+          if (m.count != op.dst.count)
+            return fail(Failure::SizeMismatch,
+                        fmt::format("{}: receives {} elements but rank {} sent {} (its op {})", where(rank, op, index),
+                                    op.dst.count, op.peer, m.count, m.op_index));
+          ch.clock = std::max(ch.clock, m.clock + 1);
+          result_.steps = std::max(result_.steps, ch.clock);
+          if (op.kind == OpKind::Recv) write_chunk(rank, op.dst, m.data);
+          else if (!reduce_chunk(rank, op, index, op.dst, m.data)) return false;
+          record_write(rank, channel, op.dst);
+          break;
+        }
+        case OpKind::Copy: {
+          std::vector<Run> data = read_chunk(rank, op.src);
+          if (!check_initialised(rank, op, index, data)) return false;
+          write_chunk(rank, op.dst, data);
+          record_write(rank, channel, op.dst);
+          break;
+        }
+        case OpKind::Reduce: {
+          std::vector<Run> data = read_chunk(rank, op.src);
+          if (!check_initialised(rank, op, index, data)) return false;
+          if (!reduce_chunk(rank, op, index, op.dst, data)) return false;
+          record_write(rank, channel, op.dst);
+          break;
+        }
+      }
+      ++ch.next;
+    }
+    return true;
+  }
+
+  bool execute() {
+    for (int r = 0; r < p_; ++r)
+      for (int c = 0; c < s_.num_channels(); ++c) {
+        ranks_[static_cast<std::size_t>(r)].channels[static_cast<std::size_t>(c)].queued = true;
+        work_.push_back({r, c});
+      }
+    while (!work_.empty()) {
+      auto [r, c] = work_.front();
+      work_.pop_front();
+      ranks_[static_cast<std::size_t>(r)].channels[static_cast<std::size_t>(c)].queued = false;
+      if (!step_channel(r, c)) return false;
+    }
+    return find_blocked();
+  }
+
+  // After the run: every channel finished, or report the wait cycle / the unmatched receive.
+  bool find_blocked() {
+    for (int r = 0; r < p_; ++r)
+      for (int c = 0; c < s_.num_channels(); ++c) {
+        const ChannelState& ch = ranks_[static_cast<std::size_t>(r)].channels[static_cast<std::size_t>(c)];
+        if (ch.done()) continue;
+        // Follow who waits on whom from (r, c) until a finished channel or a repeat.
+        std::vector<int> chain;
+        std::vector<char> seen(static_cast<std::size_t>(p_), 0);
+        int cur = r;
+        while (true) {
+          const RankState& st = ranks_[static_cast<std::size_t>(cur)];
+          const ChannelState& cc = st.channels[static_cast<std::size_t>(c)];
+          if (cc.done()) break;
+          if (seen[static_cast<std::size_t>(cur)]) {
+            auto start = std::find(chain.begin(), chain.end(), cur);
+            std::string cycle;
+            for (auto it = start; it != chain.end(); ++it) cycle += fmt::format("{} -> ", *it);
+            cycle += std::to_string(cur);
+            const std::size_t index = cc.ops[cc.next];
+            return fail(Failure::Deadlock, fmt::format("deadlock on channel {}: ranks wait in a cycle {} (e.g. {})", c, cycle,
+                                                       where(cur, st.program[index], index)));
+          }
+          seen[static_cast<std::size_t>(cur)] = 1;
+          chain.push_back(cur);
+          cur = st.program[cc.ops[cc.next]].peer;
+        }
+        // The chain ends at a rank whose channel finished: the last waiter's receive is unmatched.
+        const int waiter = chain.back();
+        const RankState& st = ranks_[static_cast<std::size_t>(waiter)];
+        const ChannelState& cc = st.channels[static_cast<std::size_t>(c)];
+        const std::size_t index = cc.ops[cc.next];
+        return fail(Failure::UnmatchedRecv,
+                    fmt::format("{}: waits for rank {}, which finished channel {} without sending it", where(waiter, st.program[index], index),
+                                st.program[index].peer, c));
+      }
+    return true;
+  }
+
+  bool check_leftovers() {
+    for (const auto& [key, q] : queues_) {
+      if (q.empty()) continue;
+      const std::uint64_t channel = key % static_cast<std::uint64_t>(s_.num_channels());
+      const std::uint64_t pair = key / static_cast<std::uint64_t>(s_.num_channels());
+      const int src = static_cast<int>(pair / static_cast<std::uint64_t>(p_)), dst = static_cast<int>(pair % static_cast<std::uint64_t>(p_));
+      const Message& m = q.front();
+      const Op& op = ranks_[static_cast<std::size_t>(src)].program[m.op_index];
+      return fail(Failure::UnmatchedSend, fmt::format("{}: rank {} never receives it on channel {} ({} unmatched sends)",
+                                                      where(src, op, m.op_index), dst, channel, q.size()));
+    }
+    for (const RankState& st : ranks_) {
+      result_.max_intra_bytes_sent = std::max(result_.max_intra_bytes_sent, st.intra_bytes);
+      result_.max_inter_bytes_sent = std::max(result_.max_inter_bytes_sent, st.inter_bytes);
+      result_.max_bytes_sent = std::max(result_.max_bytes_sent, st.intra_bytes + st.inter_bytes);
+      result_.total_bytes_sent += st.intra_bytes + st.inter_bytes;
+    }
+    return true;
+  }
+
+  // Contract 6: channels of one rank write disjoint elements.
+  bool check_races() {
+    for (int r = 0; r < p_; ++r) {
+      RankState& st = ranks_[static_cast<std::size_t>(r)];
+      std::vector<std::tuple<std::uint64_t, std::uint64_t, int>> all;
+      for (int c = 0; c < s_.num_channels(); ++c) {
+        auto& w = st.writes[static_cast<std::size_t>(c)];
+        std::sort(w.begin(), w.end());
+        // Merge this channel's own intervals first: a channel may rewrite its own elements.
+        std::uint64_t lo = 0, hi = 0;
+        bool open = false;
+        for (const auto& [a, b] : w) {
+          if (open && a <= hi) {
+            hi = std::max(hi, b);
+            continue;
+          }
+          if (open) all.emplace_back(lo, hi, c);
+          lo = a, hi = b, open = true;
+        }
+        if (open) all.emplace_back(lo, hi, c);
+      }
+      std::sort(all.begin(), all.end());
+      for (std::size_t i = 1; i < all.size(); ++i) {
+        const auto& [a0, b0, c0] = all[i - 1];
+        const auto& [a1, b1, c1] = all[i];
+        if (a1 < b0 && c0 != c1) {
+          static constexpr const char* kStorage[] = {"input", "output", "scratch"};
+          const std::uint64_t mask = (std::uint64_t{1} << 60) - 1;
+          return fail(Failure::ChannelRace, fmt::format("rank {}: channels {} and {} both write {}[{}:{}]", r, c0, c1,
+                                                        kStorage[a1 >> 60], a1 & mask, std::min(b0, b1) & mask));
+        }
+      }
+      st.writes.clear();
+    }
+    return true;
+  }
+
+  // The expected value of output element `pos` of rank `rank`, or nullopt when unconstrained.
+  std::optional<Value> expected(int rank, std::uint64_t pos) const {
+    const RankSet all{{0, p_}};
+    switch (args_.collective) {
+      case Collective::AllReduce: return Value{true, 0, all};
+      case Collective::ReduceScatter: return Value{true, static_cast<std::int64_t>(rank * args_.count), all};
+      case Collective::AllGather: {
+        const int j = static_cast<int>(pos / std::max<std::uint64_t>(args_.count, 1));
+        return Value{true, -static_cast<std::int64_t>(static_cast<std::uint64_t>(j) * args_.count), RankSet{{j, j + 1}}};
+      }
+      case Collective::Broadcast: return Value{true, 0, RankSet{{args_.root, args_.root + 1}}};
+      case Collective::Reduce:
+        if (rank != args_.root) return std::nullopt;
+        return Value{true, 0, all};
+    }
+    return std::nullopt;
+  }
+
+  bool check_postcondition() {
+    for (int r = 0; r < p_; ++r) {
+      // Read the output through the aliasing so in-place runs are checked where the data is.
+      const Chunk out{BufferId::Output, 0, args_.output_count()};
+      std::vector<Run> runs = read_chunk(r, out);
+      for (const Run& run : runs) {
+        // Allgather's expectation changes every `count` elements: check block by block.
+        std::uint64_t pos = run.start;
+        while (pos < run.end) {
+          std::uint64_t block_end = run.end;
+          if (args_.collective == Collective::AllGather && args_.count > 0)
+            block_end = std::min(run.end, (pos / args_.count + 1) * args_.count);
+          const std::optional<Value> want = expected(r, pos);
+          if (want) {
+            const Value& got = run.value;
+            const std::string at = fmt::format("rank {}: output[{}:{}]", r, pos, block_end);
+            if (!got.init) return fail(Failure::Missing, at + " is never written");
+            if (got.shift != want->shift)
+              return fail(Failure::WrongElement, fmt::format("{} holds input elements offset by {} instead of {}", at, got.shift,
+                                                             want->shift));
+            if (got.ranks != want->ranks) {
+              const bool subset = unite(got.ranks, want->ranks) == want->ranks;
+              return fail(subset ? Failure::Missing : Failure::WrongElement,
+                          fmt::format("{} is the reduction of ranks {} but must be of ranks {}", at, rank_set_text(got.ranks),
+                                      rank_set_text(want->ranks)));
+            }
+          }
+          pos = block_end;
+        }
+      }
+    }
+    return true;
+  }
+};
+
+}  // namespace
+
+VerifyResult verify(const Schedule& schedule, const VerifyOptions& options) {
+  if (!options.node_of.empty() && options.node_of.size() != static_cast<std::size_t>(schedule.num_ranks()))
+    throw InputError(fmt::format("verify: node_of has {} entries for {} ranks", options.node_of.size(), schedule.num_ranks()));
+  return Verifier(schedule, options).run();
+}
+
+}  // namespace topocoll::algo

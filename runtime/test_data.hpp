@@ -1,0 +1,38 @@
+// Inputs whose reduction is exact in any order and association, and the exact expected result,
+// for bit-exact verification of collectives (the approach of nccl-tests' verifiable inputs:
+// integers where the arithmetic is exact, powers of two for products, one closed-form answer).
+//
+// Every value is a function of (dtype, op, ranks, rank, global element index g), where
+// g = element_offset + i: a caller filling a slice of a larger buffer (a rank's part of an
+// allgather or reduce_scatter) passes the slice's offset and gets the same values as if it had
+// filled the whole buffer. The expected result is computed in closed form, O(1) per element.
+//
+// Exactness is guaranteed for 1 <= ranks <= 64 and any element index (in practice well beyond:
+// see the ranges in test_data.cpp). With the CPU reducer, finish_avg included, any order of
+// reduction gives fill_expected bit for bit.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "algorithms/types.hpp"
+
+namespace topocoll::runtime {
+
+// Fills rank `rank`'s input of n elements (global indices element_offset ... element_offset+n-1)
+// so that reducing the inputs of all `ranks` ranks with `op` is exact in any order. Values are
+// distinct per rank and vary per element where the type has room for it. Throws InputError unless
+// 1 <= ranks and 0 <= rank < ranks.
+void fill_input(algo::DataType t, algo::ReduceOp op, int rank, int ranks, std::uint64_t element_offset, void* data,
+                std::size_t n);
+
+// The exact result of reducing every rank's fill_input, element by element (for Avg: after
+// finish_avg, i.e. the sum divided by ranks).
+void fill_expected(algo::DataType t, algo::ReduceOp op, int ranks, std::uint64_t element_offset, void* data,
+                   std::size_t n);
+
+// The number of elements that differ bit for bit. For floating-point types two NaNs compare equal
+// whatever their payloads (no input of ours makes one); +0 and -0 differ.
+std::size_t count_wrong(algo::DataType t, const void* got, const void* expected, std::size_t n);
+
+}  // namespace topocoll::runtime

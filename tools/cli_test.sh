@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# Command-line tests of `topocoll topo`: exit codes, one-line errors, key outputs.
+# Usage: cli_test.sh BUILD_BIN_DIR SOURCE_DIR
+set -u
+bin="$1/topocoll"
+src="$2"
+data="$src/topologies/testdata"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+passed=0
+failed=0
+
+fail() { echo "FAIL: $*"; failed=$((failed + 1)); }
+ok() { passed=$((passed + 1)); }
+
+# expect_error EXPECTED_SUBSTRING ARGS...: exit 2, exactly one line on stderr containing it, no trace.
+expect_error() {
+  local want="$1"; shift
+  "$bin" "$@" >"$tmp/out" 2>"$tmp/err"
+  local rc=$?
+  local lines
+  lines=$(wc -l <"$tmp/err")
+  if [ "$rc" -ne 2 ]; then fail "topocoll $* : exit $rc, expected 2 ($(head -c 300 "$tmp/err"))"; return; fi
+  if [ "$lines" -ne 1 ]; then fail "topocoll $* : $lines lines on stderr, expected 1: $(cat "$tmp/err")"; return; fi
+  if ! grep -qF -- "$want" "$tmp/err"; then fail "topocoll $* : stderr '$(cat "$tmp/err")' lacks '$want'"; return; fi
+  ok
+}
+
+# expect_ok ARGS...: exit 0; output in $tmp/out.
+expect_ok() {
+  "$bin" "$@" >"$tmp/out" 2>"$tmp/err"
+  local rc=$?
+  if [ "$rc" -ne 0 ]; then fail "topocoll $* : exit $rc ($(head -c 300 "$tmp/err"))"; return 1; fi
+  ok
+}
+
+contains() { if grep -qF -- "$1" "$tmp/out"; then ok; else fail "output of '$2' lacks '$1'"; fi; }
+
+# --- bad input: flags -------------------------------------------------------------------
+expect_error "unknown topology preset 'dgx-z9'" topo show --topology dgx-z9
+expect_error "unknown fabric 'torus'" topo show --topology dgx-h100 --nodes 2 --fabric torus
+expect_error "--nodes 0: expected a node count from 1 to 2048" topo show --topology dgx-h100 --nodes 0
+expect_error "--nodes 4096: expected a node count from 1 to 2048" topo show --topology dgx-h100 --nodes 4096
+expect_error "--nodes" topo show --topology dgx-h100 --nodes -3
+expect_error "--nodes" topo show --topology dgx-h100 --nodes many
+expect_error "--oversubscription 0.5: expected a ratio >= 1" topo show --topology dgx-h100 --nodes 2 --oversubscription 0.5
+expect_error "--oversubscription" topo show --topology dgx-h100 --nodes 2 --oversubscription lots
+expect_error "--format yaml: expected text or json" topo show --topology dgx-h100 --format yaml
+expect_error "--format png: expected dot, simgrid or json" topo export --topology dgx-h100 --format png
+expect_error "--from n9/gpu0: no such device" topo path --topology dgx-h100 --from n9/gpu0 --to n0/gpu1
+expect_error "topology" topo show
+
+# --- bad input: files --------------------------------------------------------------------
+printf '<system version="1">\n  <cpu numaid="0">\n    <pci busid="0000:01:00.0" class="0x030000" link_speed="fast" link_width="16"/>\n  </cpu>\n</system>\n' >"$tmp/bad-speed.xml"
+expect_error "bad-speed.xml:3" topo show --topology "$tmp/bad-speed.xml"
+printf '<system version="1">\n  <cpu numaid="0">\n    <pci busid="0000:01:00.0"\n</system>\n' >"$tmp/broken.xml"
+expect_error "broken.xml:" topo show --topology "$tmp/broken.xml"
+printf '<system version="2">\n</system>\n' >"$tmp/v2.xml"
+expect_error "v2.xml:1" topo show --topology "$tmp/v2.xml"
+printf 'node: dgx-h100\nnodes: [1\n' >"$tmp/broken.yaml"
+expect_error "broken.yaml:" topo show --topology "$tmp/broken.yaml"
+printf 'node: dgx-h100\nnodez: 4\n' >"$tmp/key.yaml"
+expect_error "key.yaml:2: unknown key 'nodez'" topo check --topology "$tmp/key.yaml"
+expect_error "/nonexistent.xml" topo show --topology /nonexistent.xml
+expect_error "cannot open" topo export --topology dgx-h100 --format dot -o /nonexistent/dir/x.dot
+
+# --- outputs ---------------------------------------------------------------------------
+if expect_ok topo show --topology dgx-h100 --nodes 2 --format json; then
+  for key in '"nodes": 2' '"gpus": 16' '"nics": 16' '"cpus": 4' '"nvswitches": 8' '"pcie_switches": 16' \
+             '"network_switches": 40' '"nvlink": 64' '"network": 272'; do
+    contains "$key" "show json"
+  done
+fi
+if expect_ok topo check --topology pcie-8gpu; then
+  contains "16 GPU pairs cross NUMA nodes" "check pcie-8gpu"
+  contains "0-4 0-5 0-6 0-7 1-4" "check pcie-8gpu"
+fi
+if expect_ok topo show --topology "$data/ibm-h100x8-dump.xml"; then contains "gpus         8" "show ibm"; fi
+if expect_ok topo export --topology dgx-a100 --nodes 2 --format dot -o "$tmp/a.dot"; then
+  grep -q "subgraph cluster_n1" "$tmp/a.dot" && ok || fail "dot export lacks node 1's cluster"
+fi
+if expect_ok topo path --topology dgx-h100 --nodes 2 --from n0/gpu0 --to n1/gpu0; then contains "type NET" "path"; fi
+if expect_ok topo --help; then contains "Examples:" "topo --help"; fi
+for sub in show check export path; do
+  if expect_ok topo "$sub" --help; then contains "Examples:" "topo $sub --help"; fi
+done
+
+echo "cli: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
