@@ -139,6 +139,32 @@ TEST_CASE("reducer: every dtype and op reduces fill_input to exactly fill_expect
         }
 }
 
+TEST_CASE("reducer: fill_input stays exact beyond 64 ranks, past fp16's and bf16's integer range") {
+  // bf16 holds every integer up to 256, fp16 up to 2048: beyond, only that many ranks contribute.
+  struct Case {
+    DataType dtype;
+    int ranks;
+  };
+  constexpr Case kCases[] = {{DataType::BFloat16, 255}, {DataType::BFloat16, 256}, {DataType::BFloat16, 257},
+                             {DataType::BFloat16, 700}, {DataType::Float16, 2049}, {DataType::Float16, 2100},
+                             {DataType::Float32, 1000}, {DataType::Int8, 300}};
+  constexpr std::array kOrders{Order::Forward, Order::Backward, Order::PairwiseTree, Order::OddsThenEvens,
+                               Order::Shuffled};
+  constexpr std::size_t n = 24;
+  for (const Case& c : kCases)
+    for (ReduceOp op : kOps) {
+      std::vector<Bytes> inputs;
+      for (int r = 0; r < c.ranks; ++r) inputs.push_back(input_of(c.dtype, op, r, c.ranks, 0, n));
+      Bytes expected(n * size_of(c.dtype));
+      fill_expected(c.dtype, op, c.ranks, 0, expected.data(), n);
+      for (Order order : kOrders) {
+        const Bytes got = reduce_all(c.dtype, op, inputs, n, order);
+        INFO(to_string(c.dtype), " ", to_string(op), " ranks=", c.ranks, " ", order_name(order));
+        CHECK(count_wrong(c.dtype, got.data(), expected.data(), n) == 0);
+      }
+    }
+}
+
 TEST_CASE("reducer: integer sum and prod wrap modulo 2^bits, signed types included") {
   CHECK(reduce_one<std::int8_t>(DataType::Int8, ReduceOp::Sum, 127, 1) == -128);
   CHECK(reduce_one<std::uint8_t>(DataType::Uint8, ReduceOp::Sum, 255, 2) == 1);

@@ -38,9 +38,9 @@
 //         number, exact. Expected +-m * 2^(N mod 2).
 //   min / max  x = (j + k * s - L) * 2^e with L = U / 2, M = min(p, 2L), s = 2L / M, 0 <= j < s:
 //         distinct integers in [-L, L) (fp16 [-1024, 1024), bf16 [-128, 128)), both signs; 0 is +0.
-// Values are distinct per rank wherever the range allows it: always for integer sum / avg / prod
-// / min / max and for float min / max up to p = 2L; float sum / avg up to p = 2D + 1 (fp16 33,
-// bf16 5 distinct values at p = 64); float prod uses the five values {m, +-2, +-0.5, +-1}.
+// Values are distinct per rank wherever the range allows it. Up to p = 64 (tested): every integer
+// case, float min / max, float sum / avg for fp32 / fp64; fp16 sum / avg up to p = 33 (at p = 64
+// 33 distinct values), bf16 up to p = 5. Float prod draws from {m, +-2, +-0.5, +-1}.
 
 namespace topocoll::runtime {
 namespace {
@@ -229,8 +229,7 @@ class FloatValues {
       case ReduceOp::Avg: {
         const std::uint64_t k = slot(g, rank, p_);
         if (k >= contributors_) return 0.0;
-        return std::ldexp(static_cast<double>(center(g) + zero_sum_offset(k, contributors_, offset_limit_)),
-                          scale(g));
+        return std::ldexp(static_cast<double>(center(g) + zero_sum_offset(k, contributors_, offset_limit_)), scale(g));
       }
       case ReduceOp::Prod: {
         const std::uint64_t k = slot(g, rank, p_);

@@ -7,9 +7,10 @@
 // allgather or reduce_scatter) passes the slice's offset and gets the same values as if it had
 // filled the whole buffer. The expected result is computed in closed form, O(1) per element.
 //
-// Exactness is guaranteed for 1 <= ranks <= 64 and any element index (in practice well beyond:
-// see the ranges in test_data.cpp). With the CPU reducer, finish_avg included, any order of
-// reduction gives fill_expected bit for bit.
+// Exact for any rank count and element index (tested: ranks 1 ... 64 for every dtype and op, up to
+// 2100 for fp16 / bf16 sums); values are most varied up to 64 ranks (the ranges per dtype are in
+// test_data.cpp). With the CPU reducer, finish_avg included, any order of reduction gives
+// fill_expected bit for bit.
 #pragma once
 
 #include <cstddef>

@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "common/errors.hpp"
+#include "tools/algo_commands.hpp"
 #include "tools/topo_commands.hpp"
 
 namespace {
@@ -26,8 +27,17 @@ Examples:
   topocoll topo presets
 T is a preset (dgx-a100, dgx-h100, pcie-8gpu, local), an NCCL topology .xml file or a .yaml spec.)";
 
-void add_topology_flags(CLI::App* cmd, topocoll::tools::TopoArgs& a) {
-  cmd->add_option("--topology,-t", a.topology, "preset name, NCCL topology XML file or YAML cluster spec")->required();
+constexpr const char* kAlgoExamples = R"(
+Examples:
+  topocoll algorithms
+  topocoll verify --topology dgx-h100 --nodes 128 --algorithm all
+  topocoll verify --topology dgx-a100 --nodes 3 --algorithm ring,dbt --count 1000 --channels 3 --in-place
+  topocoll verify --schedule my-schedule.json
+  topocoll schedule export --topology dgx-h100 --nodes 2 --algorithm dbt --count 4096 -o dbt.json)";
+
+void add_topology_flags(CLI::App* cmd, topocoll::tools::TopoArgs& a, bool required = true) {
+  auto* t = cmd->add_option("--topology,-t", a.topology, "preset name, NCCL topology XML file or YAML cluster spec");
+  if (required) t->required();
   cmd->add_option("--nodes,-N", a.nodes, "number of nodes (1..2048); default 1 or the spec's");
   cmd->add_option("--fabric", a.fabric, "single-switch | rail-fat-tree | fat-tree (default rail-fat-tree)");
   cmd->add_option("--oversubscription", a.oversubscription, "leaf down:up bandwidth ratio, >= 1 (default 1)");
@@ -38,7 +48,7 @@ void add_topology_flags(CLI::App* cmd, topocoll::tools::TopoArgs& a) {
 int main(int argc, char** argv) {
   CLI::App app{"topocoll: topology-aware collective algorithms (topologies, schedules, simulation, runtime)"};
   app.require_subcommand(1);
-  app.footer("Run `topocoll topo --help` for the topology commands.");
+  app.footer("Commands: topo (show|check|export|path|presets), algorithms, verify, schedule export. Each has --help with examples.");
   CLI::App* topo = app.add_subcommand("topo", "inspect, check and export cluster topologies");
   topo->require_subcommand(1);
   topo->footer(kTopoExamples);
@@ -68,6 +78,32 @@ int main(int argc, char** argv) {
 
   CLI::App* list = topo->add_subcommand("presets", "list the node presets");
 
+  topocoll::tools::AlgoArgs algo_args;
+  auto add_algo_flags = [&](CLI::App* cmd) {
+    cmd->add_option("--algorithm,-a", algo_args.algorithm, "algorithm name, comma list or 'all'")->default_val("all");
+    cmd->add_option("--count,-c", algo_args.count, "elements per rank (8, 64K, 1M); default ranks x channels x 64");
+    cmd->add_option("--channels", algo_args.channels, "channels (default 2)")->default_val(2);
+    cmd->add_option("--slice", algo_args.slice, "pipelining slice in bytes (default 1M)")->default_val("1M");
+    cmd->add_option("--dtype,-d", algo_args.dtype, "data type (default float)")->default_val("float");
+    cmd->add_option("--op,-o", algo_args.op, "reduction (default sum)")->default_val("sum");
+    cmd->add_option("--root", algo_args.root, "root rank of broadcast / reduce (default 0)")->default_val(0);
+  };
+  CLI::App* algs = app.add_subcommand("algorithms", "list the registered algorithms");
+  algs->footer(kAlgoExamples);
+  CLI::App* verify = app.add_subcommand("verify", "prove schedules correct (symbolic execution); exit 1 if one is wrong");
+  add_topology_flags(verify, algo_args.topo, false);
+  add_algo_flags(verify);
+  verify->add_option("--schedule", algo_args.schedule, "verify a schedule JSON file instead");
+  verify->add_flag("--in-place", algo_args.in_place, "verify with input and output aliased");
+  verify->footer(kAlgoExamples);
+  CLI::App* schedule = app.add_subcommand("schedule", "schedule interchange");
+  schedule->require_subcommand(1);
+  CLI::App* sexport = schedule->add_subcommand("export", "write an algorithm's schedule as JSON");
+  add_topology_flags(sexport, algo_args.topo);
+  add_algo_flags(sexport);
+  sexport->add_option("--output,--out", algo_args.output, "output file (default: stdout)");
+  sexport->footer(kAlgoExamples);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -85,6 +121,9 @@ int main(int argc, char** argv) {
     if (*exp) return topocoll::tools::topo_export(args, std::cout);
     if (*path) return topocoll::tools::topo_path(args, std::cout);
     if (*list) return topocoll::tools::topo_presets(std::cout);
+    if (*algs) return topocoll::tools::algorithms_list(std::cout);
+    if (*verify) return topocoll::tools::verify_command(algo_args, std::cout);
+    if (*sexport) return topocoll::tools::schedule_export(algo_args, std::cout);
   } catch (const topocoll::InputError& e) {
     std::fprintf(stderr, "topocoll: error: %s\n", e.what());
     return 2;

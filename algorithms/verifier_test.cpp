@@ -1,0 +1,199 @@
+// Each failure the verifier reports, proven on a hand-made broken schedule.
+#include <doctest/doctest.h>
+
+#include "algorithms/registry.hpp"
+#include "algorithms/verifier.hpp"
+
+using namespace topocoll::algo;
+
+namespace {
+
+Op send(int peer, Chunk c, int ch = 0) { return Op{OpKind::Send, static_cast<std::uint16_t>(ch), peer, c, Chunk{}}; }
+Op recv(int peer, Chunk c, int ch = 0) { return Op{OpKind::Recv, static_cast<std::uint16_t>(ch), peer, Chunk{}, c}; }
+Op recv_reduce(int peer, Chunk c, int ch = 0) { return Op{OpKind::RecvReduce, static_cast<std::uint16_t>(ch), peer, Chunk{}, c}; }
+Op copy(Chunk s, Chunk d, int ch = 0) { return Op{OpKind::Copy, static_cast<std::uint16_t>(ch), -1, s, d}; }
+Op reduce(Chunk s, Chunk d, int ch = 0) { return Op{OpKind::Reduce, static_cast<std::uint16_t>(ch), -1, s, d}; }
+
+Chunk in(std::uint64_t o, std::uint64_t n) { return Chunk{BufferId::Input, o, n}; }
+Chunk out(std::uint64_t o, std::uint64_t n) { return Chunk{BufferId::Output, o, n}; }
+Chunk scratch(std::uint64_t o, std::uint64_t n) { return Chunk{BufferId::Scratch, o, n}; }
+
+CollectiveArgs allreduce(int ranks, std::uint64_t count) {
+  CollectiveArgs a;
+  a.ranks = ranks;
+  a.count = count;
+  return a;
+}
+
+// A correct 2-rank allreduce of 4 elements: exchange, reduce.
+std::vector<Program> good_pair() {
+  return {
+      {copy(in(0, 4), out(0, 4)), send(1, in(0, 4)), recv_reduce(1, out(0, 4))},
+      {copy(in(0, 4), out(0, 4)), send(0, in(0, 4)), recv_reduce(0, out(0, 4))},
+  };
+}
+
+VerifyResult run(std::vector<Program> programs, CollectiveArgs a = allreduce(2, 4), int channels = 1, std::uint64_t scratch_count = 0,
+                 VerifyOptions o = {}) {
+  return verify(Schedule::from_programs("hand-made", a, channels, scratch_count, std::move(programs)), o);
+}
+
+void expect(const VerifyResult& r, Failure f, const std::string& text) {
+  CHECK(r.failure == f);
+  CHECK_MESSAGE(r.message.find(text) != std::string::npos, r.message);
+}
+
+}  // namespace
+
+TEST_CASE("verifier: a correct hand-made schedule passes, with counts") {
+  const VerifyResult r = run(good_pair());
+  CHECK(r.ok());
+  CHECK(r.operations == 6);
+  CHECK(r.steps == 1);
+  CHECK(r.max_bytes_sent == 16);
+}
+
+TEST_CASE("verifier: deadlock names the cycle of waiting ranks") {
+  // Three ranks each receive from the next before sending to it.
+  std::vector<Program> p(3);
+  for (int r = 0; r < 3; ++r) {
+    const int next = (r + 1) % 3;
+    p[static_cast<std::size_t>(r)] = {copy(in(0, 4), out(0, 4)), recv_reduce(next, out(0, 4)), send(next, out(0, 4))};
+  }
+  expect(run(p, allreduce(3, 4)), Failure::Deadlock, "ranks wait in a cycle 0 -> 1 -> 2 -> 0");
+}
+
+TEST_CASE("verifier: unmatched receive and unmatched send") {
+  auto p = good_pair();
+  p[0].erase(p[0].begin() + 1);  // rank 0 never sends
+  expect(run(p), Failure::UnmatchedRecv, "rank 1 channel 0 op 2 (recv_reduce(peer 0, output[0:4]) ch 0): waits for rank 0");
+  auto q = good_pair();
+  q[1].push_back(send(0, out(0, 4)));  // one send too many
+  expect(run(q), Failure::UnmatchedSend, "rank 1 channel 0 op 3");
+}
+
+TEST_CASE("verifier: out-of-bounds chunk, bad peer, bad channel, write to input") {
+  auto p = good_pair();
+  p[1][1] = send(0, in(2, 4));
+  expect(run(p), Failure::OutOfBounds, "rank 1 channel 0 op 1 (send(peer 0, input[2:6]) ch 0): input[2:6] is outside the input buffer of 4 elements");
+  auto q = good_pair();
+  q[0][1] = send(7, in(0, 4));
+  expect(run(q), Failure::BadPeer, "peer 7 is not another rank of 0..1");
+  auto s = good_pair();
+  s[0][1].channel = 3;
+  expect(run(s), Failure::BadChannel, "channel 3 but the schedule has 1 channels");
+  auto w = good_pair();
+  w[0][2] = recv_reduce(1, in(0, 4));
+  expect(run(w), Failure::WritesInput, "rank 0 channel 0 op 2");
+  auto sc = good_pair();
+  sc[0][0] = copy(in(0, 4), scratch(0, 4));
+  expect(run(sc), Failure::OutOfBounds, "scratch[0:4] is outside the scratch buffer of 0 elements");
+}
+
+TEST_CASE("verifier: size mismatch between matched operations") {
+  auto p = good_pair();
+  p[1][1] = send(0, in(0, 3));
+  expect(run(p), Failure::SizeMismatch, "rank 0 channel 0 op 2 (recv_reduce(peer 1, output[0:4]) ch 0): receives 4 elements but rank 1 sent 3");
+}
+
+TEST_CASE("verifier: double-counted and missing contributions") {
+  auto p = good_pair();
+  p[0].push_back(reduce(in(0, 4), out(0, 4)));  // rank 0 adds its own input a second time
+  expect(run(p), Failure::DoubleCounted, "rank 0's contribution counted twice");
+  auto q = good_pair();
+  q[0][2] = recv(1, out(0, 4));  // overwrites instead of reducing: rank 0's part is lost
+  expect(run(q), Failure::Missing, "rank 0: output[0:4] is the reduction of ranks {1} but must be of ranks {0-1}");
+  auto m = good_pair();
+  m[1][2] = recv_reduce(0, out(0, 2));
+  m[0][1] = send(1, in(0, 2));
+  expect(run(m), Failure::Missing, "rank 1: output[2:4] is the reduction of ranks {1}");
+}
+
+TEST_CASE("verifier: wrong element and uninitialised data") {
+  // Rank 1 sends its elements shifted by one: element 0 of rank 0 meets element 1 of rank 1.
+  std::vector<Program> p = {
+      {copy(in(0, 4), out(0, 4)), send(1, in(0, 4)), recv_reduce(1, out(0, 3))},
+      {copy(in(0, 4), out(0, 4)), send(0, in(1, 3)), recv_reduce(0, out(0, 4))},
+  };
+  expect(run(p), Failure::WrongElement, "reduces input element 1 into a value of input element 0");
+  std::vector<Program> u = {
+      {send(1, out(0, 4)), recv(1, out(0, 4))},
+      {copy(in(0, 4), out(0, 4)), recv_reduce(0, out(0, 4)), send(0, out(0, 4))},
+  };
+  expect(run(u), Failure::Uninitialised, "rank 0 channel 0 op 0 (send(peer 1, output[0:4]) ch 0): reads elements [0:4]");
+  std::vector<Program> never = {{}, {copy(in(0, 4), out(0, 4))}};
+  expect(run(never, allreduce(2, 4)), Failure::Missing, "rank 0: output[0:4] is never written");
+}
+
+TEST_CASE("verifier: two channels writing the same elements race") {
+  std::vector<Program> p = {
+      {copy(in(0, 4), out(0, 4), 0), send(1, in(0, 4), 1), recv_reduce(1, out(0, 4), 1)},
+      {copy(in(0, 4), out(0, 4), 0), send(0, in(0, 4), 1), recv_reduce(0, out(0, 4), 1)},
+  };
+  expect(run(p, allreduce(2, 4), 2), Failure::ChannelRace, "rank 0: channels 0 and 1 both write output[0:4]");
+}
+
+TEST_CASE("verifier: in place, an allreduce that reads its input after overwriting it fails") {
+  // Out of place this is correct; in place, the first recv_reduce into output (= input) makes the
+  // later send of input carry rank 1's data back to it.
+  std::vector<Program> p = {
+      {copy(in(0, 4), out(0, 4)), recv_reduce(1, out(0, 4)), send(1, in(0, 4))},
+      {copy(in(0, 4), out(0, 4)), send(0, in(0, 4)), recv(0, out(0, 4))},
+  };
+  CHECK(run(p).failure == Failure::Missing);  // rank 1 gets only rank 0's input: wrong either way
+  std::vector<Program> q = {
+      {copy(in(0, 4), out(0, 4)), send(1, in(0, 4)), recv_reduce(1, out(0, 4))},
+      {recv_reduce(0, out(0, 4)), send(0, in(0, 4))},  // out of place: output uninitialised
+  };
+  CHECK(run(q).failure == Failure::Uninitialised);
+  VerifyOptions o;
+  o.in_place = true;
+  // In place the output already holds the input: the same programs now double count at rank 0.
+  expect(run(q, allreduce(2, 4), 1, 0, o), Failure::DoubleCounted, "rank 0's contribution counted twice");
+}
+
+TEST_CASE("verifier: reduce_scatter and allgather postconditions") {
+  CollectiveArgs rs;
+  rs.collective = Collective::ReduceScatter;
+  rs.ranks = 2;
+  rs.count = 2;
+  // Each rank sends the other's block and reduces its own block straight into the output.
+  std::vector<Program> p = {
+      {copy(in(0, 2), out(0, 2)), send(1, in(2, 2)), recv_reduce(1, out(0, 2))},
+      {copy(in(2, 2), out(0, 2)), send(0, in(0, 2)), recv_reduce(0, out(0, 2))},
+  };
+  CHECK(run(p, rs).ok());
+  auto swapped = p;
+  swapped[1][0] = copy(in(0, 2), out(0, 2));  // rank 1 starts from block 0: wrong elements
+  expect(run(swapped, rs), Failure::WrongElement, "reduces input element");
+  CollectiveArgs ag;
+  ag.collective = Collective::AllGather;
+  ag.ranks = 2;
+  ag.count = 2;
+  std::vector<Program> g = {
+      {copy(in(0, 2), out(0, 2)), send(1, in(0, 2)), recv(1, out(2, 2))},
+      {copy(in(0, 2), out(2, 2)), send(0, in(0, 2)), recv(0, out(0, 2))},
+  };
+  CHECK(run(g, ag).ok());
+  auto bad = g;
+  bad[1][2] = recv(0, out(2, 2));  // overwrites its own block with rank 0's
+  bad[1][0] = copy(in(0, 2), out(0, 2));
+  expect(run(bad, ag), Failure::WrongElement, "rank 1: output[0:2] is the reduction of ranks {1} but must be of ranks {0}");
+}
+
+TEST_CASE("verifier: a generated ring for 16,384 ranks can be walked rank by rank") {
+  // Generation is lazy: each program is built on demand, O(p) per rank; nothing O(p^2) is held.
+  const Layout l = uniform_layout(2048, 8);
+  CollectiveArgs a;
+  a.ranks = l.ranks;
+  a.count = 1 << 20;
+  Tuning t;
+  t.channels = 2;
+  t.slice_bytes = 1 << 30;
+  const Schedule s = find_algorithm("ring").generate(l, a, t);
+  std::uint64_t sends = 0;
+  for (int r = 0; r < l.ranks; r += 997) {
+    for (const Op& op : s.program(r)) sends += op.kind == OpKind::Send;
+  }
+  CHECK(sends == 17 * 2 * 2 * 16383);  // 17 ranks walked, 2 channels, 2(p-1) sends each
+}

@@ -1,0 +1,156 @@
+#include "tools/algo_commands.hpp"
+
+#include <chrono>
+#include <fstream>
+
+#include <fmt/format.h>
+
+#include "algorithms/registry.hpp"
+#include "algorithms/schedule_json.hpp"
+#include "algorithms/verifier.hpp"
+#include "common/errors.hpp"
+#include "topologies/load.hpp"
+
+namespace topocoll::tools {
+
+std::uint64_t parse_size(const std::string& text, const char* flag) {
+  std::size_t used = 0;
+  unsigned long long v = 0;
+  try {
+    if (text.empty() || text[0] == '-' || text[0] == '+') throw std::invalid_argument("sign");
+    v = std::stoull(text, &used);
+  } catch (const std::exception&) {
+    throw InputError(fmt::format("{} {}: expected a non-negative size such as 8, 64K, 1M or 1G", flag, text));
+  }
+  const std::string suffix = text.substr(used);
+  std::uint64_t mult = 1;
+  if (suffix == "K" || suffix == "k") mult = 1ull << 10;
+  else if (suffix == "M" || suffix == "m") mult = 1ull << 20;
+  else if (suffix == "G" || suffix == "g") mult = 1ull << 30;
+  else if (!suffix.empty()) throw InputError(fmt::format("{} {}: unknown suffix '{}': expected K, M or G", flag, text, suffix));
+  if (v > (~0ull) / mult) throw InputError(fmt::format("{} {}: too large", flag, text));
+  return v * mult;
+}
+
+namespace {
+
+struct Job {
+  topo::Topology topology;
+  algo::Layout layout;
+};
+
+Job load_job(const AlgoArgs& a) {
+  topo::TopologyOptions o;
+  o.topology = a.topo.topology;
+  o.nodes = a.topo.nodes;
+  if (a.topo.fabric) o.fabric = topo::parse_fabric(*a.topo.fabric);
+  o.oversubscription = a.topo.oversubscription;
+  topo::Topology t = topo::load_topology(o);
+  algo::Layout l = algo::layout_of(t);
+  return {std::move(t), std::move(l)};
+}
+
+algo::Tuning tuning_of(const AlgoArgs& a) {
+  if (a.channels < 1 || a.channels > 64) throw InputError(fmt::format("--channels {}: expected 1 to 64", a.channels));
+  algo::Tuning t;
+  t.channels = a.channels;
+  t.slice_bytes = parse_size(a.slice, "--slice");
+  if (t.slice_bytes == 0) throw InputError("--slice 0: expected at least 1 byte");
+  return t;
+}
+
+algo::CollectiveArgs args_of(const AlgoArgs& a, const algo::Algorithm& alg, const algo::Layout& l) {
+  algo::CollectiveArgs c;
+  c.collective = alg.collective;
+  c.ranks = l.ranks;
+  c.dtype = algo::parse_dtype(a.dtype);
+  c.op = algo::parse_op(a.op);
+  c.root = a.root;
+  if (a.root < 0 || a.root >= l.ranks) throw InputError(fmt::format("--root {}: expected a rank from 0 to {}", a.root, l.ranks - 1));
+  c.count = a.count.empty() ? static_cast<std::uint64_t>(l.ranks) * static_cast<std::uint64_t>(std::max(a.channels, 2)) * 64
+                            : parse_size(a.count, "--count");
+  return c;
+}
+
+std::string human_bytes(std::uint64_t b) {
+  if (b >= (1ull << 30)) return fmt::format("{:.2f} GiB", b / double(1ull << 30));
+  if (b >= (1ull << 20)) return fmt::format("{:.2f} MiB", b / double(1ull << 20));
+  if (b >= (1ull << 10)) return fmt::format("{:.2f} KiB", b / double(1ull << 10));
+  return fmt::format("{} B", b);
+}
+
+void print_result(std::ostream& out, const std::string& name, int ranks, const algo::VerifyResult& r, double seconds) {
+  out << fmt::format("{:<20} {:>6} {:>12} {:>7} {:>12} {:>12} {:>8.2f}  {}\n", name, ranks, r.operations, r.steps,
+                     human_bytes(r.max_bytes_sent), human_bytes(r.max_inter_bytes_sent), seconds,
+                     r.ok() ? "OK" : fmt::format("FAIL {}: {}", to_string(r.failure), r.message));
+}
+
+void print_header(std::ostream& out) {
+  out << fmt::format("{:<20} {:>6} {:>12} {:>7} {:>12} {:>12} {:>8}  {}\n", "algorithm", "ranks", "operations", "steps",
+                     "bytes/rank", "inter/rank", "time(s)", "result");
+}
+
+}  // namespace
+
+int algorithms_list(std::ostream& out) {
+  out << fmt::format("{:<20} {:<15} {}\n", "name", "collective", "description");
+  for (const algo::Algorithm& a : algo::registry())
+    out << fmt::format("{:<20} {:<15} {}\n", a.name, to_string(a.collective), a.description);
+  return 0;
+}
+
+int verify_command(const AlgoArgs& a, std::ostream& out) {
+  print_header(out);
+  if (!a.schedule.empty()) {
+    const algo::Schedule s = algo::load_schedule_json(a.schedule);
+    const auto start = std::chrono::steady_clock::now();
+    algo::VerifyOptions o;
+    o.in_place = a.in_place;
+    const algo::VerifyResult r = algo::verify(s, o);
+    print_result(out, s.name(), s.num_ranks(), r, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    return r.ok() ? 0 : 1;
+  }
+  if (a.topo.topology.empty()) throw InputError("verify needs --topology T (with --nodes N) or --schedule FILE.json");
+  const Job job = load_job(a);
+  const algo::Tuning t = tuning_of(a);
+  bool all_ok = true;
+  for (const algo::Algorithm* alg : algo::select_algorithms(a.algorithm, std::nullopt)) {
+    const algo::CollectiveArgs c = args_of(a, *alg, job.layout);
+    const algo::Support s = alg->supports(job.layout, c, t);
+    if (!s.ok) {
+      out << fmt::format("{:<20} {:>6} not supported: {}\n", alg->name, job.layout.ranks, s.reason);
+      continue;
+    }
+    const auto start = std::chrono::steady_clock::now();
+    algo::VerifyOptions o;
+    o.in_place = a.in_place;
+    o.node_of = job.layout.node_of;
+    const algo::VerifyResult r = algo::verify(alg->generate(job.layout, c, t), o);
+    print_result(out, alg->name, job.layout.ranks, r, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    all_ok &= r.ok();
+  }
+  return all_ok ? 0 : 1;
+}
+
+int schedule_export(const AlgoArgs& a, std::ostream& out) {
+  const Job job = load_job(a);
+  const algo::Tuning t = tuning_of(a);
+  const auto algs = algo::select_algorithms(a.algorithm, std::nullopt);
+  if (algs.size() != 1) throw InputError(fmt::format("--algorithm {}: schedule export takes exactly one algorithm", a.algorithm));
+  const algo::CollectiveArgs c = args_of(a, *algs.front(), job.layout);
+  const algo::Support s = algs.front()->supports(job.layout, c, t);
+  if (!s.ok) throw InputError(fmt::format("{} is not supported here: {}", algs.front()->name, s.reason));
+  const algo::Schedule sched = algs.front()->generate(job.layout, c, t);
+  if (a.output.empty() || a.output == "-") {
+    algo::write_schedule_json(sched, out);
+    return 0;
+  }
+  std::ofstream file(a.output);
+  if (!file) throw InputError(fmt::format("-o {}: cannot open the file for writing", a.output));
+  algo::write_schedule_json(sched, file);
+  file.close();
+  if (!file) throw InputError(fmt::format("-o {}: writing failed", a.output));
+  return 0;
+}
+
+}  // namespace topocoll::tools

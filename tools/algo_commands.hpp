@@ -1,0 +1,33 @@
+// `topocoll algorithms`, `topocoll verify`, `topocoll schedule export`.
+#pragma once
+
+#include <optional>
+#include <ostream>
+#include <string>
+
+#include "tools/topo_commands.hpp"
+
+namespace topocoll::tools {
+
+struct AlgoArgs {
+  TopoArgs topo;                 // --topology / --nodes / --fabric / --oversubscription
+  std::string algorithm = "all";
+  std::string count = "";        // elements, suffixes allowed (K, M, G); default: ranks * channels * 64
+  int channels = 2;
+  std::string slice = "1M";      // bytes per slice
+  std::string dtype = "float";
+  std::string op = "sum";
+  int root = 0;
+  std::string schedule;          // verify --schedule FILE.json
+  std::string output;            // schedule export -o
+  bool in_place = false;
+};
+
+int algorithms_list(std::ostream& out);
+int verify_command(const AlgoArgs& a, std::ostream& out);  // 0 all OK, 1 a schedule is wrong
+int schedule_export(const AlgoArgs& a, std::ostream& out);
+
+// "8", "64K", "1M", "1G" (powers of 1024) -> value; throws InputError naming the flag.
+std::uint64_t parse_size(const std::string& text, const char* flag);
+
+}  // namespace topocoll::tools
