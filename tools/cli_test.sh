@@ -85,5 +85,30 @@ for sub in show check export path; do
   if expect_ok topo "$sub" --help; then contains "Examples:" "topo $sub --help"; fi
 done
 
+# --- algorithms, verify, schedule ----------------------------------------------------------
+if expect_ok algorithms; then contains "hierarchical-dbt" "algorithms"; fi
+if expect_ok verify --topology dgx-h100 --nodes 4 --algorithm all --count 1000 --channels 3; then
+  contains "ring" "verify"
+  if grep -q "FAIL" "$tmp/out"; then fail "verify all on 4 nodes reports a failure"; else ok; fi
+fi
+if expect_ok verify --topology pcie-8gpu --algorithm ring,dbt --count 13 --in-place; then contains " OK" "verify in place"; fi
+if expect_ok schedule export --topology dgx-a100 --nodes 2 --algorithm dbt --count 100 -o "$tmp/dbt.json"; then
+  if expect_ok verify --schedule "$tmp/dbt.json"; then contains "OK" "verify exported schedule"; fi
+fi
+"$bin" verify --schedule "$src/algorithms/testdata/broken-ring.json" >"$tmp/out" 2>"$tmp/err"
+rc=$?
+if [ "$rc" -eq 1 ] && grep -q "FAIL deadlock" "$tmp/out" && grep -q "0 -> 2 -> 1 -> 0" "$tmp/out"; then ok; else
+  fail "broken-ring.json: exit $rc, expected 1 with the deadlock cycle: $(cat "$tmp/out" "$tmp/err")"; fi
+expect_error "unknown algorithm 'rign'" verify --topology dgx-h100 --nodes 2 --algorithm rign
+expect_error "--count 1Q: unknown suffix 'Q'" verify --topology dgx-h100 --nodes 2 --count 1Q
+expect_error "--count -5" verify --topology dgx-h100 --nodes 2 --count -5
+expect_error "--channels 0: expected 1 to 64" verify --topology dgx-h100 --nodes 2 --channels 0
+expect_error "unknown data type 'float7'" verify --topology dgx-h100 --nodes 2 --dtype float7
+expect_error "--root 99: expected a rank from 0 to 15" verify --topology dgx-h100 --nodes 2 --root 99
+expect_error "verify needs --topology" verify
+expect_error "not valid JSON" verify --schedule "$src/README.md"
+expect_error "the topology has no GPU" verify --topology "$data/handwritten-grace-no-gpu.xml"
+expect_error "takes exactly one algorithm" schedule export --topology dgx-h100 --algorithm ring,dbt
+
 echo "cli: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

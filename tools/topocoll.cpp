@@ -79,20 +79,20 @@ int main(int argc, char** argv) {
   CLI::App* list = topo->add_subcommand("presets", "list the node presets");
 
   topocoll::tools::AlgoArgs algo_args;
-  auto add_algo_flags = [&](CLI::App* cmd) {
+  auto add_algo_flags = [&](CLI::App* cmd, bool o_is_op) {
     cmd->add_option("--algorithm,-a", algo_args.algorithm, "algorithm name, comma list or 'all'")->default_val("all");
     cmd->add_option("--count,-c", algo_args.count, "elements per rank (8, 64K, 1M); default ranks x channels x 64");
     cmd->add_option("--channels", algo_args.channels, "channels (default 2)")->default_val(2);
     cmd->add_option("--slice", algo_args.slice, "pipelining slice in bytes (default 1M)")->default_val("1M");
     cmd->add_option("--dtype,-d", algo_args.dtype, "data type (default float)")->default_val("float");
-    cmd->add_option("--op,-o", algo_args.op, "reduction (default sum)")->default_val("sum");
+    cmd->add_option(o_is_op ? "--op,-o" : "--op", algo_args.op, "reduction (default sum)")->default_val("sum");
     cmd->add_option("--root", algo_args.root, "root rank of broadcast / reduce (default 0)")->default_val(0);
   };
   CLI::App* algs = app.add_subcommand("algorithms", "list the registered algorithms");
   algs->footer(kAlgoExamples);
   CLI::App* verify = app.add_subcommand("verify", "prove schedules correct (symbolic execution); exit 1 if one is wrong");
   add_topology_flags(verify, algo_args.topo, false);
-  add_algo_flags(verify);
+  add_algo_flags(verify, true);
   verify->add_option("--schedule", algo_args.schedule, "verify a schedule JSON file instead");
   verify->add_flag("--in-place", algo_args.in_place, "verify with input and output aliased");
   verify->footer(kAlgoExamples);
@@ -100,8 +100,8 @@ int main(int argc, char** argv) {
   schedule->require_subcommand(1);
   CLI::App* sexport = schedule->add_subcommand("export", "write an algorithm's schedule as JSON");
   add_topology_flags(sexport, algo_args.topo);
-  add_algo_flags(sexport);
-  sexport->add_option("--output,--out", algo_args.output, "output file (default: stdout)");
+  add_algo_flags(sexport, false);
+  sexport->add_option("-o,--output", algo_args.output, "output file (default: stdout)");
   sexport->footer(kAlgoExamples);
 
   try {

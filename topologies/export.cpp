@@ -2,24 +2,28 @@
 //
 // ============================ The SimGrid platform and what it simplifies =====================
 //
-//   <zone id="cluster" routing="Floyd">          top zone: the node zones and the fabric zone
-//     <zone id="n0" routing="Full">              one zone per node, routes written out:
-//       <host>   GPUs and CPUs
-//       <router> PCIe switches, NVSwitches, NICs, and "n0/fabric" (the node's gateway)
-//       <link>   the model edges inside the node, its NIC-to-leaf edges, "n0/attach"
-//       <route>  every pair of hosts; every host to "n0/fabric"
-//     </zone>  ...
-//     <zone id="fabric" routing="Floyd">         home leaves and the aggregated spine layer
-//     <zoneRoute src="n0" dst="fabric" gw_src="n0/fabric" gw_dst="leaf0"> n0/attach </zoneRoute>
+//   <zone id="cluster" routing="DijkstraCache">     top zone
+//     <zone id="links">      every <link> of the platform (see write_links_zone: load time)
+//     <zone id="group0" routing="DijkstraCache">    the nodes whose first NIC is on one leaf
+//       <zone id="n0" routing="Full">               one zone per node, routes written out:
+//         <host>    GPUs and CPUs
+//         <router>  PCIe switches, NVSwitches, NICs, and "n0/fabric" (the node's gateway)
+//         <route>   every pair of hosts; every host to "n0/fabric"
+//       </zone> ...
+//       <zone id="group0/leaf"> <router id="leaf0"/> </zone>     the group's hub
+//       <zoneRoute src="n0" dst="group0/leaf" gw_src="n0/fabric" gw_dst="leaf0"> n0/attach
+//     </zone> ...
+//     <zone id="spine-layer"> <router id="spines"/> </zone>
+//     <zoneRoute src="group0" dst="spine-layer" gw_src="leaf0" gw_dst="spines"> leaf0--spines
 //   </zone>
 //
-//        spines                   fabric zone (one router for the spine layer)
-//        /    \        <leaf>--spines: the summed uplinks of the leaves a group of nodes uses
-//    leaf0    leaf2                home leaves: the leaf of each node's first NIC
-//      |        |      n<i>/attach (latency 0)
-//  n0/fabric  n4/fabric            node gateways
-//   /  |  \                        host -> gateway = model path to the host's NIC + that NIC's
-//  nic0 nic1 ...                   own link to its leaf: the rail is chosen inside the node
+//             spines                     the spine layer, one router
+//            /      \         <leaf>--spines: the summed uplinks of the leaves a group uses
+//        leaf0      leaf2                hubs: each group's home leaf
+//        /   \        |       n<i>/attach (latency 0)
+//  n0/fabric n1/fabric n4/fabric         node gateways
+//   /  |  \                   host -> gateway: the model path to the host's NIC, then that
+//  nic0 nic1 ...              NIC's own link to its leaf: the rail is chosen inside the node
 //
 // Why this shape. SimGrid routes between two zones through ONE gateway pair per zone pair, so
 // whatever nests inside a node zone, all its traffic to other nodes leaves through a single
@@ -28,10 +32,14 @@
 // "n<i>/fabric" is the model path to the host's NIC (a GPU's RankInfo::nic, a CPU's nearest NIC)
 // followed by that NIC's link to its leaf. The gateway stands for "the fabric side of this
 // node's NIC ports"; per-rail NIC links, their bandwidth and their contention are exact.
+// Groups and hubs exist for SimGrid 3.32's routing: Dijkstra zones compose routes through a
+// middle zone only when both routes meet it at the same gateway (a one-router hub), Floyd zones
+// cost zones³ to set up (minutes at 2048 nodes), Full zones need every pair written out, and
+// Star zones cannot be written in XML.
 //
 // What is simplified:
 //  1. Each node has one link that is not in the model, "n<i>/attach", between its gateway and
-//     the fabric zone: SimGrid forbids an empty zone route. Its latency is 0 and its bandwidth
+//     its group's hub: SimGrid forbids an empty zone route. Its latency is 0 and its bandwidth
 //     the sum of the node's NIC-to-leaf links, so it never limits more than the NICs do.
 //  2. Fabric routing is per node, not per rail. Nodes are grouped by their home leaf (the leaf
 //     of their first NIC). Two nodes of one group exchange traffic without crossing any
@@ -40,16 +48,15 @@
 //     the spines across units), for single-switch, and for fat-tree when a node's NICs share a
 //     leaf. It is NOT exact for cross-rail traffic inside one scalable unit of a rail-fat-tree:
 //     the model goes leaf -> spine -> leaf (two more links, two fabric latencies more), the
-//     platform stays on the leaves. Nodes with no NIC on the fabric have no zone route: SimGrid
-//     reports "No route" for them, as the model finds no path.
-//  3. The spine layer is aggregated. The fabric zone holds the home leaves and one router
-//     "spines"; each home leaf has one link "<leaf>--spines" whose bandwidth is the sum of the
-//     spine uplinks of the leaves its group's NICs use (a leaf shared by several groups is split
-//     in proportion to their NICs on it), and whose latency is the leaf-spine latency. Flows
-//     between groups share the whole uplink capacity (perfect ECMP / adaptive routing) over as
-//     many links as in the model, instead of SimGrid pinning each leaf pair to one logical
-//     spine link. Other leaves, the spines and the single leaf-spine edges are not in the
-//     platform (write_dot and to_json keep them).
+//     platform stays on the leaves. Nodes with no NIC on the fabric are in no group: SimGrid
+//     reports "No route" to them, as the model finds no path.
+//  3. The spine layer is aggregated: one router, "spines"; each home leaf has one link
+//     "<leaf>--spines" whose bandwidth is the sum of the spine uplinks of the leaves its group's
+//     NICs use (a leaf shared by several groups is split in proportion to their NICs on it),
+//     and whose latency is the leaf-spine latency. Flows between groups share the whole uplink
+//     capacity (perfect ECMP / adaptive routing) over as many links as in the model, instead of
+//     SimGrid pinning each leaf pair to one logical spine link. Other leaves, the spines and the
+//     single leaf-spine edges are not in the platform (write_dot and to_json keep them).
 //  4. NVSwitch planes are aggregated per GPU. A SimGrid route is a single path, while NVLink
 //     hardware stripes a GPU pair's traffic over every NVSwitch plane (DGX-H100: 4 planes, a
 //     path through one carries 125 of the GPU's 450 GB/s). So each GPU's NVLinks to NVSwitches
@@ -63,12 +70,10 @@
 //  6. Host speeds are placeholders ("1Gf"): the simulator times reductions from its
 //     calibration data, not from the platform.
 //
-// Cost: node zones are Full (tables the size of a node), the fabric zone is Floyd over the home
-// leaves, the top zone Floyd over nodes + 1: tables grow as nodes², setup as nodes³ (about 1e8
-// steps at 512 nodes, 9e9 at 2048). Nothing grows with ranks². A middle level of zones, one per
-// group of nodes, would bring the top zone down to groups³ if 2048-node setups get too slow.
-// (SimGrid 3.32's Dijkstra zones cannot compose routes through a middle zone, and Star zones
-// cannot be written in XML, so Floyd is the top-level choice.)
+// Cost, measured with SimGrid 3.32 (load + seal, 2048 x DGX-H100, 20480 hosts): rail-fat-tree
+// 3.7 s, single-switch 6.7 s, fat-tree (512 groups) 3-4 s; 512 nodes: 0.5 s. Node zones are
+// Full (tables the size of a node); groups and the top zone are Dijkstra with cached
+// shortest-path trees. Nothing grows with ranks².
 #include "topologies/export.hpp"
 
 #include <algorithm>
@@ -413,6 +418,7 @@ FabricPlan plan_fabric(const Topology& t) {
 
 constexpr std::string_view kSpinesRouter = "spines";
 constexpr std::string_view kSpineLayerZone = "spine-layer";
+constexpr std::string_view kLinksZone = "links";
 constexpr std::string_view kHostSpeed = "1Gf";
 
 class PlatformWriter {
@@ -436,12 +442,11 @@ class PlatformWriter {
             "  <prop id=\"network/TCP-gamma\" value=\"0\"/>\n"
             "  <prop id=\"network/crosstraffic\" value=\"0\"/>\n"
             "</config>\n";
-    open_zone("cluster", "Floyd");
-    // Every link is declared here, in the top zone, before any route: SimGrid 3.32 looks a
-    // link_ctn up from the top zone down through every zone, so links kept in node zones made
-    // loading quadratic in nodes (100 s at 2048 nodes); found at the top, it stays linear.
-    for (int n = 0; n < t_.nodes(); ++n) write_node_links(n);
-    write_bundles();
+    // The top zone joins the groups through the spine layer, whose one router is the gateway of
+    // every route there: Dijkstra composes that correctly. Nodes with no NIC on the fabric sit
+    // in the top zone unrouted; Dijkstra would crash on them (no vertex), Floyd says "No route".
+    open_zone("cluster", plan_.isolated.empty() ? "DijkstraCache" : "Floyd");
+    write_links_zone();
     for (std::size_t k = 0; k < plan_.groups.size(); ++k) write_group_zone(k);
     for (int n : plan_.isolated) write_node_zone(n);
     if (!plan_.bundles.empty()) write_spine_layer();
@@ -552,6 +557,17 @@ class PlatformWriter {
     write_router(leaf);
     close_zone();
     for (int n : group.nodes) write_zone_route(fmt::format("n{}", n), group_hub_zone(k), gateway_name(n), leaf, attach_name(n));
+    close_zone();
+  }
+
+  // Every link, declared in a zone of its own, the first one, before any other zone: SimGrid
+  // 3.32 finds a link by name (and checks a new name is free) by searching the zone tree from
+  // the top, zone by zone. With links inside node zones, loading 2048 nodes took 100 s; here
+  // every search ends in the first zone searched.
+  void write_links_zone() {
+    open_zone(kLinksZone, "Full");
+    for (int n = 0; n < t_.nodes(); ++n) write_node_links(n);
+    write_bundles();
     close_zone();
   }
 

@@ -286,9 +286,9 @@ TEST_CASE("export: SimGrid platform XML structure (3 x DGX-H100, rail-fat-tree w
   const pugi::xml_node platform = doc.child("platform");
   CHECK(std::string(platform.attribute("version").value()) == "4.1");
   const pugi::xml_node top = platform.child("zone");
-  CHECK(std::string(top.attribute("routing").value()) == "Floyd");
+  CHECK(std::string(top.attribute("routing").value()) == "DijkstraCache");
 
-  // Zones: top (Floyd) > one group per home leaf (DijkstraCache) > its nodes (Full) and a hub
+  // Zones: top (DijkstraCache) > one group per home leaf (DijkstraCache) > its nodes (Full) and a hub
   // holding the leaf; the spine layer (Full) beside the groups.
   const pugi::xpath_node_set groups = doc.select_nodes("/platform/zone/zone[starts-with(@id, 'group')]");
   CHECK(groups.size() == 2);  // 2 nodes per scalable unit: nodes 0-1 and node 2
@@ -373,6 +373,24 @@ TEST_CASE("export: inside a DGX-H100 node, GPU pairs use their whole NVSwitch po
   CHECK(load.routes[0].links == std::vector<std::string>{"n0/gpu0--n0/nvswitches_UP", "n0/gpu5--n0/nvswitches_DOWN"});
   CHECK(load.routes[1].links == std::vector<std::string>{"n0/gpu5--n0/nvswitches_UP", "n0/gpu0--n0/nvswitches_DOWN"});
   CHECK(load.routes[0].latency_s == doctest::Approx(find_path(t, t.rank(0).gpu, t.rank(5).gpu).latency_us * 1e-6));
+}
+
+TEST_CASE("export: nodes without a NIC load; SimGrid finds no route between them") {
+  NodeModel node;
+  node.name = "no-nic";
+  const Vertex cpu = node.add_device(DeviceKind::Cpu, 0);
+  for (int i = 0; i < 2; ++i)
+    node.add_link(cpu, node.add_gpu(0, 90), LinkKind::Pcie, 16 * *c::pcie_gbps_per_lane(16.0), c::kPcieLatencyUs, 16);
+  const Topology t = Topology::build(node, 2, FabricSpec{});
+  const PlatformFile file(t, "no-nic");
+  const SimgridLoad inside = load_in_simgrid(file.path(), {{gpu_host(t, 0), gpu_host(t, 1)}});
+  INFO("SimGrid error: ", inside.error);
+  REQUIRE(inside.loaded);
+  CHECK(inside.hosts == 6);
+  CHECK(inside.routes.at(0).latency_s == doctest::Approx(2 * c::kPcieLatencyUs * 1e-6));
+  const SimgridLoad across = load_in_simgrid(file.path(), {{gpu_host(t, 0), gpu_host(t, 2)}});
+  CHECK(!across.loaded);
+  CHECK(across.error.find("No route") != std::string::npos);
 }
 
 TEST_CASE("export: DOT is an undirected graph with one cluster per node") {

@@ -1,0 +1,84 @@
+#include <doctest/doctest.h>
+
+#include <sstream>
+
+#include "algorithms/registry.hpp"
+#include "algorithms/schedule_json.hpp"
+#include "algorithms/verifier.hpp"
+#include "common/errors.hpp"
+
+using namespace topocoll::algo;
+
+TEST_CASE("schedule json: every registered algorithm round-trips op for op") {
+  const Layout l = uniform_layout(3, 2);
+  for (const Algorithm& alg : registry()) {
+    CollectiveArgs a;
+    a.collective = alg.collective;
+    a.ranks = l.ranks;
+    a.count = 37;
+    a.root = 1;
+    a.dtype = DataType::BFloat16;
+    a.op = ReduceOp::Max;
+    Tuning t;
+    t.channels = 3;
+    t.slice_bytes = 16;
+    const Schedule s = alg.generate(l, a, t);
+    std::ostringstream os;
+    write_schedule_json(s, os);
+    const Schedule back = read_schedule_json(os.str(), "mem.json");
+    CHECK(back.name() == s.name());
+    CHECK(back.num_channels() == s.num_channels());
+    CHECK(back.scratch_count() == s.scratch_count());
+    CHECK(back.args().count == a.count);
+    CHECK(back.args().dtype == a.dtype);
+    CHECK(back.args().op == a.op);
+    CHECK(back.args().collective == a.collective);
+    CHECK(back.args().root == a.root);
+    for (int r = 0; r < l.ranks; ++r) CHECK(back.program(r) == s.program(r));
+    CHECK(verify(back).ok());
+  }
+}
+
+namespace {
+
+const char* kGood = R"({"format": "topocoll-schedule", "version": 1, "name": "pair", "collective": "allreduce",
+ "count": 4, "dtype": "float", "op": "sum", "ranks": 2, "root": 0, "channels": 1, "scratch_count": 0,
+ "programs": [
+  [["copy", 0, "input", 0, "output", 0, 4], ["send", 0, 1, "input", 0, 4], ["recv_reduce", 0, 1, "output", 0, 4]],
+  [["copy", 0, "input", 0, "output", 0, 4], ["send", 0, 0, "input", 0, 4], ["recv_reduce", 0, 0, "output", 0, 4]]
+ ]})";
+
+void check_bad(const std::string& text, const std::string& expected) {
+  CHECK_THROWS_WITH_AS(read_schedule_json(text, "s.json"), doctest::Contains(expected.c_str()), topocoll::InputError);
+}
+
+std::string replace(std::string s, const std::string& from, const std::string& to) {
+  s.replace(s.find(from), from.size(), to);
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("schedule json: a hand-written file verifies; malformed files are rejected with their location") {
+  CHECK(verify(read_schedule_json(kGood, "s.json")).ok());
+  check_bad("{\"format\": \"topocoll-schedule\",\n \"version\": 1,\n oops}", "s.json:3: not valid JSON");
+  check_bad("[1, 2]", "s.json: expected a JSON object with \"format\": \"topocoll-schedule\"");
+  check_bad(replace(kGood, "\"version\": 1", "\"version\": 7"), "\"version\" must be 1");
+  check_bad(replace(kGood, "\"ranks\": 2", "\"ranks\": 3"), "\"programs\" must be an array of 3 programs");
+  check_bad(replace(kGood, "\"dtype\": \"float\"", "\"dtype\": \"float7\""), "s.json: unknown data type 'float7'");
+  check_bad(replace(kGood, "[\"send\", 0, 1, \"input\", 0, 4]", "[\"sned\", 0, 1, \"input\", 0, 4]"),
+            "s.json: programs[0][1]: unknown operation 'sned'");
+  check_bad(replace(kGood, "[\"send\", 0, 1, \"input\", 0, 4]", "[\"send\", 0, 1, \"inbox\", 0, 4]"),
+            "programs[0][1]: buffer \"inbox\" is not one of input, output, scratch");
+  check_bad(replace(kGood, "[\"send\", 0, 1, \"input\", 0, 4]", "[\"send\", 0, 1, \"input\", -2, 4]"),
+            "programs[0][1]: offset -2 is not a non-negative integer");
+  check_bad(replace(kGood, "[\"send\", 0, 1, \"input\", 0, 4]", "[\"send\", 0, 1, \"input\", 0]"), "'send' takes 6 fields, got 5");
+  check_bad(replace(kGood, "\"channels\": 1", "\"channels\": 0"), "\"channels\" must be at least 1");
+}
+
+TEST_CASE("schedule json: a well-formed but wrong schedule loads, and the verifier names the fault") {
+  const Schedule s = read_schedule_json(replace(kGood, "[\"send\", 0, 0, \"input\", 0, 4], ", ""), "s.json");
+  const VerifyResult r = verify(s);
+  CHECK(r.failure == Failure::UnmatchedRecv);
+  CHECK(r.message.find("rank 0 channel 0 op 2") != std::string::npos);
+}

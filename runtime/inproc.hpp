@@ -1,0 +1,92 @@
+// The in-process transport and a runner for multi-rank tests in one process (style rule 15:
+// Gloo's base_test, UCC's UccJob): one thread per rank, one shared fabric, exceptions caught per
+// rank thread and rethrown on the caller's.
+//
+//   rank 0 thread ── InprocTransport(0) ─┐            ┌─ mailbox of rank 0: (src, channel) -> FIFO
+//   rank 1 thread ── InprocTransport(1) ─┼─ fabric ───┼─ mailbox of rank 1: (src, channel) -> FIFO
+//   ...                                  ┘            └─ ...
+//
+// A send copies its bytes into the destination's mailbox (a recycled buffer, so steady state does
+// not allocate); a receive takes the front of its (source, channel) queue and delivers it outside
+// the lock. Each mailbox counts arrivals under its mutex, so a rank waiting for "anything new"
+// sleeps on its condition variable instead of spinning (64 rank threads on 2 cores stay cheap).
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "algorithms/schedule.hpp"
+#include "runtime/executor.hpp"
+
+namespace topocoll::runtime {
+
+// Thrown on a rank whose fabric was aborted because another rank failed.
+class Aborted : public std::runtime_error {
+ public:
+  explicit Aborted(const std::string& what) : std::runtime_error(what) {}
+};
+
+// Shared by the rank threads of one run.
+class InprocFabric {
+ public:
+  explicit InprocFabric(int ranks);
+  int ranks() const { return static_cast<int>(mailboxes_.size()); }
+  // Wakes every waiting rank; their next wait() throws Aborted naming `reason`.
+  void abort(const std::string& reason);
+
+ private:
+  friend class InprocTransport;
+  struct Mailbox {
+    std::mutex mu;
+    std::condition_variable cv;
+    std::uint64_t arrivals = 0;
+    std::unordered_map<std::uint64_t, std::deque<std::vector<std::byte>>> queues;  // key: src, channel
+    std::vector<std::vector<std::byte>> spare;  // delivered buffers, reused by later sends
+  };
+  std::vector<std::unique_ptr<Mailbox>> mailboxes_;  // per destination rank
+  std::atomic<bool> aborted_{false};
+  std::mutex abort_mu_;
+  std::string abort_reason_;
+};
+
+// One rank's view of the fabric.
+class InprocTransport final : public Transport {
+ public:
+  InprocTransport(InprocFabric& fabric, int rank);
+  void post_send(int peer, int channel, const void* data, std::size_t bytes) override;
+  bool try_recv(int peer, int channel, std::size_t bytes, const std::function<void(const void* data)>& deliver) override;
+  void wait(std::chrono::steady_clock::time_point deadline) override;
+
+ private:
+  InprocFabric& fabric_;
+  int rank_;
+  std::uint64_t seen_arrivals_ = 0;  // mailbox arrivals when wait() last returned
+  InprocFabric::Mailbox& mailbox(int rank) const;
+};
+
+struct RunResult {
+  std::vector<std::vector<std::byte>> outputs;  // per rank: its output buffer (output_count elements)
+};
+
+// Runs schedule `s` on every rank in its own thread over one InprocFabric. Inputs come from
+// test_data's fill_input (rank r's input holds global elements from r * count for allgather, from 0
+// otherwise), outputs start as a 0xA5 pattern (out of place), scratch as 0x5A. `in_place` aliases
+// the buffers as NCCL does (see executor.hpp). A rank that throws aborts the others; the first
+// exception is rethrown here once every thread has joined.
+RunResult run_inproc(const algo::Schedule& s, bool in_place, const ExecOptions& o = {});
+
+// The number of output elements, over all ranks, that differ bit for bit from test_data's exact
+// expectation: allreduce fill_expected; reduce_scatter fill_expected of the rank's block;
+// allgather block j = rank j's fill_input; broadcast the root's fill_input on every rank; reduce
+// fill_expected on the root only (other ranks' outputs are unspecified).
+std::size_t count_wrong_outputs(const algo::Schedule& s, const RunResult& r);
+
+}  // namespace topocoll::runtime
