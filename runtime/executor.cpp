@@ -54,6 +54,8 @@ class RankExecutor {
     // The one receive callback, bound once: it finishes the receive in current_.
     deliver_ = [this](const void* data) { finish_recv(*current_, data); };
   }
+  RankExecutor(const RankExecutor&) = delete;  // deliver_ captures this
+  RankExecutor& operator=(const RankExecutor&) = delete;
 
   void run() {
     std::size_t unfinished = 0;

@@ -70,11 +70,16 @@
 //  6. Host speeds are placeholders ("1Gf"): the simulator times reductions from its
 //     calibration data, not from the platform.
 //
-// Cost, measured with SimGrid 3.32 (load + seal, 2048 x DGX-H100, 20480 hosts): rail-fat-tree
-// 3.7 s, single-switch 6.7 s, fat-tree (512 groups) 3-4 s; 512 nodes: 0.5 s. Node zones are
-// Full (tables the size of a node); groups and the top zone are Dijkstra with cached
-// shortest-path trees. Nothing grows with ranks².
+// Cost with SimGrid 3.32, 2048 x DGX-H100 (20480 hosts, 38 MB of XML): load and seal take
+// 4-20 s on a 2-core VM, 0.5 s at 512 nodes. Node zones are Full (tables the size of a node),
+// groups and the top zone Dijkstra with cached shortest-path trees; nothing grows with ranks².
+// What remains superlinear is SimGrid's own: sealing a zone scans every host of the platform
+// (zones x hosts), and a link name is searched zone by zone from the top (hence the "links"
+// zone first).
+
 #include "topologies/export.hpp"
+
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <iterator>
@@ -84,8 +89,6 @@
 #include <ostream>
 #include <unordered_map>
 
-#include <fmt/format.h>
-
 #include "common/errors.hpp"
 #include "topologies/paths.hpp"
 
@@ -94,7 +97,9 @@ namespace topocoll::topo {
 namespace {
 
 // Shortest text that reads back as the same double: "25", "0.3", "14.0625".
-std::string number(double v) { return fmt::format("{}", v); }
+std::string number(double v) {
+  return fmt::format("{}", v);
+}
 
 bool inside_node(const Graph& g, Edge e) {
   const int a = g[boost::source(e, g)].node;
@@ -142,13 +147,20 @@ std::string dot_quoted(std::string_view text) {
 
 std::string_view dot_shape(DeviceKind kind) {
   switch (kind) {
-    case DeviceKind::Gpu: return "box";
-    case DeviceKind::Cpu: return "box3d";
-    case DeviceKind::PcieSwitch: return "diamond";
-    case DeviceKind::NvSwitch: return "hexagon";
-    case DeviceKind::Nic: return "parallelogram";
-    case DeviceKind::LeafSwitch: return "trapezium";
-    case DeviceKind::SpineSwitch: return "invtrapezium";
+    case DeviceKind::Gpu:
+      return "box";
+    case DeviceKind::Cpu:
+      return "box3d";
+    case DeviceKind::PcieSwitch:
+      return "diamond";
+    case DeviceKind::NvSwitch:
+      return "hexagon";
+    case DeviceKind::Nic:
+      return "parallelogram";
+    case DeviceKind::LeafSwitch:
+      return "trapezium";
+    case DeviceKind::SpineSwitch:
+      return "invtrapezium";
   }
   return "ellipse";
 }
@@ -173,11 +185,20 @@ std::string xml_escaped(std::string_view text) {
   std::string escaped;
   for (char ch : text) {
     switch (ch) {
-      case '&': escaped += "&amp;"; break;
-      case '<': escaped += "&lt;"; break;
-      case '>': escaped += "&gt;"; break;
-      case '"': escaped += "&quot;"; break;
-      default: escaped += ch;
+      case '&':
+        escaped += "&amp;";
+        break;
+      case '<':
+        escaped += "&lt;";
+        break;
+      case '>':
+        escaped += "&gt;";
+        break;
+      case '"':
+        escaped += "&quot;";
+        break;
+      default:
+        escaped += ch;
     }
   }
   return escaped;
@@ -319,7 +340,8 @@ class NodePaths {
     for (Vertex v = first; v < last; ++v) boost::add_vertex(g[v], m.graph);
     for (Vertex v = first; v < last; ++v)
       for (auto e : boost::make_iterator_range(boost::out_edges(v, g)))
-        if (inside_node(g, e) && boost::target(e, g) > v) boost::add_edge(v - first, boost::target(e, g) - first, g[e], m.graph);
+        if (inside_node(g, e) && boost::target(e, g) > v)
+          boost::add_edge(v - first, boost::target(e, g) - first, g[e], m.graph);
     return Topology::build(m, 1, FabricSpec{});
   }
 
@@ -384,7 +406,8 @@ FabricPlan plan_fabric(const Topology& t) {
     }
     const Vertex home = nic_leaves.front().second;
     plan.home_leaf[static_cast<std::size_t>(n)] = home;
-    auto group = std::find_if(plan.groups.begin(), plan.groups.end(), [&](const NodeGroup& gr) { return gr.leaf == home; });
+    auto group =
+        std::find_if(plan.groups.begin(), plan.groups.end(), [&](const NodeGroup& gr) { return gr.leaf == home; });
     if (group == plan.groups.end()) group = plan.groups.insert(plan.groups.end(), NodeGroup{home, {}});
     group->nodes.push_back(n);
     for (const auto& [nic, leaf] : nic_leaves) {
@@ -432,9 +455,10 @@ class PlatformWriter {
     out_ << "<?xml version='1.0'?>\n"
             "<!DOCTYPE platform SYSTEM \"https://simgrid.org/simgrid.dtd\">\n"
             "<platform version=\"4.1\">\n";
-    out_ << fmt::format("<!-- topocoll: {} nodes, {} ranks. Hosts and routers are topocoll device names; link\n"
-                        "     \"a--b\" is the model edge between a and b (UP: from a to b). See topologies/export.cpp. -->\n",
-                        t_.nodes(), t_.num_ranks());
+    out_ << fmt::format(
+        "<!-- topocoll: {} nodes, {} ranks. Hosts and routers are topocoll device names; link\n"
+        "     \"a--b\" is the model edge between a and b (UP: from a to b). See topologies/export.cpp. -->\n",
+        t_.nodes(), t_.num_ranks());
     // The design's network model: CM02 without TCP window bound nor cross-traffic (SimGrid's
     // default LV08 multiplies latencies by ~13). A setting given on the command line wins.
     out_ << "<config>\n"
@@ -485,8 +509,8 @@ class PlatformWriter {
   void write_router(std::string_view id) { out_ << fmt::format("{}<router id=\"{}\"/>\n", pad(), xml_escaped(id)); }
 
   void write_link(std::string_view id, double bw_gbps, double latency_us) {
-    out_ << fmt::format("{}<link id=\"{}\" bandwidth=\"{}GBps\" latency=\"{}us\" sharing_policy=\"SPLITDUPLEX\"/>\n", pad(),
-                        xml_escaped(id), number(bw_gbps), number(latency_us));
+    out_ << fmt::format("{}<link id=\"{}\" bandwidth=\"{}GBps\" latency=\"{}us\" sharing_policy=\"SPLITDUPLEX\"/>\n",
+                        pad(), xml_escaped(id), number(bw_gbps), number(latency_us));
   }
 
   void write_route(std::string_view src, std::string_view dst, const std::vector<RouteStep>& steps) {
@@ -556,7 +580,8 @@ class PlatformWriter {
     open_zone(group_hub_zone(k), "Full");
     write_router(leaf);
     close_zone();
-    for (int n : group.nodes) write_zone_route(fmt::format("n{}", n), group_hub_zone(k), gateway_name(n), leaf, attach_name(n));
+    for (int n : group.nodes)
+      write_zone_route(fmt::format("n{}", n), group_hub_zone(k), gateway_name(n), leaf, attach_name(n));
     close_zone();
   }
 
@@ -610,7 +635,8 @@ class PlatformWriter {
       for (std::size_t j = i + 1; j < hosts.size(); ++j) {
         const std::vector<Vertex> p = paths_.path(n, hosts[i], hosts[j]);
         if (p.empty()) {
-          out_ << fmt::format("{}<!-- no path in the model from {} to {} -->\n", pad(), t_.device_name(hosts[i]), t_.device_name(hosts[j]));
+          out_ << fmt::format("{}<!-- no path in the model from {} to {} -->\n", pad(), t_.device_name(hosts[i]),
+                              t_.device_name(hosts[j]));
           continue;
         }
         write_route(t_.device_name(hosts[i]), t_.device_name(hosts[j]), links_.steps(p));
@@ -625,7 +651,8 @@ class PlatformWriter {
   void write_node_links(int n) {
     auto [first, last] = t_.node_vertices(n);
     for (Vertex v = first; v < last; ++v) {
-      if (const NvSwitchPort* port = links_.nvswitch_port(v)) write_link(port->name.id, port->bw_gbps, port->latency_us);
+      if (const NvSwitchPort* port = links_.nvswitch_port(v))
+        write_link(port->name.id, port->bw_gbps, port->latency_us);
       for (auto e : boost::make_iterator_range(boost::out_edges(v, g_))) {
         const Vertex w = boost::target(e, g_);
         const bool internal_once = inside_node(g_, e) && links_.of(e).first == v && !is_nvswitch_edge(g_, e);
@@ -668,7 +695,8 @@ void write_dot(const Topology& t, std::ostream& out) {
          "  edge [fontname=\"Helvetica\", fontsize=8];\n";
   // One cluster per node: its devices, then the links between them.
   for (int n = 0; n < t.nodes(); ++n) {
-    out << fmt::format("  subgraph cluster_n{} {{\n    label={};\n", n, dot_quoted(fmt::format("n{} ({})", n, t.node_model_name(n))));
+    out << fmt::format("  subgraph cluster_n{} {{\n    label={};\n", n,
+                       dot_quoted(fmt::format("n{} ({})", n, t.node_model_name(n))));
     auto [first, last] = t.node_vertices(n);
     for (Vertex v = first; v < last; ++v) write_dot_device(t, v, "    ", out);
     for (Edge e : node_links[static_cast<std::size_t>(n)]) write_dot_link(t, e, "    ", out);
@@ -680,7 +708,9 @@ void write_dot(const Topology& t, std::ostream& out) {
   out << "}\n";
 }
 
-void write_simgrid_platform(const Topology& t, std::ostream& out) { PlatformWriter(t, out).write(); }
+void write_simgrid_platform(const Topology& t, std::ostream& out) {
+  PlatformWriter(t, out).write();
+}
 
 nlohmann::json to_json(const Topology& t) {
   using nlohmann::json;

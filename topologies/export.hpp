@@ -9,7 +9,6 @@
 #pragma once
 
 #include <iosfwd>
-
 #include <nlohmann/json.hpp>
 
 #include "topologies/topology.hpp"
@@ -21,8 +20,10 @@ namespace topocoll::topo {
 // names; edge labels are the link kind and its bandwidth per direction ("nvlink 450 GB/s").
 void write_dot(const Topology& t, std::ostream& out);
 
-// SimGrid 3.32 platform XML (DTD version 4.1). GPUs and CPUs are hosts; hierarchical zones: one
-// per node, one for the fabric, inside a top zone. Load it with
+// SimGrid 3.32 platform XML (DTD version 4.1). GPUs and CPUs are hosts (properties: kind,
+// node, local, numa, rank, model, sm), other devices routers, links split-duplex. Zones: one per
+// node, inside one per group of nodes sharing a leaf, inside a top zone that also holds the
+// spine layer; routing stays proportional to nodes, never to ranks². Load it with
 // simgrid::s4u::Engine::load_platform(), then seal_platform() before asking for routes.
 void write_simgrid_platform(const Topology& t, std::ostream& out);
 

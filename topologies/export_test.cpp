@@ -1,24 +1,23 @@
-#include <doctest/doctest.h>
+#include "topologies/export.hpp"
 
+#include <doctest/doctest.h>
+#include <fmt/format.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <boost/graph/graphviz.hpp>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
-#include <set>
-#include <sstream>
-
-#include <boost/graph/graphviz.hpp>
-#include <fmt/format.h>
 #include <pugixml.hpp>
+#include <set>
 #include <simgrid/s4u/Engine.hpp>
 #include <simgrid/s4u/Host.hpp>
 #include <simgrid/s4u/Link.hpp>
+#include <sstream>
 
 #include "topologies/constants.hpp"
-#include "topologies/export.hpp"
 #include "topologies/paths.hpp"
 #include "topologies/presets.hpp"
 
@@ -80,7 +79,8 @@ class PlatformFile {
 
 struct SimgridRoute {
   std::vector<std::string> links;  // SimGrid names: "<id>_UP" / "<id>_DOWN" for split-duplex links
-  double latency_s = 0.0;
+  double latency_us = 0.0;         // SimGrid's sum in seconds, converted (doctest::Approx is relative to
+                                   // max(1, |value|): compared in seconds every latency would match)
 };
 
 struct SimgridLoad {
@@ -141,6 +141,12 @@ SimgridLoad load_in_simgrid(const std::string& path, const HostPairs& pairs) {
   std::cerr.flush();
   std::fflush(nullptr);
   const pid_t pid = fork();
+  if (pid < 0) {
+    close(fds[0]);
+    close(fds[1]);
+    result.error = "fork() failed";
+    return result;
+  }
   if (pid == 0) {
     close(fds[0]);
     report_from_child(path, pairs, fds[1]);
@@ -152,7 +158,6 @@ SimgridLoad load_in_simgrid(const std::string& path, const HostPairs& pairs) {
   close(fds[0]);
   int status = 0;
   waitpid(pid, &status, 0);
-  if (!WIFEXITED(status)) result.error = fmt::format("SimGrid child died (status {:#x})", status);
 
   std::istringstream in(text);
   // Lines: "hosts N", "route LATENCY COUNT NAME...", "error MESSAGE".
@@ -163,7 +168,9 @@ SimgridLoad load_in_simgrid(const std::string& path, const HostPairs& pairs) {
     } else if (word == "route") {
       SimgridRoute r;
       std::size_t count = 0;
-      in >> r.latency_s >> count;
+      double latency_s = 0.0;
+      in >> latency_s >> count;
+      r.latency_us = latency_s * 1e6;
       r.links.resize(count);
       for (std::string& name : r.links) in >> name;
       result.routes.push_back(std::move(r));
@@ -172,12 +179,21 @@ SimgridLoad load_in_simgrid(const std::string& path, const HostPairs& pairs) {
       result.loaded = false;
     }
   }
+  // A SimGrid abort (xbt_die on a malformed platform) kills the child: its message is on stderr.
+  if (!WIFEXITED(status)) {
+    result.loaded = false;
+    result.error += fmt::format(" (SimGrid child died, wait status {:#x})", status);
+  }
   return result;
 }
 
-std::size_t host_count(const Topology& t) { return t.count(DeviceKind::Gpu) + t.count(DeviceKind::Cpu); }
+std::size_t host_count(const Topology& t) {
+  return t.count(DeviceKind::Gpu) + t.count(DeviceKind::Cpu);
+}
 
-std::string gpu_host(const Topology& t, int rank) { return t.device_name(t.rank(rank).gpu); }
+std::string gpu_host(const Topology& t, int rank) {
+  return t.device_name(t.rank(rank).gpu);
+}
 
 // The leaf a NIC is cabled to.
 std::string leaf_of(const Topology& t, Vertex nic) {
@@ -209,7 +225,7 @@ TEST_CASE("export: SimGrid loads tiny clusters; GPU-to-GPU routes have the model
       {5, fabric(FabricKind::SingleSwitch), "5-single-switch", same_leaf},
       {1, fabric(FabricKind::RailFatTree), "1-rail-fat-tree", nvlink},
       {2, fabric(FabricKind::RailFatTree), "2-rail-fat-tree", same_leaf},
-      {5, fabric(FabricKind::RailFatTree), "5-rail-fat-tree", same_leaf},      // one scalable unit: one leaf
+      {5, fabric(FabricKind::RailFatTree), "5-rail-fat-tree", same_leaf},  // one scalable unit: one leaf
       {2, fabric(FabricKind::RailFatTree, 4), "2-rail-fat-tree-radix4", same_leaf},
       {5, fabric(FabricKind::RailFatTree, 4), "5-rail-fat-tree-radix4", via_spine},  // 2 nodes per leaf
   };
@@ -219,7 +235,8 @@ TEST_CASE("export: SimGrid loads tiny clusters; GPU-to-GPU routes have the model
     const Topology t = Topology::build(node, k.nodes, k.fabric);
     const int last_rank = t.num_ranks() - 1;
     const PlatformFile file(t, k.name);
-    const SimgridLoad load = load_in_simgrid(file.path(), {{gpu_host(t, 0), gpu_host(t, last_rank)}, {gpu_host(t, 0), gpu_host(t, 1)}});
+    const SimgridLoad load =
+        load_in_simgrid(file.path(), {{gpu_host(t, 0), gpu_host(t, last_rank)}, {gpu_host(t, 0), gpu_host(t, 1)}});
     INFO("SimGrid error: ", load.error);
     REQUIRE(load.loaded);
     CHECK(load.hosts == host_count(t));
@@ -230,7 +247,7 @@ TEST_CASE("export: SimGrid loads tiny clusters; GPU-to-GPU routes have the model
     CHECK(model.latency_us == doctest::Approx(k.latency_us));
     const SimgridRoute& far = load.routes[0];
     CHECK(!far.links.empty());
-    CHECK(far.latency_s == doctest::Approx(k.latency_us * 1e-6));
+    CHECK(far.latency_us == doctest::Approx(k.latency_us));
     // Across nodes the platform adds the two attach links (latency 0) to the model's links.
     CHECK(far.links.size() == model.hops() + (k.nodes > 1 ? 2 : 0));
     if (k.nodes > 1) {
@@ -239,7 +256,7 @@ TEST_CASE("export: SimGrid loads tiny clusters; GPU-to-GPU routes have the model
     }
     // Inside node 0 the two GPUs talk over NVLink, through their NVSwitch ports.
     const SimgridRoute& near = load.routes[1];
-    CHECK(near.latency_s == doctest::Approx(nvlink * 1e-6));
+    CHECK(near.latency_us == doctest::Approx(nvlink));
     CHECK(near.links == std::vector<std::string>{"n0/gpu0--n0/nvswitches_UP", "n0/gpu1--n0/nvswitches_DOWN"});
   }
 }
@@ -249,7 +266,8 @@ TEST_CASE("export: SimGrid keeps each GPU's rail (2 x DGX-H100, rail-fat-tree)")
   const PlatformFile file(t, "dgx-h100-rails");
   // Same rail (rank 3 -> rank 11), cross rail (rank 0 -> rank 11), and back.
   const SimgridLoad load = load_in_simgrid(
-      file.path(), {{gpu_host(t, 3), gpu_host(t, 11)}, {gpu_host(t, 0), gpu_host(t, 11)}, {gpu_host(t, 11), gpu_host(t, 3)}});
+      file.path(),
+      {{gpu_host(t, 3), gpu_host(t, 11)}, {gpu_host(t, 0), gpu_host(t, 11)}, {gpu_host(t, 11), gpu_host(t, 3)}});
   INFO("SimGrid error: ", load.error);
   REQUIRE(load.loaded);
   CHECK(load.hosts == 2 * (8 + 2));
@@ -261,7 +279,7 @@ TEST_CASE("export: SimGrid keeps each GPU's rail (2 x DGX-H100, rail-fat-tree)")
   CHECK(t.rank(3).rail == t.rank(11).rail);
   CHECK(contains(load.routes[0].links, out_of_node0));
   CHECK(contains(load.routes[0].links, into_node1));
-  CHECK(load.routes[0].latency_s == doctest::Approx(find_path(t, t.rank(3).gpu, t.rank(11).gpu).latency_us * 1e-6));
+  CHECK(load.routes[0].latency_us == doctest::Approx(find_path(t, t.rank(3).gpu, t.rank(11).gpu).latency_us));
 
   // The way back uses the same links, the other direction of each.
   const std::string back_out = fmt::format("{}--{}_UP", t.device_name(nic11), leaf_of(t, nic11));
@@ -274,7 +292,7 @@ TEST_CASE("export: SimGrid keeps each GPU's rail (2 x DGX-H100, rail-fat-tree)")
   CHECK(contains(load.routes[1].links, fmt::format("{}--{}_UP", t.device_name(nic0), leaf_of(t, nic0))));
   CHECK(contains(load.routes[1].links, into_node1));
   const Path cross = find_path(t, t.rank(0).gpu, t.rank(11).gpu);
-  CHECK(load.routes[1].latency_s == doctest::Approx((cross.latency_us - 2 * c::kNetworkLinkLatencyUs) * 1e-6));
+  CHECK(load.routes[1].latency_us == doctest::Approx(cross.latency_us - 2 * c::kNetworkLinkLatencyUs));
 }
 
 TEST_CASE("export: SimGrid platform XML structure (3 x DGX-H100, rail-fat-tree with spines)") {
@@ -359,20 +377,55 @@ TEST_CASE("export: the SimGrid platform of 3 x DGX-H100 with spines loads and ro
   REQUIRE(load.routes.size() == 1);
   const Path model = find_path(t, t.rank(0).gpu, t.rank(16).gpu);
   CHECK(model.hops() == 8);
-  CHECK(load.routes[0].latency_s == doctest::Approx(model.latency_us * 1e-6));
+  CHECK(load.routes[0].latency_us == doctest::Approx(model.latency_us));
   CHECK(contains(load.routes[0].links, "leaf0--spines_UP"));
+}
+
+TEST_CASE("export: every GPU pair of two preset nodes on one switch has the model's latency") {
+  // On a single switch every path between nodes crosses one leaf whatever the rails, so no
+  // simplification of the platform changes a latency. Inside a node the expected path is the
+  // one found on the node alone (export.cpp, point 5): on the full cluster find_path may leave
+  // the node through the network when a NIC is wider than the inter-socket link (pcie-8gpu).
+  for (const std::string preset : {"dgx-a100", "dgx-h100", "pcie-8gpu"}) {
+    CAPTURE(preset);
+    const NodeModel node = make_preset_node(preset);
+    const Topology t = Topology::build(node, 2, fabric(FabricKind::SingleSwitch));
+    const Topology alone = Topology::build(node, 1, FabricSpec{});
+    const PlatformFile file(t, preset);
+    HostPairs pairs;
+    std::vector<double> expected_us;
+    // All ordered pairs of distinct ranks, inside and across the nodes.
+    for (int a = 0; a < t.num_ranks(); ++a)
+      for (int b = 0; b < t.num_ranks(); ++b) {
+        if (a == b) continue;
+        pairs.emplace_back(gpu_host(t, a), gpu_host(t, b));
+        const RankInfo &ra = t.rank(a), &rb = t.rank(b);
+        const Path p = ra.node == rb.node ? find_path(alone, alone.rank(ra.local).gpu, alone.rank(rb.local).gpu)
+                                          : find_path(t, ra.gpu, rb.gpu);
+        expected_us.push_back(p.latency_us);
+      }
+    const SimgridLoad load = load_in_simgrid(file.path(), pairs);
+    INFO("SimGrid error: ", load.error);
+    REQUIRE(load.loaded);
+    REQUIRE(load.routes.size() == pairs.size());
+    int mismatches = 0;
+    for (std::size_t i = 0; i < pairs.size(); ++i)
+      if (load.routes[i].latency_us != doctest::Approx(expected_us[i])) ++mismatches;
+    CHECK(mismatches == 0);
+  }
 }
 
 TEST_CASE("export: inside a DGX-H100 node, GPU pairs use their whole NVSwitch ports") {
   const Topology t = Topology::build(make_dgx_h100_node(), 1, FabricSpec{});
   const PlatformFile file(t, "dgx-h100-nvswitch");
-  const SimgridLoad load = load_in_simgrid(file.path(), {{gpu_host(t, 0), gpu_host(t, 5)}, {gpu_host(t, 5), gpu_host(t, 0)}});
+  const SimgridLoad load =
+      load_in_simgrid(file.path(), {{gpu_host(t, 0), gpu_host(t, 5)}, {gpu_host(t, 5), gpu_host(t, 0)}});
   INFO("SimGrid error: ", load.error);
   REQUIRE(load.loaded);
   REQUIRE(load.routes.size() == 2);
   CHECK(load.routes[0].links == std::vector<std::string>{"n0/gpu0--n0/nvswitches_UP", "n0/gpu5--n0/nvswitches_DOWN"});
   CHECK(load.routes[1].links == std::vector<std::string>{"n0/gpu5--n0/nvswitches_UP", "n0/gpu0--n0/nvswitches_DOWN"});
-  CHECK(load.routes[0].latency_s == doctest::Approx(find_path(t, t.rank(0).gpu, t.rank(5).gpu).latency_us * 1e-6));
+  CHECK(load.routes[0].latency_us == doctest::Approx(find_path(t, t.rank(0).gpu, t.rank(5).gpu).latency_us));
 }
 
 TEST_CASE("export: nodes without a NIC load; SimGrid finds no route between them") {
@@ -387,7 +440,7 @@ TEST_CASE("export: nodes without a NIC load; SimGrid finds no route between them
   INFO("SimGrid error: ", inside.error);
   REQUIRE(inside.loaded);
   CHECK(inside.hosts == 6);
-  CHECK(inside.routes.at(0).latency_s == doctest::Approx(2 * c::kPcieLatencyUs * 1e-6));
+  CHECK(inside.routes.at(0).latency_us == doctest::Approx(2 * c::kPcieLatencyUs));
   const SimgridLoad across = load_in_simgrid(file.path(), {{gpu_host(t, 0), gpu_host(t, 2)}});
   CHECK(!across.loaded);
   CHECK(across.error.find("No route") != std::string::npos);
@@ -421,7 +474,8 @@ TEST_CASE("export: DOT is an undirected graph with one cluster per node") {
   CHECK(boost::num_vertices(parsed) == boost::num_vertices(t.graph()));
   CHECK(boost::num_edges(parsed) == boost::num_edges(t.graph()));
   std::set<std::string> names;
-  for (auto v : boost::make_iterator_range(boost::vertices(parsed))) names.insert(boost::get(boost::vertex_name, parsed, v));
+  for (auto v : boost::make_iterator_range(boost::vertices(parsed)))
+    names.insert(boost::get(boost::vertex_name, parsed, v));
   CHECK(names.contains("n1/nvswitch0"));
   CHECK(names.contains("leaf0"));
 }
@@ -436,13 +490,15 @@ TEST_CASE("export: JSON counts equal the model's") {
     CHECK(j["links"].size() == boost::num_edges(t.graph()));
     CHECK(j["ranks"].size() == static_cast<std::size_t>(t.num_ranks()));
     // Per kind, devices and links.
-    for (DeviceKind kind : {DeviceKind::Gpu, DeviceKind::Cpu, DeviceKind::PcieSwitch, DeviceKind::NvSwitch, DeviceKind::Nic,
-                            DeviceKind::LeafSwitch, DeviceKind::SpineSwitch}) {
-      const auto n = std::count_if(j["devices"].begin(), j["devices"].end(), [&](const auto& d) { return d["kind"] == to_string(kind); });
+    for (DeviceKind kind : {DeviceKind::Gpu, DeviceKind::Cpu, DeviceKind::PcieSwitch, DeviceKind::NvSwitch,
+                            DeviceKind::Nic, DeviceKind::LeafSwitch, DeviceKind::SpineSwitch}) {
+      const auto n = std::count_if(j["devices"].begin(), j["devices"].end(),
+                                   [&](const auto& d) { return d["kind"] == to_string(kind); });
       CHECK_MESSAGE(static_cast<std::size_t>(n) == t.count(kind), to_string(kind));
     }
     for (LinkKind kind : {LinkKind::NvLink, LinkKind::Pcie, LinkKind::C2C, LinkKind::InterSocket, LinkKind::Network}) {
-      const auto n = std::count_if(j["links"].begin(), j["links"].end(), [&](const auto& l) { return l["kind"] == to_string(kind); });
+      const auto n = std::count_if(j["links"].begin(), j["links"].end(),
+                                   [&](const auto& l) { return l["kind"] == to_string(kind); });
       CHECK_MESSAGE(static_cast<std::size_t>(n) == t.count(kind), to_string(kind));
     }
     CHECK(j["devices"][t.rank(0).gpu]["name"] == t.device_name(t.rank(0).gpu));

@@ -12,6 +12,7 @@
 #include "common/log.hpp"
 #include "topologies/nccl_xml.hpp"
 #include "topologies/presets.hpp"
+#include "topologies/transform.hpp"
 
 namespace topocoll::topo {
 
@@ -192,6 +193,7 @@ Topology load_topology(const TopologyOptions& options) {
     base.notes.push_back(fmt::format("NIC port rate set to {} GB/s by the cluster spec", *spec.nic_gbps));
   }
   if (!spec.name.empty()) base.description = spec.name + ": " + base.description;
+  if (options.merge_nvswitch_planes) base = merge_nvswitch_planes(base);
   if (spec.node_overrides.empty()) return Topology::build(base, spec.nodes, spec.fabric);
 
   // Heterogeneous cluster: one derived model per override, applied to its nodes.

@@ -16,6 +16,7 @@ struct TopologyOptions {
   std::optional<int> nodes;
   std::optional<FabricKind> fabric;
   std::optional<double> oversubscription;
+  bool merge_nvswitch_planes = false;     // see transform.hpp (the simulator's view)
 };
 
 // YAML cluster spec, documented in docs/topologies.md:

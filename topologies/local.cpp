@@ -1,5 +1,7 @@
 #include "topologies/local.hpp"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <hwloc.h>
 
 #include <algorithm>
@@ -7,9 +9,7 @@
 #include <fstream>
 #include <map>
 #include <memory>
-
-#include <fmt/format.h>
-#include <fmt/ranges.h>
+#include <set>
 
 #include "common/errors.hpp"
 #include "topologies/constants.hpp"
@@ -75,11 +75,13 @@ using HwlocTopology = std::unique_ptr<hwloc_topology, HwlocTopologyDeleter>;
 
 HwlocTopology load_hwloc_topology() {
   hwloc_topology_t raw = nullptr;
-  if (int err = hwloc_topology_init(&raw); err != 0) throw InternalError(fmt::format("hwloc_topology_init failed ({})", err));
+  if (int err = hwloc_topology_init(&raw); err != 0)
+    throw InternalError(fmt::format("hwloc_topology_init failed ({})", err));
   HwlocTopology topo(raw);
   if (int err = hwloc_topology_set_io_types_filter(raw, HWLOC_TYPE_FILTER_KEEP_IMPORTANT); err != 0)
     throw InternalError(fmt::format("hwloc_topology_set_io_types_filter failed ({})", err));
-  if (int err = hwloc_topology_load(raw); err != 0) throw InternalError(fmt::format("hwloc_topology_load failed ({})", err));
+  if (int err = hwloc_topology_load(raw); err != 0)
+    throw InternalError(fmt::format("hwloc_topology_load failed ({})", err));
   return topo;
 }
 
@@ -158,7 +160,8 @@ LocalPciObject pci_object_of(hwloc_topology_t topo, hwloc_obj_t obj, int parent)
 // recorded (they are the CPU's root complex): their children get parent -1.
 void collect_pci(hwloc_topology_t topo, hwloc_obj_t obj, int parent, std::vector<LocalPciObject>& out) {
   for (hwloc_obj_t child = obj->io_first_child; child; child = child->next_sibling) {
-    const bool host_bridge = child->type == HWLOC_OBJ_BRIDGE && child->attr->bridge.upstream_type == HWLOC_OBJ_BRIDGE_HOST;
+    const bool host_bridge =
+        child->type == HWLOC_OBJ_BRIDGE && child->attr->bridge.upstream_type == HWLOC_OBJ_BRIDGE_HOST;
     const bool pci_object = child->type == HWLOC_OBJ_PCI_DEVICE || (child->type == HWLOC_OBJ_BRIDGE && !host_bridge);
     int index = parent;
     if (pci_object) {
@@ -232,7 +235,7 @@ class LocalNodeBuilder {
   std::vector<Vertex> cpus_;
   std::map<int, Vertex> switch_of_bridge_;  // bridge index in inv_.pci -> PcieSwitch vertex
   std::vector<std::string> unknown_link_speed_;
-  std::vector<std::string> unplaced_;
+  std::set<std::string> unplaced_;  // bus ids, sorted and once each
 
   void add_sockets() {
     const std::size_t sockets = std::max<std::size_t>(1, inv_.packages.size());
@@ -253,24 +256,31 @@ class LocalNodeBuilder {
   double inter_socket_gbps(const LocalPackage& package) {
     if (m_.cpu_vendor == "amd") return c::kInterSocketAmdGbps;
     if (m_.cpu_vendor == "intel")
-      return package.family == 6 && package.model_number >= kIntelSapphireRapidsModel ? c::kInterSocketIntelSapphireRapidsGbps
-                                                                                       : c::kInterSocketIntelSkylakeGbps;
+      return package.family == 6 && package.model_number >= kIntelSapphireRapidsModel
+                 ? c::kInterSocketIntelSapphireRapidsGbps
+                 : c::kInterSocketIntelSkylakeGbps;
     if (inv_.packages.size() > 1)
       m_.notes.push_back(fmt::format("CPU vendor '{}' unknown: inter-socket links assumed {} GB/s (Intel Skylake UPI)",
                                      package.vendor, c::kInterSocketIntelSkylakeGbps));
     return c::kInterSocketIntelSkylakeGbps;
   }
 
-  // A PCI function's link rate; Gen3 x16 when hwloc does not know it.
-  double link_gbps(const LocalPciObject& o) {
-    if (o.link_gbps > 0.0f) return o.link_gbps;
+  struct PcieLink {
+    double gbps = 0.0;
+    int lanes = 0;  // 0: hwloc gives a rate, not a width
+  };
+
+  // A PCI function's upstream link; Gen3 x16 when hwloc does not know its rate.
+  PcieLink pcie_link(const LocalPciObject& o) {
+    if (o.link_gbps > 0.0f) return {o.link_gbps, 0};
     unknown_link_speed_.push_back(o.bus_id);
-    return c::kPcieDefaultWidth * *c::pcie_gbps_per_lane(8.0);
+    return {c::kPcieDefaultWidth * *c::pcie_gbps_per_lane(8.0), c::kPcieDefaultWidth};
   }
 
   Vertex cpu_of(const LocalPciObject& o) {
-    if (o.package >= 0 && static_cast<std::size_t>(o.package) < cpus_.size()) return cpus_[static_cast<std::size_t>(o.package)];
-    if (cpus_.size() > 1) unplaced_.push_back(o.bus_id);
+    if (o.package >= 0 && static_cast<std::size_t>(o.package) < cpus_.size())
+      return cpus_[static_cast<std::size_t>(o.package)];
+    if (cpus_.size() > 1) unplaced_.insert(o.bus_id);
     return cpus_.front();
   }
 
@@ -284,7 +294,8 @@ class LocalNodeBuilder {
     if (!bridges.empty()) bridges.pop_back();  // the root port
     std::vector<int> switches;
     // Pairs (downstream, upstream): the switch is the upper bridge; a lone bridge is its own.
-    for (std::size_t i = 0; i < bridges.size(); i += 2) switches.push_back(bridges[std::min(i + 1, bridges.size() - 1)]);
+    for (std::size_t i = 0; i < bridges.size(); i += 2)
+      switches.push_back(bridges[std::min(i + 1, bridges.size() - 1)]);
     return switches;
   }
 
@@ -300,7 +311,8 @@ class LocalNodeBuilder {
       if (found == switch_of_bridge_.end()) {
         const LocalPciObject& bridge = inv_.pci[static_cast<std::size_t>(*it)];
         Vertex sw = m_.add_device(DeviceKind::PcieSwitch, m_.graph[above].numa);
-        m_.add_link(above, sw, LinkKind::Pcie, link_gbps(bridge), c::kPcieLatencyUs);
+        const PcieLink link = pcie_link(bridge);
+        m_.add_link(above, sw, LinkKind::Pcie, link.gbps, c::kPcieLatencyUs, link.lanes);
         found = switch_of_bridge_.emplace(*it, sw).first;
       }
       above = found->second;
@@ -319,27 +331,26 @@ class LocalNodeBuilder {
       const PciRole role = classify_pci(o.class_id, o.vendor_id);
       if (role == PciRole::Ignored) {
         if ((o.class_id >> 8) == 0x03)
-          m_.notes.push_back(fmt::format("ignored display controller {} ({:04x}:{:04x}): not a GPU (BMC or emulated VGA)",
-                                         o.bus_id, o.vendor_id, o.device_id));
+          m_.notes.push_back(
+              fmt::format("ignored display controller {} ({:04x}:{:04x}): not a GPU (BMC or emulated VGA)", o.bus_id,
+                          o.vendor_id, o.device_id));
         continue;
       }
       const Vertex up = upstream_of(o);
       const int numa = m_.graph[up].numa;
-      const double pcie = link_gbps(o);
-      if (role == PciRole::Gpu) {
-        Vertex gpu = m_.add_gpu(numa, 0, m_.label(pci_label(o)));
-        m_.add_link(up, gpu, LinkKind::Pcie, pcie, c::kPcieLatencyUs);
-      } else {
-        Vertex nic = m_.add_nic(numa, nic_port_gbps(o, pcie), m_.label(pci_label(o)));
-        m_.add_link(up, nic, LinkKind::Pcie, pcie, c::kPcieLatencyUs);
-      }
+      const PcieLink link = pcie_link(o);
+      const Vertex device = role == PciRole::Gpu
+                                ? m_.add_gpu(numa, 0, m_.label(pci_label(o)))
+                                : m_.add_nic(numa, nic_port_gbps(o, link.gbps), m_.label(pci_label(o)));
+      m_.add_link(up, device, LinkKind::Pcie, link.gbps, c::kPcieLatencyUs, link.lanes);
     }
   }
 
   double nic_port_gbps(const LocalPciObject& o, double pcie_gbps) {
     if (o.port_gbps > 0.0) return o.port_gbps;
     const std::string names = o.os_devices.empty() ? o.bus_id : fmt::format("{}", fmt::join(o.os_devices, ","));
-    m_.notes.push_back(fmt::format("NIC {}: port speed not reported by the OS, assumed its PCIe link rate ({} GB/s)", names, pcie_gbps));
+    m_.notes.push_back(fmt::format("NIC {}: port speed not reported by the OS, assumed its PCIe link rate ({} GB/s)",
+                                   names, pcie_gbps));
     return pcie_gbps;
   }
 
@@ -348,14 +359,17 @@ class LocalNodeBuilder {
     const std::size_t nics = m_.count(DeviceKind::Nic);
     m_.name = "local";
     m_.cores = inv_.cores > 0 ? inv_.cores : std::max(1, inv_.hardware_threads);
-    const std::string cpu_model = inv_.packages.empty() || inv_.packages.front().model.empty() ? "CPU" : inv_.packages.front().model;
+    const std::string cpu_model =
+        inv_.packages.empty() || inv_.packages.front().model.empty() ? "CPU" : inv_.packages.front().model;
     m_.description = fmt::format("this machine{}: {} x {}, {} GPUs, {} NICs",
-                                 inv_.hostname.empty() ? "" : fmt::format(" ({})", inv_.hostname), cpus_.size(), cpu_model, gpus, nics);
-    m_.notes.push_back(fmt::format("hwloc: {} sockets, {} NUMA nodes, {} cores, {} hardware threads", inv_.packages.size(),
-                                   inv_.numa_nodes, m_.cores, inv_.hardware_threads));
+                                 inv_.hostname.empty() ? "" : fmt::format(" ({})", inv_.hostname), cpus_.size(),
+                                 cpu_model, gpus, nics);
+    m_.notes.push_back(fmt::format("hwloc: {} sockets, {} NUMA nodes, {} cores, {} hardware threads",
+                                   inv_.packages.size(), inv_.numa_nodes, m_.cores, inv_.hardware_threads));
     if (!unknown_link_speed_.empty())
       m_.notes.push_back(fmt::format("PCIe link speed unknown, assumed Gen3 x16 ({} GB/s): {}",
-                                     c::kPcieDefaultWidth * *c::pcie_gbps_per_lane(8.0), fmt::join(unknown_link_speed_, ", ")));
+                                     c::kPcieDefaultWidth * *c::pcie_gbps_per_lane(8.0),
+                                     fmt::join(unknown_link_speed_, ", ")));
     if (!unplaced_.empty())
       m_.notes.push_back(fmt::format("PCI locality unknown, attached to cpu0: {}", fmt::join(unplaced_, ", ")));
     if (gpus == 0) m_.notes.emplace_back("no GPU found on this machine: ranks map to CPU cores");
@@ -366,8 +380,12 @@ class LocalNodeBuilder {
 
 }  // namespace
 
-NodeModel build_local_node(const LocalInventory& inventory) { return LocalNodeBuilder(inventory).build(); }
+NodeModel build_local_node(const LocalInventory& inventory) {
+  return LocalNodeBuilder(inventory).build();
+}
 
-NodeModel detect_local_node() { return build_local_node(probe_local_inventory()); }
+NodeModel detect_local_node() {
+  return build_local_node(probe_local_inventory());
+}
 
 }  // namespace topocoll::topo

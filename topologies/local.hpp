@@ -28,34 +28,34 @@ namespace topocoll::topo {
 
 // One CPU package (socket) as hwloc reports it.
 struct LocalPackage {
-  std::string vendor;       // hwloc info "CPUVendor": "GenuineIntel", "AuthenticAMD", ... ("" unknown)
-  std::string model;        // hwloc info "CPUModel" ("" unknown)
-  int family = -1;          // hwloc info "CPUFamilyNumber", -1 unknown
-  int model_number = -1;    // hwloc info "CPUModelNumber", -1 unknown
-  int cores = 0;            // physical cores in this package
+  std::string vendor;     // hwloc info "CPUVendor": "GenuineIntel", "AuthenticAMD", ... ("" unknown)
+  std::string model;      // hwloc info "CPUModel" ("" unknown)
+  int family = -1;        // hwloc info "CPUFamilyNumber", -1 unknown
+  int model_number = -1;  // hwloc info "CPUModelNumber", -1 unknown
+  int cores = 0;          // physical cores in this package
 };
 
 // A PCI function (device or PCI-to-PCI bridge) that hwloc kept with IO filtering on.
 struct LocalPciObject {
-  std::string bus_id;               // "0000:3b:00.0"
-  std::uint16_t class_id = 0;       // class << 8 | subclass, e.g. 0x0302
+  std::string bus_id;          // "0000:3b:00.0"
+  std::uint16_t class_id = 0;  // class << 8 | subclass, e.g. 0x0302
   std::uint16_t vendor_id = 0;
   std::uint16_t device_id = 0;
-  bool is_bridge = false;           // a PCI-to-PCI bridge (root port, switch port)
-  float link_gbps = 0.0f;           // hwloc linkspeed (GB/s, per direction); 0 = unknown
-  int parent = -1;                  // index of the parent bridge in LocalInventory::pci; -1 = a host bridge
-  int package = -1;                 // package (socket) index of its locality; -1 = unknown
-  std::string name;                 // hwloc "PCIDevice" info, else "" (names come from pciids)
+  bool is_bridge = false;               // a PCI-to-PCI bridge (root port, switch port)
+  float link_gbps = 0.0f;               // hwloc linkspeed (GB/s, per direction); 0 = unknown
+  int parent = -1;                      // index of the parent bridge in LocalInventory::pci; -1 = a host bridge
+  int package = -1;                     // package (socket) index of its locality; -1 = unknown
+  std::string name;                     // hwloc "PCIDevice" info, else "" (names come from pciids)
   std::vector<std::string> os_devices;  // OS device names under it: "eth0", "mlx5_0", "card1"
-  double port_gbps = 0.0;           // NICs: port rate from the OS (GB/s per direction), 0 = unknown
+  double port_gbps = 0.0;               // NICs: port rate from the OS (GB/s per direction), 0 = unknown
 };
 
 struct LocalInventory {
   std::string hostname;
   std::vector<LocalPackage> packages;
   int numa_nodes = 0;
-  int cores = 0;              // physical cores, all packages
-  int hardware_threads = 0;   // PUs
+  int cores = 0;                    // physical cores, all packages
+  int hardware_threads = 0;         // PUs
   std::vector<LocalPciObject> pci;  // parents come before their children
 };
 

@@ -142,3 +142,20 @@ TEST_CASE("topology: bad node counts and fabric parameters are input errors") {
   CHECK_THROWS_WITH_AS(parse_fabric("torus"), doctest::Contains("single-switch, rail-fat-tree, fat-tree"), topocoll::InputError);
   CHECK_THROWS_WITH_AS(make_preset_node("dgx-z9"), doctest::Contains("unknown topology preset 'dgx-z9'"), topocoll::InputError);
 }
+
+#include "topologies/paths.hpp"
+#include "topologies/transform.hpp"
+
+TEST_CASE("transform: merged NVSwitch planes give each GPU pair its full NVLink bandwidth") {
+  const NodeModel merged = merge_nvswitch_planes(make_dgx_h100_node());
+  Topology t = Topology::build(merged, 2, FabricSpec{});
+  CHECK(t.count(DeviceKind::NvSwitch) == 2);
+  CHECK(t.count(LinkKind::NvLink) == 16);
+  CHECK(t.count(LinkKind::Pcie) == 2 * 24);  // everything else kept
+  const Path p = find_path(t, t.rank(0).gpu, t.rank(5).gpu);
+  CHECK(p.type == PathType::NVL);
+  CHECK(p.bw_gbps == doctest::Approx(450.0));
+  for (const RankInfo& r : t.ranks()) CHECK(r.rail == r.local);  // rails unchanged
+  // A node without NVSwitches is returned as it is.
+  CHECK(boost::num_edges(merge_nvswitch_planes(make_pcie_8gpu_node()).graph) == boost::num_edges(make_pcie_8gpu_node().graph));
+}

@@ -1,0 +1,217 @@
+// The in-process transport, the executor and the runner on hand-made schedules: FIFO matching,
+// a 2-rank allreduce on known values, the progress timeout, and rank exceptions reaching the caller.
+#include "runtime/inproc.hpp"
+
+#include <doctest/doctest.h>
+
+#include <fmt/format.h>
+
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include "algorithms/verifier.hpp"
+#include "common/errors.hpp"
+#include "runtime/executor.hpp"
+
+using namespace topocoll::runtime;
+using topocoll::InputError;
+using namespace topocoll::algo;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Receives one int from `peer` on `channel`, or nullopt-like -1 when none has arrived.
+std::int64_t recv_int(InprocTransport& t, int peer, int channel) {
+  std::int64_t value = -1;
+  const bool got = t.try_recv(peer, channel, sizeof value, [&](const void* data) { std::memcpy(&value, data, sizeof value); });
+  return got ? value : -1;
+}
+
+void send_int(InprocTransport& t, int peer, int channel, std::int64_t value) { t.post_send(peer, channel, &value, sizeof value); }
+
+CollectiveArgs args_of(Collective c, std::uint64_t count, int ranks, DataType t = DataType::Int32, ReduceOp op = ReduceOp::Sum) {
+  CollectiveArgs a;
+  a.collective = c;
+  a.count = count;
+  a.ranks = ranks;
+  a.dtype = t;
+  a.op = op;
+  return a;
+}
+
+// A 2-rank allreduce of 4 elements on 2 channels: each channel owns half of the buffer; a rank
+// copies its half to the output, sends its input half to the peer and reduces the peer's in.
+Schedule two_rank_allreduce(DataType t, ReduceOp op) {
+  std::vector<Program> programs(2);
+  for (int r = 0; r < 2; ++r) {
+    ProgramBuilder b(programs[static_cast<std::size_t>(r)]);
+    // Channel c carries elements [2c, 2c + 2).
+    for (int c = 0; c < 2; ++c) {
+      const std::uint64_t off = 2 * static_cast<std::uint64_t>(c);
+      b.copy({BufferId::Input, off, 2}, {BufferId::Output, off, 2}, c);
+      b.send(1 - r, {BufferId::Input, off, 2}, c);
+      b.recv_reduce(1 - r, {BufferId::Output, off, 2}, c);
+    }
+  }
+  return Schedule::from_programs("two-rank", args_of(Collective::AllReduce, 4, 2, t, op), 2, 0, std::move(programs));
+}
+
+// Rank 0 waits on channel 1 for a message rank 1 never sends.
+Schedule silent_peer() {
+  std::vector<Program> programs(2);
+  ProgramBuilder b(programs[0]);
+  b.copy({BufferId::Input, 0, 2}, {BufferId::Output, 0, 2}, 0);
+  b.recv(1, {BufferId::Output, 2, 2}, 1);
+  return Schedule::from_programs("silent-peer", args_of(Collective::AllReduce, 4, 2), 2, 0, std::move(programs));
+}
+
+}  // namespace
+
+TEST_CASE("inproc transport: FIFO per (source, destination, channel)") {
+  InprocFabric fabric(3);
+  InprocTransport r0(fabric, 0), r1(fabric, 1), r2(fabric, 2);
+  // Interleave three streams into rank 1: (0, ch 0), (0, ch 1), (2, ch 0).
+  for (std::int64_t i = 0; i < 50; ++i) {
+    send_int(r0, 1, 0, i);
+    send_int(r0, 1, 1, 1000 + i);
+    send_int(r2, 1, 0, 2000 + i);
+  }
+  CHECK(recv_int(r1, 0, 2) == -1);  // nothing on channel 2
+  CHECK(recv_int(r0, 1, 0) == -1);  // nothing for rank 0
+  // Drain them in another order than they were sent: each stream keeps its own order.
+  for (std::int64_t i = 0; i < 50; ++i) CHECK(recv_int(r1, 0, 1) == 1000 + i);
+  for (std::int64_t i = 0; i < 50; ++i) CHECK(recv_int(r1, 2, 0) == 2000 + i);
+  for (std::int64_t i = 0; i < 50; ++i) CHECK(recv_int(r1, 0, 0) == i);
+  CHECK(recv_int(r1, 0, 0) == -1);
+
+  SUBCASE("the send buffer may be reused as soon as post_send returns") {
+    std::int64_t v = 7;
+    r0.post_send(2, 0, &v, sizeof v);
+    v = 8;
+    CHECK(recv_int(r2, 0, 0) == 7);
+  }
+  SUBCASE("a message of another size than the receive is an error") {
+    send_int(r0, 2, 0, 1);
+    CHECK_THROWS_WITH_AS(r2.try_recv(0, 0, 4, [](const void*) {}),
+                         doctest::Contains("rank 2 receives 4 bytes from rank 0 on channel 0, but the next message has 8 bytes"),
+                         InputError);
+  }
+  SUBCASE("a sender thread and a polling receiver keep the order") {
+    constexpr std::int64_t kMessages = 20000;
+    std::thread sender([&] {
+      for (std::int64_t i = 0; i < kMessages; ++i) send_int(r0, 2, 3, i);
+    });
+    std::int64_t next = 0, mismatches = 0;
+    // Poll until every message has arrived, waiting for arrivals in between.
+    while (next < kMessages) {
+      const std::int64_t v = recv_int(r2, 0, 3);
+      if (v == -1) {
+        r2.wait(Clock::now() + std::chrono::milliseconds(100));
+        continue;
+      }
+      mismatches += v != next ? 1 : 0;
+      ++next;
+    }
+    sender.join();
+    CHECK(mismatches == 0);
+  }
+}
+
+TEST_CASE("executor: a hand-made 2-rank allreduce on known values") {
+  const Schedule s = two_rank_allreduce(DataType::Int32, ReduceOp::Sum);
+  REQUIRE(verify(s).ok());
+  InprocFabric fabric(2);
+  std::array<std::array<std::int32_t, 4>, 2> in = {{{1, 2, 3, 4}, {10, 20, 30, 40}}};
+  std::array<std::array<std::int32_t, 4>, 2> out{};
+  std::thread rank1([&] {
+    InprocTransport t(fabric, 1);
+    execute(s, 1, Buffers{in[1].data(), out[1].data(), nullptr}, t);
+  });
+  InprocTransport t0(fabric, 0);
+  execute(s, 0, Buffers{in[0].data(), out[0].data(), nullptr}, t0);
+  rank1.join();
+  const std::array<std::int32_t, 4> want = {11, 22, 33, 44};
+  CHECK(out[0] == want);
+  CHECK(out[1] == want);
+  CHECK(in[0] == std::array<std::int32_t, 4>{1, 2, 3, 4});  // the input is read-only
+
+  SUBCASE("run_inproc: every dtype, sum and avg, in place and out of place") {
+    for (DataType t : {DataType::Int8, DataType::Uint64, DataType::Float16, DataType::BFloat16, DataType::Float64})
+      for (ReduceOp op : {ReduceOp::Sum, ReduceOp::Avg})
+        for (bool in_place : {false, true}) {
+          const Schedule st = two_rank_allreduce(t, op);
+          INFO(fmt::format("{} {} in_place={}", to_string(t), to_string(op), in_place));
+          CHECK(count_wrong_outputs(st, run_inproc(st, in_place)) == 0);
+        }
+  }
+  SUBCASE("count_wrong_outputs sees a wrong element") {
+    RunResult r = run_inproc(s, false);
+    r.outputs[1][5] ^= std::byte{1};
+    CHECK(count_wrong_outputs(s, r) == 1);
+  }
+}
+
+TEST_CASE("executor: a peer that never sends times out, naming the peer, the channel and the op") {
+  const Schedule s = silent_peer();
+  InprocFabric fabric(2);
+  InprocTransport t0(fabric, 0);
+  std::array<std::int32_t, 4> in = {1, 2, 3, 4}, out{};
+  ExecOptions o;
+  o.progress_timeout = std::chrono::milliseconds(200);
+  const auto start = Clock::now();
+  bool thrown = false;
+  try {
+    execute(s, 0, Buffers{in.data(), out.data(), nullptr}, t0, o);
+  } catch (const PeerTimeout& e) {
+    thrown = true;
+    const std::string what = e.what();
+    INFO(what);
+    CHECK(e.rank() == 0);
+    CHECK(e.peer() == 1);
+    CHECK(e.channel() == 1);
+    CHECK(e.op_index() == 1);
+    CHECK(what.find("waits for peer 1") != std::string::npos);
+    CHECK(what.find("channel 1 op 1 (recv(peer 1, output[2:4]) ch 1)") != std::string::npos);
+    CHECK(what.find("no progress for 200 ms") != std::string::npos);
+  }
+  const auto elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start);
+  CHECK(thrown);
+  CHECK(elapsed.count() >= 200);
+  CHECK(elapsed.count() < 2000);
+  CHECK(out[0] == 1);  // channel 0 ran to the end meanwhile
+  CHECK(out[1] == 2);
+}
+
+TEST_CASE("run_inproc: exceptions from rank threads reach the caller") {
+  SUBCASE("a timeout on one rank") {
+    ExecOptions o;
+    o.progress_timeout = std::chrono::milliseconds(200);
+    CHECK_THROWS_WITH_AS(run_inproc(silent_peer(), false, o), doctest::Contains("rank 0: no progress for 200 ms"), PeerTimeout);
+  }
+  SUBCASE("a bad schedule on rank 1 aborts rank 0 instead of letting it wait for the timeout") {
+    std::vector<Program> programs(2);
+    ProgramBuilder(programs[0]).recv(1, {BufferId::Output, 0, 4}, 0);
+    ProgramBuilder(programs[1]).send(0, {BufferId::Output, 2, 4}, 0);  // output[2:6] of 4 elements
+    const Schedule s = Schedule::from_programs("out-of-bounds", args_of(Collective::AllReduce, 4, 2), 1, 0, std::move(programs));
+    const auto start = Clock::now();
+    CHECK_THROWS_WITH_AS(
+        run_inproc(s, false),
+        doctest::Contains("rank 1 op 0 (send(peer 0, output[2:6]) ch 0): output[2:6] is outside the output buffer of 4 elements"),
+        InputError);
+    CHECK(Clock::now() - start < std::chrono::seconds(5));
+  }
+  SUBCASE("a message of the wrong size names the receiving op") {
+    std::vector<Program> programs(2);
+    ProgramBuilder(programs[0]).recv(1, {BufferId::Output, 0, 4}, 0);
+    ProgramBuilder(programs[1]).send(0, {BufferId::Input, 0, 2}, 0);
+    const Schedule s = Schedule::from_programs("size-mismatch", args_of(Collective::AllReduce, 4, 2), 1, 0, std::move(programs));
+    CHECK_THROWS_WITH_AS(run_inproc(s, false),
+                         doctest::Contains("rank 0 op 0 (recv(peer 1, output[0:4]) ch 0): inproc: rank 0 receives 16 bytes"),
+                         InputError);
+  }
+}
