@@ -10,7 +10,9 @@
 //   4. A send matches the receive with the same (source, destination, channel), in FIFO order;
 //      matched operations have the same element count.
 //   5. `copy(src, dst)`: dst = src; `reduce(src, dst)`: dst = dst (op) src. Local, immediate.
-//   6. Channels of one rank write disjoint elements (no write races between channels).
+//   6. Channels of one rank do not race: an output or scratch element written by one channel
+//      is neither written nor read by another (the read-only input may be read by all).
+//   7-10. In place aliasing, avg, local-op overlap and errors: see docs/schedule.md.
 // Per-rank programs are generated on demand (program(rank)); nothing O(ranks^2) is stored.
 #pragma once
 

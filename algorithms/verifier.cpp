@@ -1,6 +1,7 @@
 #include "algorithms/verifier.hpp"
 
 #include <algorithm>
+#include <array>
 #include <deque>
 #include <map>
 #include <optional>
@@ -188,7 +189,7 @@ struct RankState {
   Program program;
   SymbolicBuffer buffers[3];  // storage: input, output, scratch
   std::vector<ChannelState> channels;
-  std::vector<std::vector<std::pair<std::uint64_t, std::uint64_t>>> writes;  // per channel, per storage packed
+  std::vector<std::vector<std::pair<std::uint64_t, std::uint64_t>>> writes, reads;  // per channel, storage packed
   std::uint64_t intra_bytes = 0, inter_bytes = 0;
 };
 
@@ -260,6 +261,7 @@ class Verifier {
       st.program = s_.program(r);
       st.channels.resize(static_cast<std::size_t>(s_.num_channels()));
       st.writes.resize(static_cast<std::size_t>(s_.num_channels()));
+      st.reads.resize(static_cast<std::size_t>(s_.num_channels()));
       result_.operations += st.program.size();
       for (std::size_t i = 0; i < st.program.size(); ++i) {
         const Op& op = st.program[i];
@@ -298,13 +300,22 @@ class Verifier {
     }
   }
 
+  // Footprints for contract 6. Storage ids are packed in the top bits so one sorted list per
+  // channel covers all buffers. Reads of the (read-only, out-of-place) input are not recorded.
+  static void append_interval(std::vector<std::pair<std::uint64_t, std::uint64_t>>& v, int storage, std::uint64_t offset,
+                              std::uint64_t count) {
+    const std::uint64_t tag = static_cast<std::uint64_t>(storage) << 60;
+    if (!v.empty() && v.back().second == (tag | offset)) v.back().second = tag | (offset + count);
+    else v.push_back({tag | offset, tag | (offset + count)});
+  }
   void record_write(int rank, int channel, const Chunk& c) {
     auto [storage, offset] = resolve(rank, c);
-    // Pack the storage id in the top bits so one sorted list per channel covers all buffers.
-    const std::uint64_t tag = static_cast<std::uint64_t>(storage) << 60;
-    auto& w = ranks_[static_cast<std::size_t>(rank)].writes[static_cast<std::size_t>(channel)];
-    if (!w.empty() && w.back().second == (tag | offset)) w.back().second = tag | (offset + c.count);
-    else w.push_back({tag | offset, tag | (offset + c.count)});
+    append_interval(ranks_[static_cast<std::size_t>(rank)].writes[static_cast<std::size_t>(channel)], storage, offset, c.count);
+  }
+  void record_read(int rank, int channel, const Chunk& c) {
+    auto [storage, offset] = resolve(rank, c);
+    if (storage == 0 && !o_.in_place) return;
+    append_interval(ranks_[static_cast<std::size_t>(rank)].reads[static_cast<std::size_t>(channel)], storage, offset, c.count);
   }
 
   std::vector<Run> read_chunk(int rank, const Chunk& c) {
@@ -364,6 +375,7 @@ class Verifier {
       const Op& op = st.program[index];
       switch (op.kind) {
         case OpKind::Send: {
+          record_read(rank, channel, op.src);
           std::vector<Run> data = read_chunk(rank, op.src);
           if (!check_initialised(rank, op, index, data)) return false;
           const std::uint64_t bytes = op.src.count * size_of(args_.dtype);
@@ -394,6 +406,7 @@ class Verifier {
           break;
         }
         case OpKind::Copy: {
+          record_read(rank, channel, op.src);
           std::vector<Run> data = read_chunk(rank, op.src);
           if (!check_initialised(rank, op, index, data)) return false;
           write_chunk(rank, op.dst, data);
@@ -401,6 +414,7 @@ class Verifier {
           break;
         }
         case OpKind::Reduce: {
+          record_read(rank, channel, op.src);
           std::vector<Run> data = read_chunk(rank, op.src);
           if (!check_initialised(rank, op, index, data)) return false;
           if (!reduce_chunk(rank, op, index, op.dst, data)) return false;
@@ -487,39 +501,63 @@ class Verifier {
     return true;
   }
 
-  // Contract 6: channels of one rank write disjoint elements.
+  // Merges one channel's intervals (a channel may touch its own elements many times).
+  static void merge_into(std::vector<std::pair<std::uint64_t, std::uint64_t>>& v, int channel, bool write,
+                         std::vector<std::tuple<std::uint64_t, std::uint64_t, int, bool>>& out) {
+    std::sort(v.begin(), v.end());
+    std::size_t i = 0;
+    while (i < v.size()) {
+      std::uint64_t lo = v[i].first, hi = v[i].second;
+      for (++i; i < v.size() && v[i].first <= hi; ++i) hi = std::max(hi, v[i].second);
+      out.emplace_back(lo, hi, channel, write);
+    }
+  }
+
+  // Contract 6: an element written by one channel is neither written nor read by another.
+  // A sweep in order of interval start keeps, for writes and for all accesses, the two
+  // farthest-reaching intervals of distinct channels: enough to find an overlap with a channel
+  // other than the current one.
   bool check_races() {
+    static constexpr const char* kStorage[] = {"input", "output", "scratch"};
+    const std::uint64_t mask = (std::uint64_t{1} << 60) - 1;
+    struct Reach {
+      std::uint64_t hi = 0;
+      int channel = -1;
+    };
+    auto insert = [](std::array<Reach, 2>& top, std::uint64_t hi, int channel) {
+      for (Reach& r : top)
+        if (r.channel == channel) {
+          r.hi = std::max(r.hi, hi);
+          return;
+        }
+      Reach& lowest = top[0].hi <= top[1].hi ? top[0] : top[1];
+      if (lowest.channel < 0 || hi > lowest.hi) lowest = {hi, channel};
+    };
     for (int r = 0; r < p_; ++r) {
       RankState& st = ranks_[static_cast<std::size_t>(r)];
-      std::vector<std::tuple<std::uint64_t, std::uint64_t, int>> all;
+      std::vector<std::tuple<std::uint64_t, std::uint64_t, int, bool>> all;
       for (int c = 0; c < s_.num_channels(); ++c) {
-        auto& w = st.writes[static_cast<std::size_t>(c)];
-        std::sort(w.begin(), w.end());
-        // Merge this channel's own intervals first: a channel may rewrite its own elements.
-        std::uint64_t lo = 0, hi = 0;
-        bool open = false;
-        for (const auto& [a, b] : w) {
-          if (open && a <= hi) {
-            hi = std::max(hi, b);
-            continue;
-          }
-          if (open) all.emplace_back(lo, hi, c);
-          lo = a, hi = b, open = true;
-        }
-        if (open) all.emplace_back(lo, hi, c);
+        merge_into(st.writes[static_cast<std::size_t>(c)], c, true, all);
+        merge_into(st.reads[static_cast<std::size_t>(c)], c, false, all);
       }
       std::sort(all.begin(), all.end());
-      for (std::size_t i = 1; i < all.size(); ++i) {
-        const auto& [a0, b0, c0] = all[i - 1];
-        const auto& [a1, b1, c1] = all[i];
-        if (a1 < b0 && c0 != c1) {
-          static constexpr const char* kStorage[] = {"input", "output", "scratch"};
-          const std::uint64_t mask = (std::uint64_t{1} << 60) - 1;
-          return fail(Failure::ChannelRace, fmt::format("rank {}: channels {} and {} both write {}[{}:{}]", r, c0, c1,
-                                                        kStorage[a1 >> 60], a1 & mask, std::min(b0, b1) & mask));
-        }
+      std::array<Reach, 2> writes{}, any{};
+      for (const auto& [lo, hi, c, write] : all) {
+        for (const Reach& w : writes)
+          if (w.channel >= 0 && w.channel != c && w.hi > lo)
+            return fail(Failure::ChannelRace, fmt::format("rank {}: channel {} writes {}[{}:{}] that channel {} {}", r, w.channel,
+                                                          kStorage[lo >> 60], lo & mask, std::min(w.hi, hi) & mask, c,
+                                                          write ? "writes too" : "reads"));
+        if (write)
+          for (const Reach& a : any)
+            if (a.channel >= 0 && a.channel != c && a.hi > lo)
+              return fail(Failure::ChannelRace, fmt::format("rank {}: channel {} writes {}[{}:{}] that channel {} reads", r, c,
+                                                            kStorage[lo >> 60], lo & mask, std::min(a.hi, hi) & mask, a.channel));
+        insert(any, hi, c);
+        if (write) insert(writes, hi, c);
       }
       st.writes.clear();
+      st.reads.clear();
     }
     return true;
   }

@@ -130,7 +130,13 @@ TEST_CASE("verifier: two channels writing the same elements race") {
       {copy(in(0, 4), out(0, 4), 0), send(1, in(0, 4), 1), recv_reduce(1, out(0, 4), 1)},
       {copy(in(0, 4), out(0, 4), 0), send(0, in(0, 4), 1), recv_reduce(0, out(0, 4), 1)},
   };
-  expect(run(p, allreduce(2, 4), 2), Failure::ChannelRace, "rank 0: channels 0 and 1 both write output[0:4]");
+  expect(run(p, allreduce(2, 4), 2), Failure::ChannelRace, "rank 0: channel 0 writes output[0:4] that channel 1 writes too");
+  // Channel 1 sends what channel 0 writes: a read-write race, whatever the timing.
+  std::vector<Program> q = {
+      {copy(in(0, 4), out(0, 4), 0), recv_reduce(1, out(0, 4), 0), send(1, out(0, 4), 1)},
+      {copy(in(0, 4), out(0, 4), 0), send(0, in(0, 4), 0), recv_reduce(0, out(0, 4), 1)},
+  };
+  expect(run(q, allreduce(2, 4), 2), Failure::ChannelRace, "rank 0: channel 0 writes output[0:4] that channel 1 reads");
 }
 
 TEST_CASE("verifier: in place, an allreduce that reads its input after overwriting it fails") {

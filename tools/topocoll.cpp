@@ -13,6 +13,7 @@
 
 #include "common/errors.hpp"
 #include "tools/algo_commands.hpp"
+#include "tools/sim_command.hpp"
 #include "tools/topo_commands.hpp"
 
 namespace {
@@ -104,6 +105,32 @@ int main(int argc, char** argv) {
   sexport->add_option("-o,--output", algo_args.output, "output file (default: stdout)");
   sexport->footer(kAlgoExamples);
 
+  constexpr const char* kSimExamples = R"(
+Examples:
+  topocoll sim --topology dgx-h100 --nodes 128 --fabric rail-fat-tree --algorithm ring,dbt,hierarchical -b 1K -e 1G -f 4
+  topocoll sim --topology dgx-a100 --nodes 2 --algorithm all -b 8 -e 1G -f 2 --engine simgrid
+  topocoll sim --topology pcie-8gpu --algorithm ring -b 1M -e 1G --format jsonl -o records.jsonl
+  topocoll sim --topology dgx-h100 --nodes 4 --algorithm dbt -b 64M -e 64M --trace dbt.json   # open in ui.perfetto.dev
+The trace covers one run: the first algorithm at the largest size.)";
+  topocoll::tools::SimArgs sim_args;
+  CLI::App* simc = app.add_subcommand("sim", "simulate allreduce algorithms over a size sweep (nccl-tests table)");
+  add_topology_flags(simc, sim_args.topo);
+  simc->add_option("--algorithm,-a", sim_args.algorithm, "allreduce algorithms: comma list or 'all'")->default_val("ring,dbt,hierarchical");
+  simc->add_option("-b,--minbytes", sim_args.min_bytes, "smallest size (8, 1K, 1M, 1G)")->default_val("8");
+  simc->add_option("-e,--maxbytes", sim_args.max_bytes, "largest size")->default_val("128M");
+  simc->add_option("-f,--stepfactor", sim_args.factor, "multiplication factor between sizes")->default_val("2");
+  simc->add_option("--dtype,-d", sim_args.dtype, "data type")->default_val("float");
+  simc->add_option("--op", sim_args.op, "reduction")->default_val("sum");
+  simc->add_option("--channels", sim_args.channels, "channels")->default_val(2);
+  simc->add_option("--slice", sim_args.slice, "pipelining slice in bytes")->default_val("512K");
+  simc->add_option("--engine", sim_args.engine, "simgrid | analytic")->default_val("analytic");
+  simc->add_option("--calibration", sim_args.calibration, "calibration JSON file (docs/simulator.md)");
+  simc->add_option("--format", sim_args.format, "table | csv | jsonl")->default_val("table");
+  simc->add_option("-o,--output", sim_args.output, "output file (default stdout)");
+  simc->add_option("--trace", sim_args.trace, "write a Chrome-trace / Perfetto timeline JSON");
+  simc->add_flag("--no-nccl-model", sim_args.no_nccl_model, "skip the stock-NCCL reference model");
+  simc->footer(kSimExamples);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -122,6 +149,7 @@ int main(int argc, char** argv) {
     if (*path) return topocoll::tools::topo_path(args, std::cout);
     if (*list) return topocoll::tools::topo_presets(std::cout);
     if (*algs) return topocoll::tools::algorithms_list(std::cout);
+    if (*simc) return topocoll::tools::sim_command(sim_args, std::cout);
     if (*verify) return topocoll::tools::verify_command(algo_args, std::cout);
     if (*sexport) return topocoll::tools::schedule_export(algo_args, std::cout);
   } catch (const topocoll::InputError& e) {

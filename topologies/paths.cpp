@@ -33,6 +33,7 @@ namespace {
 // GPU may relay traffic only from NVLink to NVLink and only once (NVB), as NCCL allows.
 struct StateSpace {
   std::size_t n;
+  bool same_node = false;
   std::size_t size() const { return 4 * n; }
   std::size_t index(Vertex v, bool via_nvlink, int relays) const {
     return static_cast<std::size_t>(v) + n * (static_cast<std::size_t>(via_nvlink) + 2 * static_cast<std::size_t>(relays));
@@ -43,7 +44,9 @@ struct StateSpace {
 };
 
 // Follows edge e out of state si; returns the next state, or size() when the rules forbid it.
+// Two devices of one node talk inside the node: the network is not a way between them.
 std::size_t step(const Graph& g, const StateSpace& ss, Vertex from, std::size_t si, const Edge& e) {
+  if (ss.same_node && g[e].kind == LinkKind::Network) return ss.size();
   const Vertex u = ss.vertex(si);
   const bool relaying_gpu = u != from && g[u].kind == DeviceKind::Gpu;
   const bool nvlink = g[e].kind == LinkKind::NvLink;
@@ -116,7 +119,7 @@ Path find_path(const Topology& t, Vertex from, Vertex to) {
     path.found = true;
     return path;
   }
-  const StateSpace ss{boost::num_vertices(g)};
+  const StateSpace ss{boost::num_vertices(g), g[from].node >= 0 && g[from].node == g[to].node};
   const double width = widest_bottleneck(g, ss, from, to);
   if (width <= 0.0) return path;
 

@@ -108,3 +108,13 @@ TEST_CASE("paths: classify names NCCL's types") {
   CHECK(p2p_possible(PathType::PXB));
   CHECK_FALSE(p2p_possible(PathType::PHB));
 }
+
+TEST_CASE("paths: traffic between two devices of one node never leaves the node") {
+  // The p4d-like PCIe box: the NICs (50 GB/s) are wider than the socket link (16 GB/s), yet a
+  // GPU pair across sockets goes through the CPUs (SYS), not out through the fabric and back.
+  Topology t = Topology::build(make_pcie_8gpu_node(), 2, FabricSpec{FabricKind::SingleSwitch});
+  const Path p = find_path(t, t.rank(0).gpu, t.rank(7).gpu);
+  CHECK(p.type == PathType::SYS);
+  for (Vertex v : p.vertices) CHECK(t.graph()[v].node == 0);
+  CHECK(find_path(t, *t.find_device("n0/cpu0"), *t.find_device("n0/cpu1")).hops() == 1);
+}

@@ -1,0 +1,52 @@
+// Executing a schedule in simulated time. Two engines share this interface and the same routes
+// and calibration: `analytic` (an alpha-beta event simulation with static link sharing) and
+// `simgrid` (SimGrid 3.32's CM02 flow model). The NCCL reference model is separate
+// (nccl_model.hpp): it predicts stock NCCL, not a schedule.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "algorithms/schedule.hpp"
+#include "simulator/calibration.hpp"
+#include "topologies/topology.hpp"
+
+namespace topocoll::sim {
+
+struct TraceEvent {
+  int rank = 0;
+  int channel = 0;
+  algo::OpKind kind = algo::OpKind::Send;
+  int peer = -1;
+  std::uint64_t bytes = 0;
+  double start_s = 0.0;
+  double end_s = 0.0;
+};
+
+struct SimOptions {
+  bool trace = false;  // record one TraceEvent per operation
+};
+
+struct SimResult {
+  double time_s = 0.0;             // simulated completion time of the collective
+  std::uint64_t transfers = 0;     // point-to-point transfers simulated
+  std::vector<TraceEvent> trace;   // when SimOptions::trace
+  std::string engine;
+};
+
+class Engine {
+ public:
+  virtual ~Engine() = default;
+  virtual std::string name() const = 0;
+  // Rank r of the schedule runs on t.rank(r).gpu.
+  virtual SimResult run(const topo::Topology& t, const algo::Schedule& s, const Calibration& c, const SimOptions& o) = 0;
+};
+
+std::unique_ptr<Engine> make_analytic_engine();
+std::unique_ptr<Engine> make_simgrid_engine();  // throws InputError when built without SimGrid
+// "analytic" | "simgrid"; InputError otherwise.
+std::unique_ptr<Engine> make_engine(const std::string& name);
+
+}  // namespace topocoll::sim

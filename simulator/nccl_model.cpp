@@ -1,0 +1,716 @@
+// The reference model of stock NCCL (see nccl_model.hpp). Every NCCL fact below names its file;
+// all are NCCL 2.22.3-1 (commit 178b6b759074597777ce13438efb0e0ba625e429) unless said otherwise.
+#include "simulator/nccl_model.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <iterator>
+#include <limits>
+#include <map>
+#include <set>
+#include <tuple>
+
+#include "common/errors.hpp"
+#include "topologies/constants.hpp"
+
+namespace topocoll::sim {
+
+namespace {
+
+using topo::DeviceKind;
+using topo::Graph;
+using topo::LinkKind;
+using topo::PathType;
+using topo::Vertex;
+
+constexpr int kTree = static_cast<int>(NcclAlgo::Tree);
+constexpr int kRing = static_cast<int>(NcclAlgo::Ring);
+constexpr int kLL = static_cast<int>(NcclProto::LL);
+constexpr int kLL128 = static_cast<int>(NcclProto::LL128);
+constexpr int kSimple = static_cast<int>(NcclProto::Simple);
+
+// --- src/graph/tuning.cc (NCCL 2.22.3) ---------------------------------------------------------
+// NCCL 2.20.3 (commit b6475625) has the same baseLat / hwLat, but llMaxBws Hopper =
+// {87.7, 22.5, 19.0} and the ring LL factor 1/4 (allreduce). Later releases (a Blackwell-era
+// tuning.cc) lower hwLat tree/Simple to 4.0 (NVLINK, PCI) and 14 (NET) and give tree/Simple a
+// baseLat of 8.4, which makes Tree/Simple much more attractive than here.
+const NcclTuningTables kTables = {
+    // baseLat [Tree, Ring][LL, LL128, Simple], us
+    {{{6.8, 14.0, 0.0}, {6.6, 14.0, 8.4}}},
+    // hwLat [NVLINK, PCI, NET][Tree, Ring][LL, LL128, Simple], us
+    {{{{{0.6, 1.25, 28.0}, {0.6, 1.9, 3.4}}},
+      {{{1.0, 1.9, 28.0}, {1.0, 2.5, 5.7}}},
+      {{{5.0, 8.5, 28.0}, {2.7, 4.0, 14.0}}}}},
+    // llMaxBws [Volta-N1/Intel-N2/Intel-N4, Ampere-N1/AMD-N2/AMD-N4, Hopper-N1/AMD-N2/AMD-N4], GB/s
+    {{{39.0, 39.0, 20.4}, {87.7, 22.5, 19.0}, {141.0, 45.0, 35.0}}},
+    // perChMaxRingLL128Bws [Volta, Ampere, Hopper][N1, N2, N4]
+    {{{20.0, 20.0, 20.0}, {20.0, 20.0, 20.0}, {36.7, 36.7, 36.7}}},
+    // perChMaxTreeLL128Bws
+    {{{20.0, 20.0, 20.0}, {20.0, 20.0, 20.0}, {36.7, 36.7, 29.0}}},
+    // perChMaxTreeBws
+    {{{26.5, 18.5, 10.0}, {24.0, 23.6, 17.8}, {38.7, 41.4, 36.0}}},
+    // treeCorrectionFactor [LL, LL128, Simple][log2i(bytes >> 6)], powers of two from 64 B to 256 MB
+    {{{1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7, .7, .7, .6, .5, .4, .4, .5, .6, .7, .8, .9, 1.0, 1.0, 1.0, 1.0},
+      {1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7, .6, .6, .6, .6, .6, .6, .8, .9, .9, .9, .9, 1.0, 1.0},
+      {.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .6, .7, .8, .7, .7, .8, .9, .9}}},
+};
+
+// --- src/graph/search.cc (NCCL 2.22.3) ----------------------------------------------------------
+// Per-channel speeds the search tries, fastest first (GB/s). Intra: no NET in the system (one
+// node: ncclTopoTrimSystem removes the NICs when every rank is local); inter: with NETs.
+constexpr double kSpeedIntra[] = {40.0, 30.0, 20.0, 18.0, 15.0, 12.0, 10.0, 9.0, 7.0, 6.0, 5.0, 4.0, 3.0};
+constexpr double kSpeedInter[] = {48.0, 30.0, 28.0, 24.0, 20.0, 18.0, 15.0, 12.0, 10.0, 9.0,
+                                  7.0,  6.0,  5.0,  4.0,  3.0,  2.4,  1.2,  0.24, 0.12};
+constexpr double kSm90SpeedIntra[] = {60.0, 50.0, 40.0, 30.0, 24.0, 20.0, 15.0, 12.0, 11.0, 6.0, 3.0};
+constexpr double kSm90SpeedInter[] = {48.0, 45.0, 42.0, 40.0, 30.0, 24.0, 22.0, 20.0, 17.5,
+                                      15.0, 12.0, 6.0,  3.0,  2.4,  1.2,  0.24, 0.12};
+// MAXCHANNELS is 32 (src/include/device.h); init.cc searches rings with maxChannels =
+// MAXCHANNELS/2 and trees with min = max = the ring's channel count.
+constexpr int kMaxChannels = 32;
+constexpr int kMaxRingChannels = kMaxChannels / 2;
+
+// log2i of NCCL (src/include/utils.h): floor(log2(n)), 0 for n <= 1.
+int log2i(std::uint64_t n) {
+  int l = 0;
+  while (n >>= 1) ++l;
+  return l;
+}
+
+// compCapIndex: HOPPER_COMPCAP_IDX 2 (SM >= 90), AMPERE 1 (SM >= 80), VOLTA 0.
+int arch_index(int sm) {
+  return sm >= 90 ? 2 : sm >= 80 ? 1 : 0;
+}
+// index2: N1, N2, N4 (three nodes and more).
+int scale_index(int nodes) {
+  return nodes <= 2 ? nodes - 1 : 2;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Link bandwidths in NCCL's units (what ncclTopoGetSystem puts on its links).
+
+// NVLink: NCCL counts the links between two devices and gives the bundle count * per-link rate
+// (src/graph/topo.cc ncclTopoAddNvLinks; topo.h SM90_NVLINK_BW 20.6 etc., kept in
+// constants::nccl_nvlink_gbps_per_link). Our links carry the lane count; when they do not, it is
+// recovered from the physical rate.
+double nccl_nvlink_gbps(const topo::Link& l, int sm) {
+  int lanes = l.lanes;
+  if (lanes <= 0) lanes = static_cast<int>(std::lround(l.bw_gbps / topo::constants::nvlink_gbps_per_link(sm)));
+  if (lanes <= 0)
+    return l.bw_gbps * topo::constants::nccl_nvlink_gbps_per_link(sm) / topo::constants::nvlink_gbps_per_link(sm);
+  return lanes * topo::constants::nccl_nvlink_gbps_per_link(sm);
+}
+
+// PCIe: NCCL uses width * speed / 80 GB/s with speed from kvDictPciGen (src/graph/topo.cc):
+// 2.5 GT/s -> 15, 5 -> 30, 8 -> 60, 16 -> 120, 32 -> 240, 64 -> 480; i.e. 75% of the 8b/10b
+// rate for Gen1-2 and 76% of the 128b/130b rate for Gen3+ (Gen4 x16 = 24 GB/s, Gen5 x16 = 48).
+// Our link stores the encoded rate and the width, so the generation is recovered from the rate
+// per lane; without a width, the Gen3+ ratio is applied.
+double nccl_pcie_gbps(const topo::Link& l) {
+  struct Gen {
+    double gts;
+    double nccl_speed;
+  };
+  static constexpr Gen kGens[] = {{2.5, 15}, {5.0, 30}, {8.0, 60}, {16.0, 120}, {32.0, 240}, {64.0, 480}};
+  if (l.lanes > 0) {
+    const double per_lane = l.bw_gbps / l.lanes;
+    for (const Gen& g : kGens) {
+      const double ours = *topo::constants::pcie_gbps_per_lane(g.gts);
+      if (std::fabs(per_lane - ours) <= 0.02 * ours) return l.lanes * g.nccl_speed / 80.0;
+    }
+  }
+  return l.bw_gbps * (60.0 / 80.0) / *topo::constants::pcie_gbps_per_lane(8.0);
+}
+
+// One link as NCCL would see it. Inter-socket links already carry NCCL's figures
+// (constants.hpp: BDW/SKL/SRP_QPI, AMD, ARM); C2C and network links keep their rate.
+double nccl_link_gbps(const Graph& g, topo::Edge e, int sm) {
+  const topo::Link& l = g[e];
+  switch (l.kind) {
+    case LinkKind::NvLink:
+      return nccl_nvlink_gbps(l, sm);
+    case LinkKind::Pcie:
+      return nccl_pcie_gbps(l);
+    case LinkKind::C2C:
+    case LinkKind::InterSocket:
+    case LinkKind::Network:
+      return l.bw_gbps;
+  }
+  return l.bw_gbps;
+}
+
+// NCCL merges parallel links of one kind into one (a bundle); so do we.
+double bundle_gbps(const Graph& g, Vertex u, Vertex v, LinkKind kind, int sm) {
+  double bw = 0.0;
+  for (auto e : boost::make_iterator_range(boost::out_edges(u, g)))
+    if (boost::target(e, g) == v && g[e].kind == kind) bw += nccl_link_gbps(g, e, sm);
+  return bw;
+}
+
+// The widest link kind between two adjacent vertices (the one find_path took).
+LinkKind link_kind_between(const Graph& g, Vertex u, Vertex v) {
+  double best = -1.0;
+  LinkKind kind = LinkKind::Pcie;
+  for (auto e : boost::make_iterator_range(boost::out_edges(u, g)))
+    if (boost::target(e, g) == v && g[e].bw_gbps > best) {
+      best = g[e].bw_gbps;
+      kind = g[e].kind;
+    }
+  return kind;
+}
+
+// ---------------------------------------------------------------------------------------------
+// What one node offers to NCCL's search.
+//
+// A ring channel crosses every GPU of the node once: GPU i sends to GPU i+1. We lay the ring in
+// local-index order (NCCL's search tries neighbours first on NVSwitch systems and follows PCI
+// order elsewhere) and charge every hop's route to the resources it crosses:
+//   - each direction of each link (bundle), at NCCL's rate for it;
+//   - on NVSwitch systems, NCCL merges all NVSwitches into one NVS node: a GPU's links to the
+//     switches form one bundle (GPU -> NVS out, NVS -> GPU in), whichever switch our widest path
+//     happened to pick;
+//   - Intel CPUs: a PHB path costs 6/5 of the bandwidth on PCIe links (INTEL_P2P_OVERHEAD,
+//     topo.h; search.cc followPath).
+// ring_capacity is the bandwidth per direction the busiest resource can give to ring channels:
+// channels * speed must stay within it.
+struct NicOffer {
+  double gbps = 0.0;              // NCCL's GPU -> NET path bandwidth: min(PCIe path, NIC port)
+  PathType path = PathType::PIX;  // GPU -> NIC path type
+};
+
+struct NodeOffer {
+  int gpus = 0;
+  int sm_min = std::numeric_limits<int>::max();
+  int sm_max = 0;
+  double ring_capacity = 0.0;           // GB/s per direction on the busiest resource of the ring
+  double max_bw = 0.0;                  // system->maxBw for one node: widest GPU -> GPU path
+  double total_bw = 0.0;                // system->totalBw: per GPU max(PCIe link, sum of NVLinks)
+  PathType intra_path = PathType::LOC;  // worst path type along the ring
+  std::vector<NicOffer> nics;           // distinct NICs used by the node's GPUs
+};
+
+using Resource = std::tuple<int, Vertex, Vertex>;  // (kind, from, to); kind 0 = link, 1 = NVS out, 2 = NVS in
+
+// NCCL's system for one node: the node's own devices and links (ncclTopoTrimSystem drops the
+// other hosts and, on one node, the NICs; NCCL's intra-node paths never leave the node, while
+// our widest path between two GPUs could go out through a NIC and back).
+topo::Topology node_topology(const topo::Topology& t, int node) {
+  const Graph& g = t.graph();
+  topo::NodeModel m;
+  m.name = t.node_model_name(node);
+  m.cpu_vendor = std::string(t.cpu_vendor());
+  m.labels = t.labels();
+  const auto [first, last] = t.node_vertices(node);
+  for (Vertex v = first; v < last; ++v) {
+    topo::Device d = g[v];
+    d.node = 0;
+    boost::add_vertex(d, m.graph);
+  }
+  for (Vertex u = first; u < last; ++u)
+    for (auto e : boost::make_iterator_range(boost::out_edges(u, g))) {
+      const Vertex v = boost::target(e, g);
+      if (v > u && v < last) boost::add_edge(u - first, v - first, g[e], m.graph);
+    }
+  return topo::Topology::build(m, 1, topo::FabricSpec{});
+}
+
+NodeOffer analyse_node(const topo::Topology& t, int node) {
+  const Graph& g = t.graph();
+  NodeOffer offer;
+  std::vector<Vertex> gpus;
+  std::vector<const topo::RankInfo*> ranks;
+  for (const topo::RankInfo& r : t.ranks())
+    if (r.node == node) {
+      gpus.push_back(r.gpu);
+      ranks.push_back(&r);
+    }
+  offer.gpus = static_cast<int>(gpus.size());
+  for (Vertex v : gpus) {
+    offer.sm_min = std::min(offer.sm_min, g[v].sm);
+    offer.sm_max = std::max(offer.sm_max, g[v].sm);
+  }
+  const int sm = offer.sm_min;
+
+  // Per GPU: NVLink bundle to the NVSwitches, NVLink total and PCIe link (getTotalBw in search.cc).
+  std::map<Vertex, double> nvs_bundle;
+  for (Vertex v : gpus) {
+    double nvlink = 0.0, pcie = 0.0, to_nvs = 0.0;
+    for (auto e : boost::make_iterator_range(boost::out_edges(v, g))) {
+      const double bw = nccl_link_gbps(g, e, sm);
+      if (g[e].kind == LinkKind::NvLink) {
+        nvlink += bw;
+        if (g[boost::target(e, g)].kind == DeviceKind::NvSwitch) to_nvs += bw;
+      }
+      if (g[e].kind == LinkKind::Pcie) pcie = std::max(pcie, bw);
+    }
+    nvs_bundle[v] = to_nvs;
+    offer.total_bw = std::max(offer.total_bw, std::max(pcie, nvlink));
+  }
+
+  // Ring hops in local order; charge each route (see above).
+  const bool intel = t.cpu_vendor() == "intel";
+  std::map<Resource, double> usage;
+  std::map<Resource, double> capacity;
+  const int k = offer.gpus;
+  for (int i = 0; k > 1 && i < k; ++i) {
+    const Vertex from = gpus[static_cast<std::size_t>(i)];
+    const Vertex to = gpus[static_cast<std::size_t>((i + 1) % k)];
+    const topo::Path p = topo::find_path(t, from, to);
+    if (!p.found)
+      throw InputError(
+          fmt::format("NCCL model: {} and {} are not connected; NCCL needs a path between every pair of GPUs of a node",
+                      t.device_name(from), t.device_name(to)));
+    offer.intra_path = std::max(offer.intra_path, p.type);
+    const double pcie_weight = (intel && p.type == PathType::PHB) ? 6.0 / 5.0 : 1.0;
+    double path_bw = std::numeric_limits<double>::infinity();
+    for (std::size_t h = 0; h + 1 < p.vertices.size(); ++h) {
+      const Vertex u = p.vertices[h], v = p.vertices[h + 1];
+      const LinkKind kind = link_kind_between(g, u, v);
+      const bool u_nvs = g[u].kind == DeviceKind::NvSwitch, v_nvs = g[v].kind == DeviceKind::NvSwitch;
+      Resource r;
+      double cap = 0.0, weight = 1.0;
+      if (kind == LinkKind::NvLink && u_nvs && v_nvs) continue;  // inside the merged NVS node
+      if (kind == LinkKind::NvLink && v_nvs && g[u].kind == DeviceKind::Gpu) {
+        r = {1, u, u};
+        cap = nvs_bundle[u];
+      } else if (kind == LinkKind::NvLink && u_nvs && g[v].kind == DeviceKind::Gpu) {
+        r = {2, v, v};
+        cap = nvs_bundle[v];
+      } else {
+        r = {0, u, v};
+        cap = bundle_gbps(g, u, v, kind, sm);
+        if (kind == LinkKind::Pcie) weight = pcie_weight;
+      }
+      usage[r] += weight;
+      capacity[r] = cap;
+      path_bw = std::min(path_bw, cap / weight);
+    }
+    offer.max_bw = std::max(offer.max_bw, path_bw);
+  }
+  offer.ring_capacity = std::numeric_limits<double>::infinity();
+  for (const auto& [r, used] : usage) offer.ring_capacity = std::min(offer.ring_capacity, capacity[r] / used);
+  if (k <= 1) {
+    offer.ring_capacity = std::numeric_limits<double>::infinity();
+    offer.intra_path = PathType::LOC;
+  }
+
+  // NICs: NCCL's GPU -> NET path bandwidth is the narrowest link of the PCIe route and the NIC's
+  // own speed (net speed in Mb/s / 8000 = our port_gbps).
+  std::set<Vertex> seen;
+  for (const topo::RankInfo* r : ranks) {
+    if (r->rail < 0 || !seen.insert(r->nic).second) continue;
+    const topo::Path p = topo::find_path(t, r->gpu, r->nic);
+    if (!p.found) continue;
+    NicOffer nic;
+    nic.gbps = g[r->nic].port_gbps;
+    for (std::size_t h = 0; h + 1 < p.vertices.size(); ++h) {
+      const Vertex u = p.vertices[h], v = p.vertices[h + 1];
+      nic.gbps = std::min(nic.gbps, bundle_gbps(g, u, v, link_kind_between(g, u, v), sm));
+    }
+    nic.path = p.type;
+    offer.nics.push_back(nic);
+  }
+  return offer;
+}
+
+// ---------------------------------------------------------------------------------------------
+// NCCL's search (ncclTopoCompute, search.cc), on the offers above instead of a channel-by-channel
+// path search. A channel at speed (intra, inter) fits when:
+//   intra: channels * intra <= ring_capacity on one node (every GPU sends in every channel; the
+//          search tries identical channels first, sameChannels = 1). With a network, each
+//          channel enters at one GPU and leaves from another, so a GPU sends over the node's
+//          fabric in (gpus-1)/gpus of the channels: channels * intra * (gpus-1)/gpus <= capacity;
+//   inter: every channel enters and leaves through a NIC (crossNic off: the same NIC), so a NIC
+//          carries floor(nic_gbps / inter) channels.
+// Then the two passes of ncclTopoCompute:
+//   pass 1: from the fastest speed <= maxBw (and speed * minChannels <= totalBw), keep the best
+//           nChannels * bw; stop when all channels are found, when nChannels * bw >= totalBw, or
+//           when the next speed is below 0.49 of the best one. ncclTopoDupChannels then doubles
+//           the channels at half the speed when bw >= 25 (not for SM > 80 with bw < 50 and more
+//           than 4 channels);
+//   pass 2: try faster speeds keeping at least those channels (rings: both speeds; trees: bwIntra
+//           only, while it stays below twice bwInter).
+// Simplifications: no time-out, no PXN / crossNic / typeIntra relaxation, balanced-tree pattern
+// kept (so the 0.85 tree-pattern factor of tuning.cc never applies).
+struct SearchInput {
+  const double* speeds = nullptr;
+  int nspeeds = 0;
+  double max_bw = 0.0;
+  double total_bw = 0.0;
+  int min_channels = 1;
+  int max_channels = kMaxRingChannels;
+  bool ring = true;
+  int sm = 0;
+};
+struct SearchResult {
+  int channels = 0;
+  double bw_intra = 0.0;
+  double bw_inter = 0.0;
+};
+
+template <typename ChannelsAt>
+SearchResult nccl_search(const SearchInput& in, ChannelsAt channels_at) {
+  SearchResult best;
+  auto try_speed = [&](double intra, double inter) {
+    const int n = std::min(channels_at(intra, inter), in.max_channels);
+    if (n >= in.min_channels && n * intra > best.channels * best.bw_intra) best = {n, intra, inter};
+    return n;
+  };
+  const int last = in.nspeeds - 1;
+  // Pass 1.
+  int idx = 0;
+  while ((in.speeds[idx] > in.max_bw || in.speeds[idx] * in.min_channels > in.total_bw) && idx < last) ++idx;
+  for (;;) {
+    const int n = try_speed(in.speeds[idx], in.speeds[idx]);
+    if (n >= in.max_channels) break;  // every channel found ("time == -1")
+    if (best.channels > 0 && best.channels * best.bw_inter >= in.total_bw) break;
+    if (idx < last && (best.channels == 0 || in.speeds[idx + 1] / best.bw_inter > 0.49)) {
+      ++idx;
+      continue;
+    }
+    break;
+  }
+  if (best.channels == 0) return {1, 0.1, 0.1};  // "Could not find a path": simple order, bw 0.1
+  // ncclTopoDupChannels.
+  if (best.bw_intra >= 25.0 && !(in.sm > 80 && best.bw_intra < 50.0 && best.channels > 4)) {
+    const int dup = std::min(best.channels * 2, in.max_channels);
+    const int div = (dup + best.channels - 1) / best.channels;
+    best = {dup, best.bw_intra / div, best.bw_inter / div};
+  }
+  // Pass 2.
+  const int pass2_min_channels = best.channels;
+  idx = 0;
+  while (in.speeds[idx] > best.bw_inter && idx < last) ++idx;
+  double tmp_intra = in.speeds[idx], tmp_inter = in.speeds[idx];
+  while (idx > 0) {
+    if (in.ring) {
+      tmp_intra = tmp_inter = in.speeds[--idx];
+    } else if (tmp_intra == best.bw_intra && tmp_intra < tmp_inter * 2) {
+      tmp_intra = in.speeds[--idx];
+    } else {
+      break;
+    }
+    const int n = std::min(channels_at(tmp_intra, tmp_inter), in.max_channels);
+    if (n >= pass2_min_channels && n * tmp_intra > best.channels * best.bw_intra) best = {n, tmp_intra, tmp_inter};
+  }
+  return best;
+}
+
+// The two graphs (ring, tree) of one node model, as ncclTopoCompute would find them.
+struct NodeGraphs {
+  SearchResult ring, tree;
+};
+
+NodeGraphs search_node(const NodeOffer& o, int nodes, int sm) {
+  const bool net = nodes > 1;
+  const double* speeds = net ? (sm >= 90 ? kSm90SpeedInter : kSpeedInter) : (sm >= 90 ? kSm90SpeedIntra : kSpeedIntra);
+  const int nspeeds = static_cast<int>(net ? (sm >= 90 ? std::size(kSm90SpeedInter) : std::size(kSpeedInter))
+                                           : (sm >= 90 ? std::size(kSm90SpeedIntra) : std::size(kSpeedIntra)));
+  double max_net = 0.0;
+  for (const NicOffer& n : o.nics) max_net = std::max(max_net, n.gbps);
+  const int k = o.gpus;
+  constexpr double kEps = 1e-6;  // NCCL rounds link budgets to 1/1000 (SUB_ROUND)
+  auto channels_at = [&](double intra, double inter) {
+    int n = kMaxChannels;
+    if (k > 1) {
+      const double share = net ? static_cast<double>(k - 1) / k : 1.0;
+      n = std::min<double>(n, std::floor(o.ring_capacity / (intra * share) + kEps));
+    }
+    if (net) {
+      int via_nics = 0;
+      for (const NicOffer& nic : o.nics) via_nics += static_cast<int>(std::floor(nic.gbps / inter + kEps));
+      n = std::min(n, via_nics);
+    }
+    return n;
+  };
+  SearchInput in;
+  in.speeds = speeds;
+  in.nspeeds = nspeeds;
+  // getMaxBw: GPU -> GPU paths on one node, GPU -> NET paths with a network.
+  in.max_bw = net ? max_net : o.max_bw;
+  in.total_bw = o.total_bw;
+  if (!net && k <= 1) in.max_bw = in.total_bw = 5000.0;  // one GPU alone: LOC_BW (topo.h)
+  in.sm = sm;
+  NodeGraphs out;
+  in.ring = true;
+  in.min_channels = 1;
+  in.max_channels = kMaxRingChannels;
+  out.ring = nccl_search(in, channels_at);
+  // Trees: min = max = the ring's channels; totalBw *= ngpus/(ngpus-1) for non-ring patterns.
+  in.ring = false;
+  in.min_channels = in.max_channels = out.ring.channels;
+  if (k > 1) in.total_bw *= static_cast<double>(k) / (k - 1);
+  out.tree = nccl_search(in, channels_at);
+  return out;
+}
+
+void require(bool ok, const std::string& what) {
+  if (!ok) throw InputError("NCCL model: " + what);
+}
+
+void validate(const NcclGraphEstimate& g) {
+  require(g.nodes >= 1, fmt::format("nodes {}: expected >= 1", g.nodes));
+  require(g.ranks >= g.nodes, fmt::format("ranks {}: expected >= nodes ({})", g.ranks, g.nodes));
+  require(g.gpus_per_node >= 1, fmt::format("gpus_per_node {}: expected >= 1", g.gpus_per_node));
+  if (g.ranks == 1) return;
+  require(g.channels >= 1 && g.channels <= kMaxChannels,
+          fmt::format("channels {}: expected 1 to {}", g.channels, kMaxChannels));
+  require(g.tree_channels >= 0 && g.tree_channels <= kMaxChannels,
+          fmt::format("tree_channels {}: expected 0 (same as channels) to {}", g.tree_channels, kMaxChannels));
+  require(std::isfinite(g.bw_intra_gbps) && g.bw_intra_gbps > 0.0,
+          fmt::format("bw_intra_gbps {}: expected a bandwidth > 0 GB/s", g.bw_intra_gbps));
+  require(std::isfinite(g.bw_inter_gbps) && g.bw_inter_gbps >= 0.0 && (g.nodes == 1 || g.bw_inter_gbps > 0.0),
+          fmt::format("bw_inter_gbps {}: expected a bandwidth > 0 GB/s with {} nodes", g.bw_inter_gbps, g.nodes));
+  require(g.intra_link == kNcclHwNvlink || g.intra_link == kNcclHwPci,
+          fmt::format("intra_link {}: expected {} (NVLINK) or {} (PCI)", g.intra_link, kNcclHwNvlink, kNcclHwPci));
+}
+
+}  // namespace
+
+const NcclTuningTables& nccl_tuning_tables() {
+  return kTables;
+}
+
+std::string_view to_string(NcclAlgo a) {
+  return a == NcclAlgo::Tree ? "Tree" : "Ring";
+}
+std::string_view to_string(NcclProto p) {
+  switch (p) {
+    case NcclProto::LL:
+      return "LL";
+    case NcclProto::LL128:
+      return "LL128";
+    case NcclProto::Simple:
+      return "Simple";
+  }
+  return "?";
+}
+
+// ---------------------------------------------------------------------------------------------
+// From our topology to NCCL's graphs:
+//   1. ranks, nodes, GPUs per node from the topology; sm = the smallest compute capability;
+//   2. per distinct node model (NCCL searches each node's own system): the ring offer
+//      (analyse_node) in NCCL's units: NVLink = links * nccl_nvlink_gbps_per_link(sm) (H100:
+//      18 * 20.6 = 370.8 GB/s per GPU into the merged NVSwitch), PCIe = width * speed / 80
+//      (Gen5 x16 = 48), NIC = min(its PCIe route, port rate) (NDR behind Gen5: 48);
+//   3. ncclTopoCompute on that offer (search_node) for the ring, then for the tree;
+//   4. nodes combine as init.cc does after its all-gather: channels and bandwidths are the
+//      minimum over nodes, path types the maximum;
+//   5. comm->nChannels = min(32, 2 * min(ring, tree channels)) (connect.cc ncclTopoPostset).
+// Worked example, 1 DGX H100 node: capacity 370.8, speeds (SM90 intra) from 60: 6 channels * 60
+// = 360; 50 -> 7*50 = 350, 40 -> 9*40 = 360, 30 -> 12*30 = 360 are not better; 24/60 < 0.49
+// stops. Duplication (60 >= 50): 12 channels * 30. Pass 2: 40, 50, 60 cannot hold 12 channels.
+// Ring = 12 x 30 GB/s (busBw 360), tree = 12 x 30, comm channels 24.
+// With 2+ DGX H100 nodes: NIC path 48 GB/s, SM90 inter speeds from 48: 8 NICs -> 8 channels,
+// NVLink 8 * 48 * 7/8 = 336 <= 370.8 fits; 8 * 48 = 384 >= totalBw 370.8 stops; no duplication
+// (SM90, 48 < 50, 8 > 4). Ring = 8 x 48, comm channels 16 (NVIDIA/nccl#1453 logs "16 coll
+// channels" for 3 DGX-class H100 nodes).
+NcclGraphEstimate estimate_nccl_graph(const topo::Topology& t) {
+  NcclGraphEstimate est;
+  est.nodes = t.nodes();
+  est.ranks = t.num_ranks();
+  if (est.ranks == 0)
+    throw InputError("NCCL model: the topology has no GPUs; stock NCCL needs at least one GPU per node");
+  const Graph& g = t.graph();
+  for (const topo::RankInfo& r : t.ranks())
+    if (g[r.gpu].kind != DeviceKind::Gpu)
+      throw InputError(fmt::format("NCCL model: rank {} runs on {}, not on a GPU; stock NCCL needs GPUs", r.rank,
+                                   t.device_name(r.gpu)));
+  est.gpus_per_node = est.ranks / est.nodes;
+  est.cpu_vendor = std::string(t.cpu_vendor());
+
+  // Distinct node models, one representative node each.
+  std::map<std::string, int> representative;
+  int min_gpus = std::numeric_limits<int>::max(), max_gpus = 0;
+  for (int n = 0; n < t.nodes(); ++n) {
+    representative.emplace(t.node_model_name(n), n);
+    min_gpus = std::min(min_gpus, t.gpus_per_node(n));
+    max_gpus = std::max(max_gpus, t.gpus_per_node(n));
+  }
+  if (min_gpus == 0) throw InputError("NCCL model: a node has no GPU; stock NCCL needs at least one GPU per node");
+  if (min_gpus != max_gpus)
+    est.notes.push_back(fmt::format("nodes have {} to {} GPUs; NCCL's model uses ranks/nodes = {}", min_gpus, max_gpus,
+                                    est.gpus_per_node));
+
+  std::vector<NodeOffer> offers;
+  int sm_min = std::numeric_limits<int>::max(), sm_max = 0;
+  for (const auto& [name, n] : representative) {
+    offers.push_back(analyse_node(node_topology(t, n), 0));
+    sm_min = std::min(sm_min, offers.back().sm_min);
+    sm_max = std::max(sm_max, offers.back().sm_max);
+  }
+  est.sm = sm_min;
+  est.sm_max = sm_max;
+  if (est.sm == 0) est.notes.push_back("GPU compute capability unknown (0): Volta-class tables, LL128 off");
+
+  bool first = true;
+  for (const NodeOffer& o : offers) {
+    const NodeGraphs ng = search_node(o, est.nodes, est.sm);
+    PathType inter = PathType::PIX;  // graph->typeInter starts at PIX; no NET on one node
+    if (est.nodes > 1) {
+      if (o.nics.empty())
+        throw InputError(
+            "NCCL model: a node of a multi-node topology has no NIC; NCCL needs a network device per node");
+      inter = PathType::LOC;
+      for (const NicOffer& nic : o.nics) inter = std::max(inter, nic.path);
+    }
+    if (first) {
+      est.channels = ng.ring.channels;
+      est.bw_intra_gbps = ng.ring.bw_intra;
+      est.bw_inter_gbps = ng.ring.bw_inter;
+      est.tree_channels = ng.tree.channels;
+      est.tree_bw_intra_gbps = ng.tree.bw_intra;
+      est.tree_bw_inter_gbps = ng.tree.bw_inter;
+      est.intra_path = o.intra_path;
+      est.inter_path = inter;
+      first = false;
+    } else {
+      est.channels = std::min(est.channels, ng.ring.channels);
+      est.bw_intra_gbps = std::min(est.bw_intra_gbps, ng.ring.bw_intra);
+      est.bw_inter_gbps = std::min(est.bw_inter_gbps, ng.ring.bw_inter);
+      est.tree_channels = std::min(est.tree_channels, ng.tree.channels);
+      est.tree_bw_intra_gbps = std::min(est.tree_bw_intra_gbps, ng.tree.bw_intra);
+      est.tree_bw_inter_gbps = std::min(est.tree_bw_inter_gbps, ng.tree.bw_inter);
+      est.intra_path = std::max(est.intra_path, o.intra_path);
+      est.inter_path = std::max(est.inter_path, inter);
+    }
+  }
+  // graph->typeIntra is PATH_NVL only when every hop is NVLink through NVSwitches or direct;
+  // tuning.cc uses NVLINK latencies for exactly LINK_NVL, PCI latencies for anything else
+  // (including NVB, and LOC with one GPU per node).
+  est.intra_link = est.intra_path == PathType::NVL ? kNcclHwNvlink : kNcclHwPci;
+  est.comm_channels = std::min(kMaxChannels, 2 * std::min(est.channels, est.tree_channels));
+  est.notes.push_back(fmt::format(
+      "NCCL graph estimate: ring {} x {:.1f}/{:.1f} GB/s, tree {} x {:.1f}/{:.1f} GB/s, type {}/{}, {} comm channels",
+      est.channels, est.bw_intra_gbps, est.bw_inter_gbps, est.tree_channels, est.tree_bw_intra_gbps,
+      est.tree_bw_inter_gbps, topo::to_string(est.intra_path), topo::to_string(est.inter_path), est.comm_channels));
+  return est;
+}
+
+// ---------------------------------------------------------------------------------------------
+// ncclTopoTuneModel (tuning.cc), allreduce, Ring and Tree.
+NcclTuneResult nccl_tune_model(const NcclGraphEstimate& g) {
+  validate(g);
+  NcclTuneResult m;
+  if (g.ranks <= 1) return m;  // "if (nRanks <= 1) return ncclSuccess;"
+  const NcclTuningTables& tb = kTables;
+  const int n_nodes = g.nodes, n_ranks = g.ranks;
+  const int arch = arch_index(g.sm);
+  const int index2 = scale_index(n_nodes);
+  // LL: on one node the GPU generation picks the llMaxBws row; on several, the CPU vendor
+  // (AMD -> row 1, else row 0).
+  const int index1 = n_nodes == 1 ? arch : (g.cpu_vendor == "amd" ? 1 : 0);
+  const double ll_max_bw = tb.ll_max_bws[index1][index2];
+  const double per_ch_max_tree_bw = tb.per_ch_max_tree_bws[arch][index2];
+  const double per_ch_max_ring_ll128_bw = tb.per_ch_max_ring_ll128_bws[arch][index2];
+  const double per_ch_max_tree_ll128_bw = tb.per_ch_max_tree_ll128_bws[arch][index2];
+  const double ppn = static_cast<double>(n_ranks) / n_nodes;
+  const int intra_hw = g.intra_link;
+
+  // allreduce: nsteps = 2(nRanks-1) ring steps; nInterSteps = 2*nNodes when nNodes > 1
+  // (2.22.3 as written; later releases (a PAT-era, 2.23+ tuning.cc) use 2*(nNodes-1). With one
+  // GPU per node the intra count nsteps - nInterSteps is -2 in 2.22.3, which this model keeps).
+  const int nsteps = 2 * (n_ranks - 1);
+  const int n_inter_steps = n_nodes > 1 ? 2 * n_nodes : 0;
+
+  const int channels[2] = {g.tree_channels > 0 ? g.tree_channels : g.channels, g.channels};
+  const double bw_intra[2] = {g.tree_bw_intra_gbps > 0 ? g.tree_bw_intra_gbps : g.bw_intra_gbps, g.bw_intra_gbps};
+  const double bw_inter[2] = {g.tree_bw_inter_gbps > 0 ? g.tree_bw_inter_gbps : g.bw_inter_gbps, g.bw_inter_gbps};
+
+  // Network post overhead (getNetOverhead): 1 us on Intel, 2 us on AMD, 1 us otherwise.
+  const double net_overhead_base = g.cpu_vendor == "amd" ? 2.0 : 1.0;
+
+  for (int a : {kTree, kRing}) {
+    for (int p : {kLL, kLL128, kSimple}) {
+      // Bandwidth: nChannels * per-channel bw (bwIntra up to 2 nodes, bwInter beyond).
+      const double bw = n_nodes <= 2 ? bw_intra[a] : bw_inter[a];
+      double bus_bw = channels[a] * bw;
+      if (a == kRing && p == kLL) bus_bw = std::min(ll_max_bw, bus_bw * 0.5);
+      if (a == kRing && p == kLL128)
+        bus_bw = std::min(bus_bw * (ppn < 2 ? 0.7 : 0.92), channels[a] * per_ch_max_ring_ll128_bw);
+      if (a == kTree) bus_bw = std::min(bus_bw * 0.92, channels[a] * per_ch_max_tree_bw);
+      if (a == kTree && p == kLL) bus_bw = std::min(bus_bw * 1.0 / 3.8, ll_max_bw);
+      if (a == kTree && p == kLL128)
+        bus_bw = std::min(bus_bw * (n_nodes == 1 ? 7.0 / 9.0 : 120.0 / 128.0), channels[a] * per_ch_max_tree_ll128_bw);
+      // Bus bandwidth to algorithm bandwidth: ring nRanks/nsteps, tree 0.5.
+      const double ratio = a == kRing ? static_cast<double>(n_ranks) / nsteps : 0.5;
+      m.algbw_gbps[a][p] = bus_bw * ratio;
+
+      // Latency.
+      double lat = tb.base_lat_us[a][p];
+      double intra_lat = tb.hw_lat_us[intra_hw][a][p];
+      double inter_lat = tb.hw_lat_us[kNcclHwNet][a][p] + g.latency_inter_us;
+      if (p == kSimple) inter_lat += g.latency_inter_us;  // the flush
+      if (a == kRing) {
+        double net_overhead = 0.0;
+        if (n_nodes > 1) net_overhead = net_overhead_base * (p == kSimple ? 3.0 : 1.0);
+        intra_lat = std::max(intra_lat, net_overhead);
+        lat += (nsteps - n_inter_steps) * intra_lat + n_inter_steps * inter_lat;
+      } else {
+        lat += 2 * ((n_ranks / n_nodes - 1) * intra_lat + log2i(static_cast<std::uint64_t>(n_nodes)) * inter_lat);
+      }
+      m.latency_us[a][p] = lat;
+
+      // Enabled: Ring and Tree always (NCCL_ALGO unset); LL and Simple always; LL128 only on
+      // Volta/Ampere/Hopper with NVLink inside the node and the NIC close to the GPU:
+      // typeInter <= PXB (or <= PXN on SM90: we accept any NIC path on NVLink SM90 nodes,
+      // as NCCL can route through a peer GPU), typeIntra <= NVB, one compute capability.
+      bool on = true;
+      if (p == kLL128) {
+        const int sm_max = g.sm_max > 0 ? g.sm_max : g.sm;
+        const bool nic_ok = g.inter_path <= PathType::PXB || (g.sm >= 90 && g.intra_path <= PathType::NVB);
+        on = nic_ok && g.intra_path <= PathType::NVB && g.sm == sm_max && (g.sm == 70 || g.sm == 80 || g.sm == 90);
+      }
+      m.enabled[a][p] = on && m.algbw_gbps[a][p] > 0.0;
+    }
+  }
+  return m;
+}
+
+// ncclTopoGetAlgoTime (tuning.cc), numPipeOps = 1.
+double nccl_algo_time_us(const NcclGraphEstimate& g, const NcclTuneResult& m, NcclAlgo algo, NcclProto proto,
+                         std::uint64_t bytes) {
+  const int a = static_cast<int>(algo), p = static_cast<int>(proto);
+  if (g.ranks <= 1) return a == kRing && p == kSimple ? 0.0 : -1.0;
+  if (!m.enabled[a][p]) return -1.0;
+  double bw = m.algbw_gbps[a][p];
+  double lat = m.latency_us[a][p];
+  const int log_size = log2i(bytes >> 6);
+  if (a == kTree && log_size < 23) bw *= kTables.tree_correction[p][log_size];
+  // Plateau effect of ring: multi-node ring/Simple allreduce with >= 64 bytes per channel and rank.
+  const int comm_channels = g.comm_channels > 0 ? g.comm_channels : std::min(kMaxChannels, 2 * g.channels);
+  if (a == kRing && p == kSimple && g.nodes > 1 &&
+      bytes / (static_cast<std::uint64_t>(comm_channels) * static_cast<std::uint64_t>(g.ranks)) >= 64)
+    lat *= g.sm < 80 ? 1.9 : 1.4;
+  return lat + static_cast<double>(bytes) / (1000.0 * bw);
+}
+
+std::vector<NcclPrediction> nccl_predictions(const NcclGraphEstimate& g, std::uint64_t bytes) {
+  const NcclTuneResult m = nccl_tune_model(g);
+  std::vector<NcclPrediction> out;
+  // nccl-tests busbw: algbw * 2(n-1)/n with algbw = bytes / time.
+  auto busbw = [&](double time_us) {
+    if (time_us <= 0.0 || g.ranks <= 1) return 0.0;
+    return static_cast<double>(bytes) / (time_us * 1e3) * 2.0 * (g.ranks - 1) / g.ranks;
+  };
+  for (NcclAlgo a : {NcclAlgo::Tree, NcclAlgo::Ring})
+    for (NcclProto p : {NcclProto::LL, NcclProto::LL128, NcclProto::Simple}) {
+      const double time = nccl_algo_time_us(g, m, a, p, bytes);
+      if (time < 0.0) continue;
+      out.push_back({std::string(to_string(a)), std::string(to_string(p)), time, busbw(time)});
+    }
+  return out;
+}
+
+NcclPrediction nccl_choice(const NcclGraphEstimate& g, std::uint64_t bytes) {
+  const std::vector<NcclPrediction> all = nccl_predictions(g, bytes);
+  TOPOCOLL_ASSERT(!all.empty(), "Ring/Simple is always enabled");
+  // Strictly smaller wins, so the first in NCCL's order wins a tie (topoGetAlgoInfo).
+  const NcclPrediction* best = &all.front();
+  for (const NcclPrediction& p : all)
+    if (p.time_us < best->time_us) best = &p;
+  return *best;
+}
+
+}  // namespace topocoll::sim

@@ -1,0 +1,122 @@
+// The reference model of stock NCCL: what NCCL's own tuning model predicts for an allreduce,
+// and which algorithm and protocol it picks. Users compare our schedules against it.
+//
+// Reference: NCCL 2.22.3-1 (github.com/NVIDIA/nccl, commit 178b6b759074597777ce13438efb0e0ba625e429):
+//   src/graph/tuning.cc  ncclTopoTuneModel (latency and bandwidth per algorithm x protocol),
+//                        ncclTopoGetAlgoTime (time = latency + bytes / (1000 * bandwidth));
+//   src/enqueue.cc       updateCollCostTable + topoGetAlgoInfo (the minimum time wins);
+//   src/graph/search.cc  ncclTopoCompute (channels and per-channel bandwidth: emulated below);
+//   src/graph/topo.h     per-link bandwidths (SM90_NVLINK_BW 20.6, PCI_BW 12, ...).
+// Facts are taken from those files; the code is ours. Where neighbouring releases differ in a
+// way that changes the numbers, nccl_model.cpp says so next to the fact (2.20.3: ring LL at 1/4
+// of busBw and Hopper llMaxBw 87.7; later releases: tree Simple hwLat 4 us instead of 28,
+// nInterSteps 2*(nNodes-1)).
+//
+// Scope: allreduce; algorithms Ring and Tree; protocols LL, LL128, Simple.
+// Not modelled: NVLS and NVLS-Tree (they need NVLink SHARP in third-generation NVSwitches) and
+// CollNet Direct / Chain (they need SHARP-capable network switches and the CollNet plugin);
+// tuner plugins; NCCL_ALGO / NCCL_PROTO overrides; aggregated launches (numPipeOps = 1).
+// On a DGX H100 with NVLS enabled, stock NCCL may therefore be faster than this model says.
+//
+// Two steps:
+//   estimate_nccl_graph(topology)   what NCCL's topology search would find (channels, bandwidth
+//                                   per channel, link classes), estimated from our graph;
+//   nccl_predictions(graph, bytes)  NCCL's cost model on that estimate: one prediction per
+//                                   enabled (algorithm, protocol) and the choice among them.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "topologies/paths.hpp"
+#include "topologies/topology.hpp"
+
+namespace topocoll::sim {
+
+// NCCL's hardware classes for latencies (tuning.cc NCCL_HW_NVLINK / _PCI / _NET).
+inline constexpr int kNcclHwNvlink = 0;
+inline constexpr int kNcclHwPci = 1;
+inline constexpr int kNcclHwNet = 2;
+
+// What NCCL's topology search would find, estimated from our model (estimate_nccl_graph says how).
+// Field names follow NCCL's struct ncclTopoGraph where one exists.
+struct NcclGraphEstimate {
+  int nodes = 1;
+  int gpus_per_node = 1;
+  int ranks = 1;
+  int sm = 0;                       // smallest GPU compute capability (minCompCap), 90 = Hopper -> arch index
+  int sm_max = 0;                   // largest (maxCompCap); LL128 needs sm == sm_max; 0 = same as sm
+  int channels = 1;                 // ring graph nChannels (what busBw = nChannels * bw uses)
+  int tree_channels = 0;            // tree graph nChannels; 0 = same as channels
+  int comm_channels = 0;            // comm->nChannels after ncclTopoPostset doubles the channels; 0 = 2 * channels
+  double bw_intra_gbps = 0.0;       // ring graph->bwIntra: per channel, inside a node (GB/s)
+  double bw_inter_gbps = 0.0;       // ring graph->bwInter: per channel, across the network (GB/s)
+  double tree_bw_intra_gbps = 0.0;  // tree graph->bwIntra; 0 = same as the ring's
+  double tree_bw_inter_gbps = 0.0;  // tree graph->bwInter; 0 = same as the ring's
+  int intra_link = kNcclHwNvlink;   // kNcclHwNvlink when graph->typeIntra is NVL, else kNcclHwPci
+  topo::PathType intra_path = topo::PathType::NVL;  // graph->typeIntra (LL128 needs <= NVB)
+  topo::PathType inter_path = topo::PathType::PIX;  // graph->typeInter: GPU-to-NIC path (PIX on one node)
+  double latency_inter_us = 0.0;                    // graph->latencyInter (NIC property; 0 for InfiniBand)
+  std::string cpu_vendor;                           // "intel", "amd", ... (network post overhead, llMaxBw row)
+  std::vector<std::string> notes;                   // what the estimate assumed
+};
+
+// Derives the estimate from our topology (see nccl_model.cpp for each step: NVLink counts times
+// constants::nccl_nvlink_gbps_per_link, PCIe as width * speed / 80, NIC port rate; then
+// NCCL's search over its speed arrays). Throws InputError for a topology without GPUs.
+NcclGraphEstimate estimate_nccl_graph(const topo::Topology& t);
+
+struct NcclPrediction {
+  std::string algorithm;    // "Tree" | "Ring" (NCCL's ncclAlgoStr)
+  std::string protocol;     // "LL" | "LL128" | "Simple" (NCCL's ncclProtoStr)
+  double time_us = 0.0;     // NCCL's predicted time
+  double busbw_gbps = 0.0;  // nccl-tests busbw of that time: bytes / time * 2(n-1)/n
+};
+
+// NCCL's predicted time for each enabled (algorithm, protocol), in NCCL's order (Tree then Ring;
+// LL, LL128, Simple). Disabled combinations (LL128 off, see nccl_model.cpp) are left out.
+// `bytes` is the allreduce buffer size per rank (count * sizeof(type)). One rank: one entry,
+// Ring/Simple with time 0, as NCCL does. Throws InputError for an inconsistent estimate.
+std::vector<NcclPrediction> nccl_predictions(const NcclGraphEstimate& g, std::uint64_t bytes);
+// NCCL's choice: the minimum time, the first in NCCL's order on a tie (as topoGetAlgoInfo).
+NcclPrediction nccl_choice(const NcclGraphEstimate& g, std::uint64_t bytes);
+
+// --- The model's parts, exposed for tests and for tools that explain a choice ------------
+
+enum class NcclAlgo : int { Tree = 0, Ring = 1 };              // NCCL_ALGO_TREE, NCCL_ALGO_RING
+enum class NcclProto : int { LL = 0, LL128 = 1, Simple = 2 };  // NCCL_PROTO_*
+
+// Constants of src/graph/tuning.cc, NCCL 2.22.3 (Tree and Ring rows only).
+// Indices: algorithm [tree, ring]; protocol [LL, LL128, Simple]; hw [NVLINK, PCI, NET];
+// arch [Volta, Ampere, Hopper] x scale [1 node, 2 nodes, >= 3 nodes]. llMaxBws is the exception:
+// on one node its row is the GPU arch, on several nodes row 1 for AMD CPUs and row 0 otherwise.
+struct NcclTuningTables {
+  std::array<std::array<double, 3>, 2> base_lat_us;
+  std::array<std::array<std::array<double, 3>, 2>, 3> hw_lat_us;
+  std::array<std::array<double, 3>, 3> ll_max_bws;
+  std::array<std::array<double, 3>, 3> per_ch_max_ring_ll128_bws;
+  std::array<std::array<double, 3>, 3> per_ch_max_tree_ll128_bws;
+  std::array<std::array<double, 3>, 3> per_ch_max_tree_bws;
+  std::array<std::array<double, 23>, 3> tree_correction;  // [protocol][log2(bytes / 64)]
+};
+const NcclTuningTables& nccl_tuning_tables();
+
+// What ncclTopoTuneModel stores for allreduce: comm->latencies (us) and comm->bandwidths
+// (algorithm bandwidth, GB/s), and whether each combination is enabled.
+struct NcclTuneResult {
+  std::array<std::array<double, 3>, 2> latency_us{};
+  std::array<std::array<double, 3>, 2> algbw_gbps{};
+  std::array<std::array<bool, 3>, 2> enabled{};
+};
+NcclTuneResult nccl_tune_model(const NcclGraphEstimate& g);
+// ncclTopoGetAlgoTime for one combination; -1 when it is disabled.
+double nccl_algo_time_us(const NcclGraphEstimate& g, const NcclTuneResult& m, NcclAlgo a, NcclProto p,
+                         std::uint64_t bytes);
+
+std::string_view to_string(NcclAlgo a);
+std::string_view to_string(NcclProto p);
+
+}  // namespace topocoll::sim

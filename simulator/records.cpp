@@ -1,0 +1,93 @@
+#include "simulator/records.hpp"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <ctime>
+
+#include <fmt/format.h>
+
+#include "common/errors.hpp"
+
+namespace topocoll::sim {
+
+nlohmann::json to_json(const Record& r) {
+  nlohmann::json j = {{"schema", kRecordSchema},
+                      {"kind", r.kind},
+                      {"engine", r.engine},
+                      {"collective", r.collective},
+                      {"algorithm", r.algorithm},
+                      {"topology", r.topology},
+                      {"nodes", r.nodes},
+                      {"fabric", r.fabric},
+                      {"oversubscription", r.oversubscription},
+                      {"ranks", r.ranks},
+                      {"size_bytes", r.size_bytes},
+                      {"count", r.count},
+                      {"dtype", r.dtype},
+                      {"op", r.op},
+                      {"channels", r.channels},
+                      {"slice_bytes", r.slice_bytes},
+                      {"in_place", r.in_place},
+                      {"time_us", r.time_us},
+                      {"algbw_gbps", r.algbw_gbps},
+                      {"busbw_gbps", r.busbw_gbps},
+                      {"calibration", r.calibration},
+                      {"version", r.version},
+                      {"date", r.date},
+                      {"machine", r.machine}};
+  if (r.wrong) j["wrong"] = *r.wrong;
+  return j;
+}
+
+Record record_from_json(const nlohmann::json& j) {
+  if (!j.is_object() || j.value("schema", "") != kRecordSchema)
+    throw InputError(fmt::format("not a {} record: {}", kRecordSchema, j.dump().substr(0, 120)));
+  Record r;
+  try {
+    r.kind = j.at("kind").get<std::string>();
+    r.engine = j.at("engine").get<std::string>();
+    r.collective = j.at("collective").get<std::string>();
+    r.algorithm = j.at("algorithm").get<std::string>();
+    r.topology = j.at("topology").get<std::string>();
+    r.nodes = j.at("nodes").get<int>();
+    r.fabric = j.at("fabric").get<std::string>();
+    r.oversubscription = j.at("oversubscription").get<double>();
+    r.ranks = j.at("ranks").get<int>();
+    r.size_bytes = j.at("size_bytes").get<std::uint64_t>();
+    r.count = j.at("count").get<std::uint64_t>();
+    r.dtype = j.at("dtype").get<std::string>();
+    r.op = j.at("op").get<std::string>();
+    r.channels = j.at("channels").get<int>();
+    r.slice_bytes = j.at("slice_bytes").get<std::uint64_t>();
+    r.in_place = j.at("in_place").get<bool>();
+    r.time_us = j.at("time_us").get<double>();
+    r.algbw_gbps = j.at("algbw_gbps").get<double>();
+    r.busbw_gbps = j.at("busbw_gbps").get<double>();
+    r.calibration = j.at("calibration").get<std::string>();
+    r.version = j.at("version").get<std::string>();
+    r.date = j.at("date").get<std::string>();
+    r.machine = j.at("machine").get<std::string>();
+    if (j.contains("wrong")) r.wrong = j.at("wrong").get<std::uint64_t>();
+  } catch (const nlohmann::json::exception& e) {
+    throw InputError(fmt::format("record field missing or of the wrong type: {}", e.what()));
+  }
+  return r;
+}
+
+std::string now_iso8601() {
+  const std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+std::string hostname() {
+  char buf[256] = {0};
+  if (gethostname(buf, sizeof buf - 1) != 0) return "unknown";
+  return buf;
+}
+
+}  // namespace topocoll::sim

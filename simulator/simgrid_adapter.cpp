@@ -1,0 +1,439 @@
+// SimGrid 3.32 behind one interface: the platform, the activities, the callbacks, and a child
+// process per simulation. The layout of the platform and the choice of network settings are
+// explained in simgrid_adapter.hpp.
+#include "simulator/simgrid_adapter.hpp"
+
+#include <simgrid/kernel/Timer.hpp>
+#include <simgrid/kernel/resource/Action.hpp>
+#include <simgrid/s4u.hpp>
+
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <stdexcept>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+#include "common/errors.hpp"
+#include "common/log.hpp"
+
+namespace topocoll::sim::sg {
+
+namespace sg4 = ::simgrid::s4u;
+namespace sgk = ::simgrid::kernel;
+
+using topo::Edge;
+using topo::Vertex;
+
+namespace {
+
+// ---------------------------------------------------------------------------------------------
+// Links: names and directions (topologies/export.hpp's convention).
+
+// Every model edge's SimGrid name and the end its "UP" direction starts from. An undirected
+// Boost edge descriptor obtained with boost::edge(u, v) has source() == u whichever way the edge
+// was added, so directions are taken from the edge list (boost::edges), once per topology.
+class LinkCatalog {
+ public:
+  explicit LinkCatalog(const topo::Topology& t) : g_(t.graph()) {
+    std::unordered_map<std::string, int> uses;
+    for (auto e : boost::make_iterator_range(boost::edges(g_))) {
+      const Vertex a = boost::source(e, g_);
+      std::string id = fmt::format("{}--{}", t.device_name(a), t.device_name(boost::target(e, g_)));
+      if (const int n = ++uses[id]; n > 1) id += fmt::format("#{}", n);
+      entries_.emplace(&g_[e], Entry{std::move(id), a});
+    }
+  }
+  const std::string& name(Edge e) const { return entry(e).name; }
+  // Whether walking e from vertex `from` runs in its UP direction.
+  bool up(Edge e, Vertex from) const { return entry(e).up_from == from; }
+
+ private:
+  struct Entry {
+    std::string name;
+    Vertex up_from;
+  };
+  const topo::Graph& g_;
+  std::unordered_map<const topo::Link*, Entry> entries_;
+
+  const Entry& entry(Edge e) const {
+    auto it = entries_.find(&g_[e]);
+    TOPOCOLL_ASSERT(it != entries_.end(), "a route link is not an edge of the topology");
+    return it->second;
+  }
+};
+
+// One link of a route: the model edge, and whether it is walked in its UP direction.
+struct Step {
+  Edge edge;
+  bool up = true;
+};
+
+// A Router route as steps, with the vertex it starts from (Router builds each link with
+// boost::edge(from, to), so source() is the vertex the walk leaves).
+std::vector<Step> steps_of(const topo::Graph& g, const LinkCatalog& catalog, const Route& r) {
+  std::vector<Step> steps;
+  steps.reserve(r.links.size());
+  for (Edge e : r.links) steps.push_back({e, catalog.up(e, boost::source(e, g))});
+  return steps;
+}
+
+// Splits a cross-node route at the first vertex outside the source's node and the last vertex
+// inside the destination's node: [inside a's node][fabric][inside b's node].
+struct CrossNodeParts {
+  std::vector<Step> out, fabric, in;
+};
+
+CrossNodeParts split_cross_node(const topo::Graph& g, const std::vector<Step>& steps, int node_a, int node_b) {
+  CrossNodeParts parts;
+  std::size_t k = 0;
+  while (k < steps.size() && g[boost::target(steps[k].edge, g)].node == node_a) parts.out.push_back(steps[k++]);
+  std::size_t end = steps.size();
+  while (end > k && g[boost::source(steps[end - 1].edge, g)].node == node_b) --end;
+  for (; k < end; ++k) parts.fabric.push_back(steps[k]);
+  for (; k < steps.size(); ++k) parts.in.push_back(steps[k]);
+  return parts;
+}
+
+std::string split_duplex_name(const std::string& link, bool up) { return link + (up ? "_UP" : "_DOWN"); }
+
+// Reads an action that SimGrid passes as NetworkAction&: 3.32 does not install that class's
+// header, but NetworkAction derives from Action alone (single, non-virtual inheritance), so an
+// Action is at its address.
+const sgk::resource::Action& as_action(const sgk::resource::NetworkAction& a) {
+  return reinterpret_cast<const sgk::resource::Action&>(a);
+}
+
+bool simulation_created = false;
+
+}  // namespace
+
+std::vector<std::string> link_names(const topo::Topology& t, const Route& r) {
+  const LinkCatalog catalog(t);
+  std::vector<std::string> names;
+  for (const Step& s : steps_of(t.graph(), catalog, r)) names.push_back(split_duplex_name(catalog.name(s.edge), s.up));
+  return names;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The simulation
+
+struct Simulation::Impl {
+  const topo::Topology& t;
+  const topo::Graph& g;
+  const Calibration& c;
+  Listener& listener;
+  LinkCatalog catalog;
+  std::unique_ptr<sg4::Engine> engine;
+
+  sg4::NetZone* root = nullptr;
+  std::vector<sg4::NetZone*> node_zones;                    // per node (nullptr: no rank there)
+  std::vector<sg4::NetZone*> gpu_zones;                     // per rank
+  std::vector<sg4::Host*> hosts;                            // per rank
+  std::vector<sgk::routing::NetPoint*> ports;               // per rank: its NIC (nullptr until used)
+  std::vector<char> has_out, has_in;                        // per rank: gpu->NIC / NIC->gpu route added
+  std::unordered_map<const topo::Link*, sg4::SplitDuplexLink*> links;
+
+  // Completions, collected where SimGrid reports them and handed to the listener from a timer
+  // at the same date: SimGrid reports a finished transfer while it updates its models, where
+  // no new activity may be started.
+  std::unordered_map<const sgk::activity::ActivityImpl*, std::uint32_t> transfers_in_flight;
+  std::unordered_map<std::uint32_t, sg4::ExecPtr> computes_in_flight;
+  std::vector<std::uint32_t> transfers_done, computes_done;
+  std::vector<std::uint32_t> drained_transfers, drained_computes;  // being handed over
+  std::vector<sg4::ExecPtr> finished_execs;  // released after SimGrid is done with them
+  bool drain_armed = false;
+
+  Impl(const PlatformSpec& spec, Listener& l)
+      : t(*spec.topology), g(t.graph()), c(*spec.calibration), listener(l), catalog(t) {
+    start_engine();
+    build_platform(spec);
+    connect_callbacks();
+  }
+
+  static void start_engine_config() {
+    sg4::Engine::set_config("network/model:CM02");
+    sg4::Engine::set_config("network/TCP-gamma:0");
+    sg4::Engine::set_config("network/crosstraffic:0");
+    sg4::Engine::set_config("network/latency-factor:0");  // see simgrid_adapter.hpp
+    sg4::Engine::set_config("network/bandwidth-factor:1");
+  }
+
+  void start_engine() {
+    // SimGrid reads its settings from a command line; log only warnings and worse.
+    static char arg0[] = "topocoll-sim", arg1[] = "--log=root.thres:warning", arg2[] = "--log=xbt_cfg.thres:warning";
+    static char* argv[] = {arg0, arg1, arg2, nullptr};
+    int argc = 3;
+    engine = std::make_unique<sg4::Engine>(&argc, argv);
+    start_engine_config();
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Platform
+
+  sg4::SplitDuplexLink* link_of(Edge e) {
+    auto [it, inserted] = links.try_emplace(&g[e], nullptr);
+    if (inserted) {
+      const topo::Link& l = g[e];
+      const LinkCalibration& lc = c.of(l.kind);
+      it->second = root->create_split_duplex_link(catalog.name(e), l.bw_gbps * 1e9 * lc.efficiency);
+      it->second->set_latency((l.latency_us + lc.extra_latency_us) * 1e-6);
+    }
+    return it->second;
+  }
+
+  std::vector<sg4::LinkInRoute> in_route(const std::vector<Step>& steps) {
+    std::vector<sg4::LinkInRoute> out;
+    out.reserve(steps.size());
+    for (const Step& s : steps) out.emplace_back(link_of(s.edge), s.up ? sg4::LinkInRoute::Direction::UP : sg4::LinkInRoute::Direction::DOWN);
+    return out;
+  }
+
+  sgk::routing::NetPoint* port_of(int rank) {
+    auto& port = ports[static_cast<std::size_t>(rank)];
+    if (port == nullptr) {
+      const topo::RankInfo& r = t.rank(rank);
+      port = gpu_zones[static_cast<std::size_t>(rank)]->create_router(
+          fmt::format("{}@{}", t.device_name(r.nic), t.device_name(r.gpu)));
+    }
+    return port;
+  }
+
+  void build_platform(const PlatformSpec& spec) {
+    const int p = t.num_ranks();
+    root = sg4::create_empty_zone("cluster");
+    node_zones.assign(static_cast<std::size_t>(t.nodes()), nullptr);
+    gpu_zones.resize(static_cast<std::size_t>(p));
+    hosts.resize(static_cast<std::size_t>(p));
+    ports.assign(static_cast<std::size_t>(p), nullptr);
+    has_out.assign(static_cast<std::size_t>(p), 0);
+    has_in.assign(static_cast<std::size_t>(p), 0);
+    // Zones and hosts: a zone per node, a zone per GPU inside it.
+    for (int r = 0; r < p; ++r) {
+      const topo::RankInfo& info = t.rank(r);
+      auto& node = node_zones[static_cast<std::size_t>(info.node)];
+      if (node == nullptr) {
+        node = sg4::create_full_zone(fmt::format("n{}", info.node));
+        node->set_parent(root);
+      }
+      const std::string gpu = t.device_name(info.gpu);
+      sg4::NetZone* zone = sg4::create_full_zone(gpu + ":zone");
+      zone->set_parent(node);
+      gpu_zones[static_cast<std::size_t>(r)] = zone;
+      hosts[static_cast<std::size_t>(r)] = zone->create_host(gpu, spec.gpu_core_speed)->set_core_count(spec.gpu_cores);
+    }
+    // Routes for the pairs that talk, straight from the Router.
+    Router router(t);
+    for (auto [a, b] : spec.pairs) {
+      TOPOCOLL_ASSERT(a != b && a >= 0 && b >= 0 && a < p && b < p, fmt::format("bad pair {} -> {}", a, b));
+      const std::vector<Step> steps = steps_of(g, catalog, router.route(a, b));
+      const topo::RankInfo &ra = t.rank(a), &rb = t.rank(b);
+      sg4::NetZone* za = gpu_zones[static_cast<std::size_t>(a)];
+      sg4::NetZone* zb = gpu_zones[static_cast<std::size_t>(b)];
+      if (ra.node == rb.node) {
+        node_zones[static_cast<std::size_t>(ra.node)]->add_route(za->get_netpoint(), zb->get_netpoint(), hosts[static_cast<std::size_t>(a)]->get_netpoint(),
+                                                                 hosts[static_cast<std::size_t>(b)]->get_netpoint(), in_route(steps), false);
+        continue;
+      }
+      const CrossNodeParts parts = split_cross_node(g, steps, ra.node, rb.node);
+      TOPOCOLL_ASSERT(!parts.out.empty() && !parts.fabric.empty() && !parts.in.empty(),
+                      fmt::format("route {} -> {} does not leave and enter nodes through links of their own", a, b));
+      sgk::routing::NetPoint* pa = port_of(a);
+      sgk::routing::NetPoint* pb = port_of(b);
+      // The part inside each node depends on that GPU alone (its path to its own NIC).
+      if (!has_out[static_cast<std::size_t>(a)]) {
+        za->add_route(hosts[static_cast<std::size_t>(a)]->get_netpoint(), pa, nullptr, nullptr, in_route(parts.out), false);
+        has_out[static_cast<std::size_t>(a)] = 1;
+      }
+      if (!has_in[static_cast<std::size_t>(b)]) {
+        zb->add_route(pb, hosts[static_cast<std::size_t>(b)]->get_netpoint(), nullptr, nullptr, in_route(parts.in), false);
+        has_in[static_cast<std::size_t>(b)] = 1;
+      }
+      root->add_bypass_route(za->get_netpoint(), zb->get_netpoint(), pa, pb, in_route(parts.fabric));
+    }
+    root->seal();
+    engine->seal_platform();
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Activities and their completions
+
+  void connect_callbacks() {
+    sg4::Link::on_communication_state_change_cb([this](sgk::resource::NetworkAction& na, sgk::resource::Action::State) {
+      const sgk::resource::Action& action = as_action(na);
+      const auto state = action.get_state();
+      if (state == sgk::resource::Action::State::FAILED) throw std::runtime_error("SimGrid reports a failed transfer");
+      if (state != sgk::resource::Action::State::FINISHED) return;
+      auto it = transfers_in_flight.find(action.get_activity());
+      TOPOCOLL_ASSERT(it != transfers_in_flight.end(), "SimGrid finished a transfer the engine did not start");
+      transfers_done.push_back(it->second);
+      transfers_in_flight.erase(it);
+      arm_drain();
+    });
+    sg4::Activity::on_completion_cb([this](const sg4::Activity& a) {
+      if (dynamic_cast<const sg4::Exec*>(&a) == nullptr) return;
+      const auto tag = static_cast<std::uint32_t>(reinterpret_cast<std::uintptr_t>(a.get_data<void>()) - 1);
+      computes_done.push_back(tag);
+      arm_drain();
+    });
+  }
+
+  void arm_drain() {
+    if (drain_armed) return;
+    drain_armed = true;
+    sgk::timer::Timer::set(sg4::Engine::get_clock(), [this] { drain(); });
+  }
+
+  void drain() {
+    drain_armed = false;
+    finished_execs.clear();  // completed in an earlier round: SimGrid no longer uses them
+    // Swap out first: the listener starts new activities (which finish in later rounds).
+    drained_transfers.clear();
+    drained_transfers.swap(transfers_done);
+    drained_computes.clear();
+    drained_computes.swap(computes_done);
+    for (std::uint32_t tag : drained_transfers) listener.transfer_done(tag);
+    for (std::uint32_t tag : drained_computes) {
+      auto it = computes_in_flight.find(tag);
+      TOPOCOLL_ASSERT(it != computes_in_flight.end(), fmt::format("unknown computation {}", tag));
+      finished_execs.push_back(std::move(it->second));
+      computes_in_flight.erase(it);
+      listener.compute_done(tag);
+    }
+  }
+
+  void transfer(int src, int dst, double bytes, double max_rate, std::uint32_t tag) {
+    sg4::CommPtr comm = sg4::Comm::sendto_init(hosts[static_cast<std::size_t>(src)], hosts[static_cast<std::size_t>(dst)]);
+    comm->set_payload_size(static_cast<std::uint64_t>(bytes));
+    if (max_rate > 0) comm->set_rate(max_rate);
+    comm->detach();
+    transfers_in_flight.emplace(comm->get_impl(), tag);
+  }
+
+  void compute(int rank, double bytes, std::uint32_t tag) {
+    sg4::ExecPtr exec = sg4::Exec::init()->set_flops_amount(bytes)->set_host(hosts[static_cast<std::size_t>(rank)]);
+    exec->set_data(reinterpret_cast<void*>(static_cast<std::uintptr_t>(tag) + 1));
+    exec->start();
+    computes_in_flight.emplace(tag, std::move(exec));
+  }
+};
+
+Simulation::Simulation(const PlatformSpec& spec, Listener& listener) {
+  if (simulation_created) throw std::logic_error("SimGrid's engine can be created once per process: use run_isolated()");
+  simulation_created = true;
+  TOPOCOLL_ASSERT(spec.topology && spec.calibration, "PlatformSpec needs a topology and a calibration");
+  impl_ = std::make_unique<Impl>(spec, listener);
+}
+
+// SimGrid's engine is not torn down: its process ends right after (run_isolated), and 3.32's
+// teardown of a large platform takes longer than the simulation.
+Simulation::~Simulation() { (void)impl_.release(); }
+
+void Simulation::transfer(int src, int dst, double bytes, double max_rate, std::uint32_t tag) {
+  impl_->transfer(src, dst, bytes, max_rate, tag);
+}
+
+void Simulation::compute(int rank, double bytes, std::uint32_t tag) { impl_->compute(rank, bytes, tag); }
+
+void Simulation::wake_at(double t) {
+  Listener* l = &impl_->listener;
+  sgk::timer::Timer::set(t, [l] { l->wake(); });
+}
+
+double Simulation::now() const { return sg4::Engine::get_clock(); }
+
+void Simulation::run() { impl_->engine->run(); }
+
+Simulation::RouteView Simulation::route(int src, int dst) const {
+  RouteView view;
+  std::vector<sg4::Link*> links;
+  impl_->hosts.at(static_cast<std::size_t>(src))->route_to(impl_->hosts.at(static_cast<std::size_t>(dst)), links, &view.latency_s);
+  for (const sg4::Link* l : links) view.links.push_back(l->get_name());
+  return view;
+}
+
+// ---------------------------------------------------------------------------------------------
+// A child process per simulation
+
+namespace {
+
+// The child's answer: a status byte, then the payload (the work's output or an error message).
+enum class ChildStatus : char { Ok = 0, InputError = 1, OtherError = 2 };
+
+bool write_all(int fd, const char* data, std::size_t size) {
+  while (size > 0) {
+    const ssize_t n = ::write(fd, data, size);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    data += n;
+    size -= static_cast<std::size_t>(n);
+  }
+  return true;
+}
+
+}  // namespace
+
+std::string run_isolated(const std::function<void(std::string& out)>& work) {
+  int fds[2];
+  if (::pipe(fds) != 0) throw std::runtime_error(fmt::format("cannot create a pipe for the simulation: {}", std::strerror(errno)));
+  std::fflush(nullptr);
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    ::close(fds[0]);
+    ::close(fds[1]);
+    throw std::runtime_error(fmt::format("cannot start the simulation process: {}", std::strerror(errno)));
+  }
+  if (pid == 0) {
+    // Child: run, answer, and leave without running destructors or atexit handlers.
+    ::close(fds[0]);
+    std::string answer(1, static_cast<char>(ChildStatus::Ok));
+    try {
+      work(answer);
+    } catch (const InputError& e) {
+      answer.assign(1, static_cast<char>(ChildStatus::InputError));
+      answer += e.what();
+    } catch (const std::exception& e) {
+      answer.assign(1, static_cast<char>(ChildStatus::OtherError));
+      answer += e.what();
+    }
+    if (log::enabled(log::Level::Info, "sim")) {
+      rusage usage{};
+      ::getrusage(RUSAGE_SELF, &usage);
+      log::write(log::Level::Info, "sim", fmt::format("simgrid: simulation process peak RSS {} MiB", usage.ru_maxrss / 1024));
+    }
+    const bool ok = write_all(fds[1], answer.data(), answer.size());
+    std::fflush(nullptr);
+    ::_exit(ok ? 0 : 3);
+  }
+  ::close(fds[1]);
+  std::string answer;
+  char buffer[1 << 16];
+  for (;;) {
+    const ssize_t n = ::read(fds[0], buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    answer.append(buffer, static_cast<std::size_t>(n));
+  }
+  ::close(fds[0]);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (WIFSIGNALED(status))
+    throw std::runtime_error(fmt::format("the SimGrid simulation process died of signal {} ({}); its messages are above",
+                                         WTERMSIG(status), strsignal(WTERMSIG(status))));
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || answer.empty())
+    throw std::runtime_error(fmt::format("the SimGrid simulation process failed (exit status {})", WIFEXITED(status) ? WEXITSTATUS(status) : -1));
+  const auto kind = static_cast<ChildStatus>(answer[0]);
+  answer.erase(0, 1);
+  if (kind == ChildStatus::InputError) throw InputError(answer);
+  if (kind == ChildStatus::OtherError) throw std::runtime_error(answer);
+  return answer;
+}
+
+}  // namespace topocoll::sim::sg

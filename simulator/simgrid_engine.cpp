@@ -1,0 +1,405 @@
+// The SimGrid engine: a schedule executed on SimGrid's flow model of the topology, event by
+// event. SimGrid itself is behind simulator/simgrid_adapter.hpp; this file holds the execution
+// contract (algorithms/schedule.hpp) and nothing of SimGrid's API.
+//
+// ======================================== Execution =========================================
+//
+// Each (rank, channel) walks its operations in order (rule 1); channels run concurrently. No
+// actor or thread per rank: the walk is advanced from SimGrid's completion callbacks and from
+// timers, on SimGrid's simulated clock.
+//
+//   send(peer, B)      issued when its channel reaches it; the channel goes on at once (rule 2).
+//                      The message joins its connection (rank, peer, channel): a connection
+//                      carries its messages one after the other, in order (rule 4), each as a
+//                      SimGrid transfer from the sender's GPU to the receiver's on the Router's
+//                      route, capped at the per-channel rate of the route's link kinds. A
+//                      message lands `latency` (the route's, calibrated) after its last byte
+//                      left; the next message of the connection starts when the previous one's
+//                      last byte left, so latency is paid once per connection, not per slice.
+//   recv / recv_reduce blocks its channel until the connection's next message has landed
+//                      (rule 3); ends at max(reached, landed) + step_overhead.
+//   copy / reduce      B / reduce_gbps on the GPU (a SimGrid execution, one core per channel);
+//                      instantaneous when reduce_gbps is 0 (fused into transfers on GPUs).
+//   start              every channel starts at launch_overhead.
+//
+// These are the analytic engine's rules (analytic.cpp) with SimGrid's dynamic link sharing in
+// place of its static sharing, except that a send does not hold its channel: the channel is
+// free as soon as the message is queued on its connection.
+//
+// The result: time_s is the last end of any operation (a send ends when its last byte left).
+//
+// ====================================== One process each =====================================
+//
+// SimGrid's engine is a process-wide singleton that cannot be created twice, and a run needs a
+// platform of its own: every run() forks a child that builds the platform, simulates and sends
+// back the result (sg::run_isolated). The parent's memory is untouched by a run.
+#include <algorithm>
+#include <cstring>
+#include <deque>
+#include <limits>
+#include <queue>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+#include "common/errors.hpp"
+#include "common/log.hpp"
+#include "simulator/engine.hpp"
+#include "simulator/routes.hpp"
+#include "simulator/simgrid_adapter.hpp"
+
+namespace topocoll::sim {
+
+namespace {
+
+using algo::OpKind;
+
+constexpr std::uint32_t kNone = std::numeric_limits<std::uint32_t>::max();
+
+// One operation, as the walk needs it (16 bytes; a 1024-rank ring has millions).
+struct Step {
+  std::uint64_t bytes = 0;
+  std::uint32_t conn = kNone;  // send / recv / recv_reduce: the connection
+  OpKind kind = OpKind::Send;
+};
+
+// A connection: the messages of one (source, destination, channel), in order.
+struct Connection {
+  int src = 0, dst = 0;
+  double latency_s = 0.0;   // route latency, calibrated
+  double max_rate = 0.0;    // bytes/s cap for one channel's transfer, 0 = none
+  bool busy = false;        // a message is being pushed
+  std::uint64_t landed = 0, consumed = 0;
+  std::uint32_t waiter = kNone;        // channel blocked on the next message
+  std::deque<std::uint64_t> queued;    // bytes of issued messages not started yet
+  std::deque<std::uint32_t> in_trace;  // trace entries of issued sends not done yet (tracing only)
+};
+
+// One (rank, channel): its steps [begin, end) and where it is.
+struct Channel {
+  std::uint32_t begin = 0, end = 0, next = 0;
+  int rank = 0, channel = 0;
+  double reached_s = 0.0;  // when the channel reached steps[next] (a blocked recv / running compute)
+};
+
+// Engine-side events on the simulated clock: a channel resumes, or a message lands.
+struct Event {
+  double time;
+  std::uint64_t seq;  // FIFO among equal times: keeps messages of a connection in order
+  std::uint32_t id;
+  bool lands;  // true: connection `id` gets its next message; false: channel `id` resumes
+  bool operator>(const Event& o) const { return time != o.time ? time > o.time : seq > o.seq; }
+};
+
+// The result as it travels from the simulation process.
+struct ResultHeader {
+  double time_s = 0.0;
+  std::uint64_t transfers = 0;
+  std::uint64_t trace_events = 0;
+};
+
+class Execution final : public sg::Listener {
+ public:
+  Execution(const topo::Topology& t, const algo::Schedule& s, const Calibration& c, const SimOptions& o)
+      : t_(t), s_(s), c_(c), o_(o), step_s_(c.step_overhead_us * 1e-6) {}
+
+  // Builds the walk, the platform, runs, and appends the result to `out`.
+  void run(std::string& out) {
+    load_schedule();
+    sg::PlatformSpec spec;
+    spec.topology = &t_;
+    spec.calibration = &c_;
+    spec.pairs = pairs_;
+    spec.gpu_core_speed = c_.reduce_gbps > 0 ? c_.reduce_gbps * 1e9 : 1e9;
+    spec.gpu_cores = std::max(1, s_.num_channels());
+    sim_ = std::make_unique<sg::Simulation>(spec, *this);
+    const double launch_s = c_.launch_overhead_us * 1e-6;
+    for (std::uint32_t ch = 0; ch < channels_.size(); ++ch) push({launch_s, 0, ch, false});
+    arm();
+    sim_->run();
+    check_complete();
+    ResultHeader h{time_s_, transfers_, o_.trace ? trace_.size() : 0};
+    out.append(reinterpret_cast<const char*>(&h), sizeof h);
+    if (o_.trace) out.append(reinterpret_cast<const char*>(trace_.data()), trace_.size() * sizeof(TraceEvent));
+  }
+
+  // sg::Listener
+  void transfer_done(std::uint32_t id) override {
+    Connection& conn = conns_[id];
+    const double now = sim_->now();
+    if (o_.trace) {
+      trace_[conn.in_trace.front()].end_s = now;
+      conn.in_trace.pop_front();
+    }
+    time_s_ = std::max(time_s_, now);
+    conn.busy = false;
+    if (conn.latency_s > 0)
+      push({now + conn.latency_s, 0, id, true});
+    else
+      land(id, now);
+    if (!conn.queued.empty()) {
+      const std::uint64_t bytes = conn.queued.front();
+      conn.queued.pop_front();
+      start_transfer(id, bytes);
+    }
+    arm();
+  }
+
+  void compute_done(std::uint32_t id) override {
+    Channel& ch = channels_[id];
+    const double now = sim_->now();
+    finish(ch, now);
+    ++ch.next;
+    advance(id, now);
+    arm();
+  }
+
+  void wake() override {
+    const double now = sim_->now();
+    while (!armed_.empty() && armed_.top() <= now) armed_.pop();
+    while (!events_.empty() && events_.top().time <= now) {
+      const Event e = events_.top();
+      events_.pop();
+      if (e.lands)
+        land(e.id, e.time);
+      else
+        advance(e.id, e.time);
+    }
+    arm();
+  }
+
+ private:
+  const topo::Topology& t_;
+  const algo::Schedule& s_;
+  const Calibration& c_;
+  const SimOptions& o_;
+  const double step_s_;
+  std::unique_ptr<sg::Simulation> sim_;
+
+  std::vector<Step> steps_;
+  std::vector<Channel> channels_;  // rank * K + channel
+  std::vector<Connection> conns_;
+  std::vector<std::pair<int, int>> pairs_;  // distinct (src, dst) of the connections
+  std::priority_queue<Event, std::vector<Event>, std::greater<>> events_;
+  std::priority_queue<double, std::vector<double>, std::greater<>> armed_;  // pending wake-ups asked of SimGrid
+  std::uint64_t seq_ = 0;
+  std::vector<TraceEvent> trace_;
+  double time_s_ = 0.0;
+  std::uint64_t transfers_ = 0;
+
+  // -------------------------------------------------------------------------------------------
+  // Loading: every rank's program split by channel, every connection with its route's figures.
+
+  void load_schedule() {
+    const int p = s_.num_ranks(), K = s_.num_channels();
+    if (p != t_.num_ranks())
+      throw InputError(fmt::format("the schedule has {} ranks but the topology has {} GPUs", p, t_.num_ranks()));
+    if (K < 1) throw InputError(fmt::format("the schedule has {} channels: expected at least 1", K));
+    const std::uint64_t elem = algo::size_of(s_.args().dtype);
+    channels_.resize(static_cast<std::size_t>(p) * static_cast<std::size_t>(K));
+    std::unordered_map<std::uint64_t, std::uint32_t> conn_of;  // (src, dst, channel) -> connection
+    auto connection = [&](int src, int dst, int ch) {
+      const std::uint64_t key = (static_cast<std::uint64_t>(src) * static_cast<std::uint64_t>(p) + static_cast<std::uint64_t>(dst)) *
+                                    static_cast<std::uint64_t>(K) + static_cast<std::uint64_t>(ch);
+      auto [it, inserted] = conn_of.try_emplace(key, static_cast<std::uint32_t>(conns_.size()));
+      if (inserted) {
+        conns_.emplace_back();
+        conns_.back().src = src;
+        conns_.back().dst = dst;
+      }
+      return it->second;
+    };
+    std::vector<std::uint32_t> count(static_cast<std::size_t>(K));
+    algo::Program program;
+    for (int r = 0; r < p; ++r) {
+      program.clear();
+      program = s_.program(r);
+      // Steps of channel 0, then channel 1, ...: count, then place.
+      std::fill(count.begin(), count.end(), 0);
+      for (const algo::Op& op : program) {
+        if (op.channel >= K)
+          throw InputError(fmt::format("rank {}: {} is on channel {} but the schedule has {} channels", r, algo::describe(op), op.channel, K));
+        ++count[op.channel];
+      }
+      std::uint32_t at = static_cast<std::uint32_t>(steps_.size());
+      for (int ch = 0; ch < K; ++ch) {
+        Channel& c = channels_[static_cast<std::size_t>(r) * static_cast<std::size_t>(K) + static_cast<std::size_t>(ch)];
+        c.rank = r;
+        c.channel = ch;
+        c.begin = c.next = c.end = at;
+        at += count[static_cast<std::size_t>(ch)];
+      }
+      steps_.resize(at);
+      for (const algo::Op& op : program) {
+        Channel& c = channels_[static_cast<std::size_t>(r) * static_cast<std::size_t>(K) + op.channel];
+        Step& st = steps_[c.end++];
+        st.kind = op.kind;
+        st.bytes = op.count() * elem;
+        if (op.kind == OpKind::Send || op.kind == OpKind::Recv || op.kind == OpKind::RecvReduce) {
+          if (op.peer < 0 || op.peer >= p || op.peer == r)
+            throw InputError(fmt::format("rank {}: {} names peer {}: expected another rank in 0..{}", r, algo::describe(op), op.peer, p - 1));
+          st.conn = op.kind == OpKind::Send ? connection(r, op.peer, op.channel) : connection(op.peer, r, op.channel);
+        }
+      }
+    }
+    // Each connection's route: latency and per-channel cap, from the Router and the calibration.
+    Router router(t_);
+    const auto& g = t_.graph();
+    std::unordered_map<std::uint64_t, char> seen_pair;
+    for (Connection& conn : conns_) {
+      const Route& route = router.route(conn.src, conn.dst);
+      double cap = std::numeric_limits<double>::infinity();
+      for (topo::Edge e : route.links) {
+        const topo::LinkKind kind = g[e].kind;
+        conn.latency_s += (g[e].latency_us + c_.of(kind).extra_latency_us) * 1e-6;
+        if (c_.cap(kind) > 0) cap = std::min(cap, c_.cap(kind) * 1e9);
+      }
+      conn.max_rate = std::isfinite(cap) ? cap : 0.0;
+      const std::uint64_t pair_key = static_cast<std::uint64_t>(conn.src) * static_cast<std::uint64_t>(p) + static_cast<std::uint64_t>(conn.dst);
+      if (seen_pair.try_emplace(pair_key, 1).second) pairs_.emplace_back(conn.src, conn.dst);
+    }
+    if (o_.trace) trace_.reserve(steps_.size());
+    TC_LOG_INFO("sim", "simgrid: {} ranks x {} channels, {} operations, {} connections, {} routed pairs", p, K, steps_.size(),
+                conns_.size(), pairs_.size());
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // The walk
+
+  void push(Event e) {
+    e.seq = seq_++;
+    events_.push(e);
+  }
+
+  // Asks SimGrid for a wake-up at the earliest pending event, unless one is pending already.
+  void arm() {
+    if (events_.empty()) return;
+    const double next = events_.top().time;
+    if (!armed_.empty() && armed_.top() <= next) return;
+    armed_.push(next);
+    sim_->wake_at(next);
+  }
+
+  void start_transfer(std::uint32_t id, std::uint64_t bytes) {
+    Connection& conn = conns_[id];
+    conn.busy = true;
+    sim_->transfer(conn.src, conn.dst, static_cast<double>(bytes), conn.max_rate, id);
+  }
+
+  // Connection `id`'s next message lands at `time`: wake its receiver if it waits for it.
+  void land(std::uint32_t id, double time) {
+    Connection& conn = conns_[id];
+    ++conn.landed;
+    time_s_ = std::max(time_s_, time);
+    if (conn.waiter == kNone) return;
+    const std::uint32_t ch = conn.waiter;
+    conn.waiter = kNone;
+    advance(ch, time);
+  }
+
+  void record(const Channel& ch, const Step& st, double start, double end) {
+    if (!o_.trace) return;
+    const int peer = st.conn == kNone ? -1 : (st.kind == OpKind::Send ? conns_[st.conn].dst : conns_[st.conn].src);
+    trace_.push_back({ch.rank, ch.channel, st.kind, peer, st.bytes, start, end});
+  }
+
+  void finish(const Channel& ch, double end) {
+    record(ch, steps_[ch.next], ch.reached_s, end);
+    time_s_ = std::max(time_s_, end);
+  }
+
+  // Runs channel `id` from simulated time `now` until it blocks or ends.
+  void advance(std::uint32_t id, double now) {
+    Channel& ch = channels_[id];
+    while (ch.next < ch.end) {
+      const Step& st = steps_[ch.next];
+      ch.reached_s = now;
+      switch (st.kind) {
+        case OpKind::Send: {
+          Connection& conn = conns_[st.conn];
+          ++transfers_;
+          if (o_.trace) {
+            conn.in_trace.push_back(static_cast<std::uint32_t>(trace_.size()));
+            record(ch, st, now, now);
+          }
+          time_s_ = std::max(time_s_, now);
+          if (conn.busy)
+            conn.queued.push_back(st.bytes);
+          else
+            start_transfer(st.conn, st.bytes);
+          ++ch.next;
+          break;
+        }
+        case OpKind::Recv:
+        case OpKind::RecvReduce: {
+          Connection& conn = conns_[st.conn];
+          if (conn.landed == conn.consumed) {  // wait for the message
+            conn.waiter = id;
+            return;
+          }
+          ++conn.consumed;
+          const double end = now + step_s_;
+          finish(ch, end);
+          ++ch.next;
+          if (step_s_ > 0) {
+            push({end, 0, id, false});
+            return;
+          }
+          break;
+        }
+        case OpKind::Copy:
+        case OpKind::Reduce:
+          if (c_.reduce_gbps > 0 && st.bytes > 0) {
+            sim_->compute(ch.rank, static_cast<double>(st.bytes), id);
+            return;
+          }
+          finish(ch, now);
+          ++ch.next;
+          break;
+      }
+    }
+  }
+
+  void check_complete() const {
+    std::string stuck;
+    int count = 0;
+    for (const Channel& ch : channels_) {
+      if (ch.next == ch.end) continue;
+      if (++count <= 3) {
+        const Step& st = steps_[ch.next];
+        const int peer = st.conn == kNone ? -1 : conns_[st.conn].src;
+        stuck += fmt::format("{}rank {} channel {} at {} (operation {} of the channel{})", stuck.empty() ? "" : "; ", ch.rank, ch.channel,
+                             algo::to_string(st.kind), ch.next - ch.begin, peer >= 0 ? fmt::format(", from rank {}", peer) : "");
+      }
+    }
+    if (count > 0)
+      throw InputError(fmt::format("the schedule does not complete: {} channel(s) wait forever: {}{} (run `topocoll verify`)", count,
+                                   stuck, count > 3 ? "; ..." : ""));
+  }
+};
+
+class SimGridEngine final : public Engine {
+ public:
+  std::string name() const override { return "simgrid"; }
+
+  SimResult run(const topo::Topology& t, const algo::Schedule& s, const Calibration& c, const SimOptions& o) override {
+    const std::string bytes = sg::run_isolated([&](std::string& out) { Execution(t, s, c, o).run(out); });
+    ResultHeader h;
+    TOPOCOLL_ASSERT(bytes.size() >= sizeof h, "short answer from the simulation process");
+    std::memcpy(&h, bytes.data(), sizeof h);
+    TOPOCOLL_ASSERT(bytes.size() == sizeof h + h.trace_events * sizeof(TraceEvent), "malformed answer from the simulation process");
+    SimResult r;
+    r.engine = name();
+    r.time_s = h.time_s;
+    r.transfers = h.transfers;
+    r.trace.resize(h.trace_events);
+    if (h.trace_events > 0) std::memcpy(r.trace.data(), bytes.data() + sizeof h, h.trace_events * sizeof(TraceEvent));
+    return r;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Engine> make_simgrid_engine() { return std::make_unique<SimGridEngine>(); }
+
+}  // namespace topocoll::sim

@@ -1,0 +1,203 @@
+#include "tools/sim_command.hpp"
+
+#include <chrono>
+#include <fstream>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "algorithms/registry.hpp"
+#include "common/errors.hpp"
+#include "simulator/engine.hpp"
+#include "simulator/nccl_model.hpp"
+#include "simulator/records.hpp"
+#include "simulator/trace.hpp"
+#include "tools/algo_commands.hpp"
+#include "topologies/load.hpp"
+
+namespace topocoll::tools {
+
+namespace {
+
+std::vector<std::uint64_t> size_sweep(const SimArgs& a, std::size_t elem) {
+  const std::uint64_t lo = parse_size(a.min_bytes, "-b"), hi = parse_size(a.max_bytes, "-e");
+  if (lo > hi) throw InputError(fmt::format("-b {} is larger than -e {}: expected min <= max", a.min_bytes, a.max_bytes));
+  double f = 0.0;
+  try {
+    std::size_t used = 0;
+    f = std::stod(a.factor, &used);
+    if (used != a.factor.size()) throw std::invalid_argument("trailing");
+  } catch (const std::exception&) {
+    throw InputError(fmt::format("-f {}: expected a number > 1", a.factor));
+  }
+  if (!(f > 1.0)) throw InputError(fmt::format("-f {}: expected a number > 1", a.factor));
+  std::vector<std::uint64_t> sizes;
+  for (double s = static_cast<double>(std::max<std::uint64_t>(lo, elem)); s <= static_cast<double>(hi) * (1 + 1e-12); s *= f) {
+    const std::uint64_t bytes = static_cast<std::uint64_t>(s) / elem * elem;  // whole elements, as nccl-tests
+    if (sizes.empty() || bytes != sizes.back()) sizes.push_back(bytes);
+    if (sizes.size() > 4096) throw InputError("the size sweep has more than 4096 points: raise -f");
+  }
+  return sizes;
+}
+
+}  // namespace
+
+int sim_command(const SimArgs& a, std::ostream& out) {
+  if (a.format != "table" && a.format != "csv" && a.format != "jsonl")
+    throw InputError(fmt::format("--format {}: expected table, csv or jsonl", a.format));
+  if (a.channels < 1 || a.channels > 64) throw InputError(fmt::format("--channels {}: expected 1 to 64", a.channels));
+  const algo::DataType dtype = algo::parse_dtype(a.dtype);
+  const algo::ReduceOp op = algo::parse_op(a.op);
+  const std::size_t elem = algo::size_of(dtype);
+  const std::vector<std::uint64_t> sizes = size_sweep(a, elem);
+  const auto algorithms = algo::select_algorithms(a.algorithm, algo::Collective::AllReduce);
+  std::unique_ptr<sim::Engine> engine = sim::make_engine(a.engine);
+  const sim::Calibration calib = a.calibration.empty() ? sim::default_calibration() : sim::load_calibration(a.calibration);
+  algo::Tuning tuning;
+  tuning.channels = a.channels;
+  tuning.slice_bytes = parse_size(a.slice, "--slice");
+  if (tuning.slice_bytes == 0) throw InputError("--slice 0: expected at least 1 byte");
+
+  topo::TopologyOptions o;
+  o.topology = a.topo.topology;
+  o.nodes = a.topo.nodes;
+  if (a.topo.fabric) o.fabric = topo::parse_fabric(*a.topo.fabric);
+  o.oversubscription = a.topo.oversubscription;
+  o.merge_nvswitch_planes = true;  // the hardware stripes NVLink traffic over the planes
+  const topo::Topology t = topo::load_topology(o);
+  const algo::Layout layout = algo::layout_of(t);
+  std::optional<sim::NcclGraphEstimate> nccl;
+  if (!a.no_nccl_model) nccl = sim::estimate_nccl_graph(t);
+
+  std::ofstream file;
+  std::ostream* sink = &out;
+  if (!a.output.empty() && a.output != "-") {
+    file.open(a.output);
+    if (!file) throw InputError(fmt::format("-o {}: cannot open the file for writing", a.output));
+    sink = &file;
+  }
+
+  sim::Record base;
+  base.kind = "simulated";
+  base.engine = engine->name();
+  base.topology = a.topo.topology;
+  base.nodes = t.nodes();
+  base.fabric = t.fabric() ? std::string(topo::to_string(t.fabric()->kind)) : "";
+  base.oversubscription = t.fabric() ? t.fabric()->oversubscription : 1.0;
+  base.ranks = t.num_ranks();
+  base.dtype = std::string(algo::to_string(dtype));
+  base.op = std::string(algo::to_string(op));
+  base.slice_bytes = tuning.slice_bytes;
+  base.calibration = calib.source;
+  base.version = TOPOCOLL_VERSION;
+  base.date = sim::now_iso8601();
+  base.machine = sim::hostname();
+  const double factor = algo::busbw_factor(algo::Collective::AllReduce, t.num_ranks());
+
+  if (a.format == "table") {
+    *sink << fmt::format("# topocoll sim: {} x {} node{} ({} GPUs){}, engine {}, calibration {}\n", a.topo.topology, t.nodes(),
+                         t.nodes() == 1 ? "" : "s", t.num_ranks(),
+                         t.fabric() ? fmt::format(", {} {:g}:1", topo::to_string(t.fabric()->kind), t.fabric()->oversubscription) : "",
+                         engine->name(), calib.source);
+    *sink << fmt::format("# busbw = algbw * 2(p-1)/p = algbw * {:.4f} (nccl-tests' allreduce factor)\n", factor);
+  } else if (a.format == "csv") {
+    *sink << "engine,algorithm,nodes,ranks,size_bytes,count,dtype,op,channels,time_us,algbw_gbps,busbw_gbps\n";
+  }
+
+  std::map<std::uint64_t, std::pair<std::string, double>> best;  // size -> (algorithm, time)
+  std::vector<sim::TraceEvent> trace;
+  bool traced = false;
+  for (const algo::Algorithm* alg : algorithms) {
+    if (a.format == "table")
+      *sink << fmt::format("#\n# {}: {} (channels {}, slice {} B)\n#{:>12} {:>12} {:>8} {:>6} {:>12} {:>10} {:>10}\n", alg->name,
+                           alg->description, a.channels, tuning.slice_bytes, "size", "count", "type", "redop", "time(us)", "algbw",
+                           "busbw");
+    for (std::uint64_t bytes : sizes) {
+      algo::CollectiveArgs args;
+      args.collective = algo::Collective::AllReduce;
+      args.count = bytes / elem;
+      args.dtype = dtype;
+      args.op = op;
+      args.ranks = t.num_ranks();
+      const algo::Support s = alg->supports(layout, args, tuning);
+      if (!s.ok) {
+        if (a.format == "table") *sink << fmt::format(" {:>12} not supported: {}\n", bytes, s.reason);
+        continue;
+      }
+      const algo::Schedule sched = alg->generate(layout, args, tuning);
+      sim::SimOptions so;
+      // The trace covers one run: the first algorithm at the largest size.
+      so.trace = !a.trace.empty() && !traced && bytes == sizes.back();
+      const sim::SimResult r = engine->run(t, sched, calib, so);
+      if (so.trace) {
+        trace = r.trace;
+        traced = true;
+      }
+      sim::Record rec = base;
+      rec.algorithm = alg->name;
+      rec.size_bytes = bytes;
+      rec.count = args.count;
+      rec.channels = sched.num_channels();
+      rec.time_us = r.time_s * 1e6;
+      rec.algbw_gbps = r.time_s > 0 ? static_cast<double>(bytes) / r.time_s / 1e9 : 0.0;
+      rec.busbw_gbps = rec.algbw_gbps * factor;
+      auto& b = best[bytes];
+      if (b.first.empty() || rec.time_us < b.second) b = {alg->name, rec.time_us};
+      if (a.format == "table")
+        *sink << fmt::format(" {:>12} {:>12} {:>8} {:>6} {:>12.2f} {:>10.2f} {:>10.2f}\n", bytes, args.count, rec.dtype, rec.op,
+                             rec.time_us, rec.algbw_gbps, rec.busbw_gbps);
+      else if (a.format == "csv")
+        *sink << fmt::format("{},{},{},{},{},{},{},{},{},{:.3f},{:.4f},{:.4f}\n", rec.engine, rec.algorithm, rec.nodes, rec.ranks, bytes,
+                             args.count, rec.dtype, rec.op, rec.channels, rec.time_us, rec.algbw_gbps, rec.busbw_gbps);
+      else
+        *sink << to_json(rec).dump() << "\n";
+    }
+  }
+
+  // The NCCL reference model: what stock NCCL would pick and how long it predicts.
+  if (nccl) {
+    for (std::uint64_t bytes : sizes) {
+      const sim::NcclPrediction pick = sim::nccl_choice(*nccl, bytes);
+      sim::Record rec = base;
+      rec.kind = "model";
+      rec.engine = "nccl-model";
+      rec.algorithm = fmt::format("nccl:{}/{}", pick.algorithm, pick.protocol);
+      rec.size_bytes = bytes;
+      rec.count = bytes / elem;
+      rec.channels = nccl->channels;
+      rec.time_us = pick.time_us;
+      rec.algbw_gbps = pick.time_us > 0 ? static_cast<double>(bytes) / (pick.time_us * 1e-6) / 1e9 : 0.0;
+      rec.busbw_gbps = rec.algbw_gbps * factor;
+      if (a.format == "jsonl") *sink << to_json(rec).dump() << "\n";
+      else if (a.format == "csv")
+        *sink << fmt::format("{},{},{},{},{},{},{},{},{},{:.3f},{:.4f},{:.4f}\n", rec.engine, rec.algorithm, rec.nodes, rec.ranks, bytes,
+                             rec.count, rec.dtype, rec.op, rec.channels, rec.time_us, rec.algbw_gbps, rec.busbw_gbps);
+    }
+  }
+  if (a.format == "table") {
+    *sink << "#\n# fastest per size, and stock NCCL's choice by its own tuning model (nccl-model)\n";
+    *sink << fmt::format("#{:>12} {:>18} {:>12} {:>22} {:>12} {:>9}\n", "size", "fastest", "time(us)", "nccl-model choice", "time(us)",
+                         "speedup");
+    for (std::uint64_t bytes : sizes) {
+      auto it = best.find(bytes);
+      if (it == best.end()) continue;
+      if (nccl) {
+        const sim::NcclPrediction pick = sim::nccl_choice(*nccl, bytes);
+        *sink << fmt::format(" {:>12} {:>18} {:>12.2f} {:>22} {:>12.2f} {:>8.2f}x\n", bytes, it->second.first, it->second.second,
+                             fmt::format("{}/{}", pick.algorithm, pick.protocol), pick.time_us, pick.time_us / it->second.second);
+      } else {
+        *sink << fmt::format(" {:>12} {:>18} {:>12.2f}\n", bytes, it->second.first, it->second.second);
+      }
+    }
+  }
+  if (!a.trace.empty()) {
+    std::ofstream tf(a.trace);
+    if (!tf) throw InputError(fmt::format("--trace {}: cannot open the file for writing", a.trace));
+    int channels = 1;
+    for (const auto& e : trace) channels = std::max(channels, e.channel + 1);
+    sim::write_chrome_trace(trace, t.num_ranks(), channels, tf);
+  }
+  return 0;
+}
+
+}  // namespace topocoll::tools

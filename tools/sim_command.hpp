@@ -1,0 +1,29 @@
+// `topocoll sim`: simulate algorithms over a size sweep, nccl-tests style.
+#pragma once
+
+#include <ostream>
+#include <string>
+
+#include "tools/topo_commands.hpp"
+
+namespace topocoll::tools {
+
+struct SimArgs {
+  TopoArgs topo;
+  std::string algorithm = "ring,dbt,hierarchical";
+  std::string min_bytes = "8", max_bytes = "128M";
+  std::string factor = "2";
+  std::string dtype = "float", op = "sum";
+  int channels = 2;
+  std::string slice = "512K";
+  std::string engine = "analytic";
+  std::string calibration;
+  std::string format = "table";  // table | csv | jsonl
+  std::string output;
+  std::string trace;
+  bool no_nccl_model = false;
+};
+
+int sim_command(const SimArgs& a, std::ostream& out);
+
+}  // namespace topocoll::tools
