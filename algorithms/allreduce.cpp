@@ -76,7 +76,8 @@ Schedule make_ring(const Layout& l, const CollectiveArgs& a, const Tuning& t) {
     plan->pos.push_back(positions(plan->ring.back(), l.ranks));
   }
   const std::uint64_t se = slice_elems(a, t);
-  return Schedule("ring", a, K, 0, [plan, a, K, se](int rank, Program& out) {
+  const int depth = std::max(1, t.pipeline_depth);
+  return Schedule("ring", a, K, 0, [plan, a, K, se, depth](int rank, Program& out) {
     ProgramBuilder b(out);
     for (int c = 0; c < K; ++c) {
       const Range mine = channel_range(a.count, K, c);
@@ -84,8 +85,8 @@ Schedule make_ring(const Layout& l, const CollectiveArgs& a, const Tuning& t) {
       const int pos = plan->pos[static_cast<std::size_t>(c)][static_cast<std::size_t>(rank)];
       const std::vector<Chunk> seg = segments(BufferId::Output, mine, static_cast<int>(ring.size()));
       b.copy(as_chunk(BufferId::Input, mine), as_chunk(BufferId::Output, mine), c);
-      ring_reduce_scatter(b, ring, pos, seg, c, se);
-      ring_allgather(b, ring, pos, seg, c, se);
+      ring_reduce_scatter(b, ring, pos, seg, c, se, depth);
+      ring_allgather(b, ring, pos, seg, c, se, depth);
     }
   });
 }
@@ -160,23 +161,19 @@ int dbt_depth(const Layout& l, int c) {
 Schedule make_dbt(const Layout& l, const CollectiveArgs& a, const Tuning& t) {
   const int K = dbt_channels(t);
   auto links = std::make_shared<std::vector<std::vector<TreeLinks>>>();  // [channel][rank]
-  std::uint64_t lag = 1;
   for (int c = 0; c < K; ++c) {
     std::vector<TreeLinks> per_rank;
     for (int r = 0; r < l.ranks; ++r) per_rank.push_back(dbt_links(l, c, r));
     links->push_back(std::move(per_rank));
   }
-  // The down wave trails the up wave by twice the depth of the node tree plus the chain, so a
-  // rank rarely waits for slice k to come back down while later slices could still go up.
-  lag = static_cast<std::uint64_t>(2 * (l.ranks_per_node() + static_cast<int>(std::ceil(std::log2(std::max(l.nodes, 1)))) + 1));
   const std::uint64_t se = slice_elems(a, t);
-  return Schedule("dbt", a, K, 0, [links, a, K, se, lag](int rank, Program& out) {
+  return Schedule("dbt", a, K, 0, [links, a, K, se](int rank, Program& out) {
     ProgramBuilder b(out);
     for (int c = 0; c < K; ++c) {
       const Range mine = channel_range(a.count, K, c);
       b.copy(as_chunk(BufferId::Input, mine), as_chunk(BufferId::Output, mine), c);
       tree_allreduce(b, (*links)[static_cast<std::size_t>(c)][static_cast<std::size_t>(rank)], as_chunk(BufferId::Output, mine), c,
-                     se, lag);
+                     se);
     }
   });
 }
@@ -238,13 +235,13 @@ Schedule make_hierarchical(const Layout& l, const CollectiveArgs& a, const Tunin
     plan->pos.push_back(std::move(pos));
   }
   const std::uint64_t se = slice_elems(a, t);
-  const std::uint64_t lag = static_cast<std::uint64_t>(2 * static_cast<int>(std::ceil(std::log2(std::max(N, 1)))) + 2);
+  const int depth = std::max(1, t.pipeline_depth);
   const Layout* unused = nullptr;
   (void)unused;
   std::vector<int> node_of = l.node_of;
   auto node_of_ptr = std::make_shared<std::vector<int>>(std::move(node_of));
   return Schedule(inner == Inner::Ring ? "hierarchical" : "hierarchical-dbt", a, K, 0,
-                  [plan, node_of_ptr, a, K, g, N, se, lag, inner](int rank, Program& out) {
+                  [plan, node_of_ptr, a, K, g, N, se, depth, inner](int rank, Program& out) {
                     ProgramBuilder b(out);
                     const int n = (*node_of_ptr)[static_cast<std::size_t>(rank)];
                     for (int c = 0; c < K; ++c) {
@@ -255,24 +252,24 @@ Schedule make_hierarchical(const Layout& l, const CollectiveArgs& a, const Tunin
                       const std::vector<Chunk> seg = segments(BufferId::Output, mine, g);
                       b.copy(as_chunk(BufferId::Input, mine), as_chunk(BufferId::Output, mine), c);
                       // 1. Inside the node: position i ends with segment i reduced over the node.
-                      ring_reduce_scatter(b, ring, i, seg, c, se);
+                      ring_reduce_scatter(b, ring, i, seg, c, se, depth);
                       // 2. Across nodes: the position-i GPUs of every node allreduce segment i.
                       std::vector<int> group;
                       for (int m = 0; m < N; ++m) group.push_back(intra[static_cast<std::size_t>(m)][static_cast<std::size_t>(i)]);
                       const Chunk mine_seg = seg[static_cast<std::size_t>(i)];
                       if (inner == Inner::Ring) {
                         const std::vector<Chunk> sub = segments(BufferId::Output, Range{mine_seg.offset, mine_seg.count}, N);
-                        ring_reduce_scatter(b, group, n, sub, c, se);
-                        ring_allgather(b, group, n, sub, c, se);
+                        ring_reduce_scatter(b, group, n, sub, c, se, depth);
+                        ring_allgather(b, group, n, sub, c, se, depth);
                       } else {
                         const TreeLinks nt = node_tree(N, n, c % 2);
                         TreeLinks links;
                         links.parent = nt.parent < 0 ? -1 : group[static_cast<std::size_t>(nt.parent)];
                         for (int child : nt.children) links.children.push_back(group[static_cast<std::size_t>(child)]);
-                        tree_allreduce(b, links, mine_seg, c, se, lag);
+                        tree_allreduce(b, links, mine_seg, c, se);
                       }
                       // 3. Inside the node: everyone gets every segment.
-                      ring_allgather(b, ring, i, seg, c, se);
+                      ring_allgather(b, ring, i, seg, c, se, depth);
                     }
                   });
 }

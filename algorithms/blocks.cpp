@@ -23,41 +23,45 @@ namespace {
 int wrap(int i, int n) { return ((i % n) + n) % n; }
 }  // namespace
 
+// One ring step: the sends of `out`'s slices run `window` ahead of the receives of `in`'s.
+// A send at step s carries what the receive of the same slice produced at step s-1, which
+// program order already put before it, so any window keeps the data dependencies.
+void ring_step(ProgramBuilder& b, int next, int prev, const Chunk& out, const Chunk& in, bool reduce, int channel,
+               std::uint64_t slice_elems, int window) {
+  const std::uint64_t so = slice_count(out.count, slice_elems), si = slice_count(in.count, slice_elems);
+  const std::uint64_t w = static_cast<std::uint64_t>(std::max(window, 0));
+  for (std::uint64_t k = 0; k < std::max(so, si + w); ++k) {
+    if (k < so) b.send(next, slice(out, so, k), channel);
+    if (k >= w && k - w < si) {
+      if (reduce) b.recv_reduce(prev, slice(in, si, k - w), channel);
+      else b.recv(prev, slice(in, si, k - w), channel);
+    }
+  }
+}
+
 void ring_reduce_scatter(ProgramBuilder& b, const std::vector<int>& ring, int pos, const std::vector<Chunk>& segment,
-                         int channel, std::uint64_t slice_elems) {
+                         int channel, std::uint64_t slice_elems, int window) {
   const int n = static_cast<int>(ring.size());
   TOPOCOLL_ASSERT(static_cast<int>(segment.size()) == n, fmt::format("{} segments for a ring of {}", segment.size(), n));
   if (n == 1) return;
   const int next = ring[static_cast<std::size_t>(wrap(pos + 1, n))], prev = ring[static_cast<std::size_t>(wrap(pos - 1, n))];
   // Step s: send segment[pos-s-1] (partially reduced), reduce segment[pos-s-2] from prev.
   // Slices of a step go out in order so the next rank can start on slice 0 at once.
-  for (int s = 0; s + 1 < n; ++s) {
-    const Chunk& out = segment[static_cast<std::size_t>(wrap(pos - s - 1, n))];
-    const Chunk& in = segment[static_cast<std::size_t>(wrap(pos - s - 2, n))];
-    const std::uint64_t so = slice_count(out.count, slice_elems), si = slice_count(in.count, slice_elems);
-    for (std::uint64_t k = 0; k < std::max(so, si); ++k) {
-      if (k < so) b.send(next, slice(out, so, k), channel);
-      if (k < si) b.recv_reduce(prev, slice(in, si, k), channel);
-    }
-  }
+  for (int s = 0; s + 1 < n; ++s)
+    ring_step(b, next, prev, segment[static_cast<std::size_t>(wrap(pos - s - 1, n))],
+              segment[static_cast<std::size_t>(wrap(pos - s - 2, n))], true, channel, slice_elems, window);
 }
 
 void ring_allgather(ProgramBuilder& b, const std::vector<int>& ring, int pos, const std::vector<Chunk>& segment, int channel,
-                    std::uint64_t slice_elems) {
+                    std::uint64_t slice_elems, int window) {
   const int n = static_cast<int>(ring.size());
   TOPOCOLL_ASSERT(static_cast<int>(segment.size()) == n, fmt::format("{} segments for a ring of {}", segment.size(), n));
   if (n == 1) return;
   const int next = ring[static_cast<std::size_t>(wrap(pos + 1, n))], prev = ring[static_cast<std::size_t>(wrap(pos - 1, n))];
   // Step s: forward segment[pos-s] (own at s = 0, received at step s-1), receive segment[pos-s-1].
-  for (int s = 0; s + 1 < n; ++s) {
-    const Chunk& out = segment[static_cast<std::size_t>(wrap(pos - s, n))];
-    const Chunk& in = segment[static_cast<std::size_t>(wrap(pos - s - 1, n))];
-    const std::uint64_t so = slice_count(out.count, slice_elems), si = slice_count(in.count, slice_elems);
-    for (std::uint64_t k = 0; k < std::max(so, si); ++k) {
-      if (k < so) b.send(next, slice(out, so, k), channel);
-      if (k < si) b.recv(prev, slice(in, si, k), channel);
-    }
-  }
+  for (int s = 0; s + 1 < n; ++s)
+    ring_step(b, next, prev, segment[static_cast<std::size_t>(wrap(pos - s, n))], segment[static_cast<std::size_t>(wrap(pos - s - 1, n))],
+              false, channel, slice_elems, window);
 }
 
 TreeLinks btree(int n, int r) {
@@ -118,15 +122,9 @@ void tree_broadcast(ProgramBuilder& b, const TreeLinks& links, const Chunk& data
   for (std::uint64_t k = 0; k < n; ++k) broadcast_slice(b, links, slice(data, n, k), channel);
 }
 
-void tree_allreduce(ProgramBuilder& b, const TreeLinks& links, const Chunk& data, int channel, std::uint64_t slice_elems,
-                    std::uint64_t lag) {
-  const std::uint64_t n = slice_count(data.count, slice_elems);
-  // Up wave leads, down wave follows `lag` slices behind; every rank uses the same order, so
-  // the FIFO matching between a parent and a child pairs the right slices.
-  for (std::uint64_t t = 0; t < n + lag; ++t) {
-    if (t < n) reduce_slice(b, links, slice(data, n, t), channel);
-    if (t >= lag && t - lag < n) broadcast_slice(b, links, slice(data, n, t - lag), channel);
-  }
+void tree_allreduce(ProgramBuilder& b, const TreeLinks& links, const Chunk& data, int channel, std::uint64_t slice_elems) {
+  tree_reduce(b, links, data, channel, slice_elems);
+  tree_broadcast(b, links, data, channel, slice_elems);
 }
 
 }  // namespace topocoll::algo

@@ -22,13 +22,15 @@ Chunk slice(const Chunk& c, std::uint64_t slices, std::uint64_t k);
 //
 //    pos0 ──> pos1 ──> pos2 ──> ... ──> pos(n-1) ──┐
 //      ^───────────────────────────────────────────┘
+// Within a step, sends run `window` slices ahead of receives (slices in flight per channel, the
+// runtime's pipeline depth), so a slice's latency hides behind the next ones.
 void ring_reduce_scatter(ProgramBuilder& b, const std::vector<int>& ring, int pos, const std::vector<Chunk>& segment,
-                         int channel, std::uint64_t slice_elems);
+                         int channel, std::uint64_t slice_elems, int window = 1);
 
 // Ring allgather. Before: position i holds segment[i]. After: every position holds all.
 // n-1 steps; at step s position i sends segment[i-s] to i+1 and receives segment[i-s-1].
 void ring_allgather(ProgramBuilder& b, const std::vector<int>& ring, int pos, const std::vector<Chunk>& segment, int channel,
-                    std::uint64_t slice_elems);
+                    std::uint64_t slice_elems, int window = 1);
 
 // A rank's place in a rooted tree: its parent (-1 at the root) and children, as ranks.
 struct TreeLinks {
@@ -58,9 +60,11 @@ TreeLinks btree_mirror(int n, int r);
 void tree_reduce(ProgramBuilder& b, const TreeLinks& links, const Chunk& data, int channel, std::uint64_t slice_elems);
 // Tree broadcast, pipelined: recv the slice from the parent, then send it to every child.
 void tree_broadcast(ProgramBuilder& b, const TreeLinks& links, const Chunk& data, int channel, std::uint64_t slice_elems);
-// Tree allreduce: reduce up and broadcast down interleaved slice by slice with a lag of
-// `lag` slices, so the down wave of slice k runs while slices k+1..k+lag still go up.
-void tree_allreduce(ProgramBuilder& b, const TreeLinks& links, const Chunk& data, int channel, std::uint64_t slice_elems,
-                    std::uint64_t lag);
+// Tree allreduce: the pipelined reduce up, then the pipelined broadcast down, on one channel
+// (NCCL's runTreeUpDown). Interleaving the two waves on one in-order channel does not overlap
+// them: a rank's next up-slice would wait behind its down-receive, a round trip per slice.
+// Overlapping them (NCCL's split tree, two warp groups) needs two channels ordered by data,
+// which contract rule 6 does not allow yet.
+void tree_allreduce(ProgramBuilder& b, const TreeLinks& links, const Chunk& data, int channel, std::uint64_t slice_elems);
 
 }  // namespace topocoll::algo

@@ -34,7 +34,8 @@ Schedule make_reduce_scatter(const Layout& l, const CollectiveArgs& a, const Tun
   const int K = std::max(1, t.channels);
   auto plan = ring_plan(l, K);
   const std::uint64_t se = slice_elems(a, t);
-  return Schedule("reduce_scatter-ring", a, K, a.count * static_cast<std::uint64_t>(a.ranks), [plan, a, K, se](int rank, Program& out) {
+  const int depth = std::max(1, t.pipeline_depth);
+  return Schedule("reduce_scatter-ring", a, K, a.count * static_cast<std::uint64_t>(a.ranks), [plan, a, K, se, depth](int rank, Program& out) {
     ProgramBuilder b(out);
     for (int c = 0; c < K; ++c) {
       const Range part = channel_range(a.count, K, c);
@@ -42,7 +43,7 @@ Schedule make_reduce_scatter(const Layout& l, const CollectiveArgs& a, const Tun
       std::vector<Chunk> seg;
       for (int owner : ring) seg.push_back(chunk(BufferId::Scratch, static_cast<std::uint64_t>(owner) * a.count + part.offset, part.count));
       for (const Chunk& s : seg) b.copy(chunk(BufferId::Input, s.offset, s.count), s, c);
-      ring_reduce_scatter(b, ring, plan->pos[static_cast<std::size_t>(c)][static_cast<std::size_t>(rank)], seg, c, se);
+      ring_reduce_scatter(b, ring, plan->pos[static_cast<std::size_t>(c)][static_cast<std::size_t>(rank)], seg, c, se, depth);
       b.copy(chunk(BufferId::Scratch, static_cast<std::uint64_t>(rank) * a.count + part.offset, part.count),
              chunk(BufferId::Output, part.offset, part.count), c);
     }
@@ -54,7 +55,8 @@ Schedule make_allgather(const Layout& l, const CollectiveArgs& a, const Tuning& 
   const int K = std::max(1, t.channels);
   auto plan = ring_plan(l, K);
   const std::uint64_t se = slice_elems(a, t);
-  return Schedule("allgather-ring", a, K, 0, [plan, a, K, se](int rank, Program& out) {
+  const int depth = std::max(1, t.pipeline_depth);
+  return Schedule("allgather-ring", a, K, 0, [plan, a, K, se, depth](int rank, Program& out) {
     ProgramBuilder b(out);
     for (int c = 0; c < K; ++c) {
       const Range part = channel_range(a.count, K, c);
@@ -63,7 +65,7 @@ Schedule make_allgather(const Layout& l, const CollectiveArgs& a, const Tuning& 
       for (int owner : ring) seg.push_back(chunk(BufferId::Output, static_cast<std::uint64_t>(owner) * a.count + part.offset, part.count));
       b.copy(chunk(BufferId::Input, part.offset, part.count),
              chunk(BufferId::Output, static_cast<std::uint64_t>(rank) * a.count + part.offset, part.count), c);
-      ring_allgather(b, ring, plan->pos[static_cast<std::size_t>(c)][static_cast<std::size_t>(rank)], seg, c, se);
+      ring_allgather(b, ring, plan->pos[static_cast<std::size_t>(c)][static_cast<std::size_t>(rank)], seg, c, se, depth);
     }
   });
 }

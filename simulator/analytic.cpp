@@ -1,11 +1,13 @@
 // The analytic engine: an alpha-beta event simulation of the schedule on the Router's routes.
 //
 // Every operation gets a start and an end time; nothing is solved globally:
-//   send  of B bytes on (rank, channel) at time t: the channel pushes the data for B / bw and
-//         the data lands after the route's latency:
-//             start = t, busy until start + B / bw, arrival = start + B / bw + latency
-//   recv / recv_reduce: ends at max(channel time, arrival of the FIFO-matched send) plus the
-//         per-step overhead (one step = one received chunk);
+//   send  of B bytes on (rank, channel) at time t is non-blocking (contract rule 2): the channel
+//         goes on at once, the data goes out on its flow (source, destination, channel) when the
+//         flow's previous message has left, and lands after the route's latency:
+//             start = max(t, flow free), flow free = start + B / bw, arrival = flow free + latency
+//   recv / recv_reduce: ends at max(channel time, arrival of the FIFO-matched send);
+//         the per-step overhead is part of each hop's latency (it pipelines like latency:
+//         a chain of h hops pays it h times, not once per slice);
 //   copy / reduce: B / reduce_gbps (free when reduce_gbps is 0: fused into transfers on GPUs).
 // bw is the route's bottleneck after link sharing: every distinct (source, destination,
 // channel) flow of the schedule is assumed active at once, and a link direction carrying k
@@ -47,6 +49,7 @@ struct Flow {
   double bw_bytes_per_s = 0.0;
   double latency_s = 0.0;
   std::deque<double> arrivals;  // FIFO of arrival times of sent messages
+  double free_at = 0.0;         // when the flow's last message has left the sender
 };
 
 class AnalyticEngine final : public Engine {
@@ -61,28 +64,44 @@ class AnalyticEngine final : public Engine {
     Router router(t);
     const auto& g = t.graph();
 
-    // Programs split by channel.
-    std::vector<algo::Program> programs(static_cast<std::size_t>(p));
-    std::vector<std::vector<std::vector<std::uint32_t>>> by_channel(static_cast<std::size_t>(p));
-    std::unordered_map<FlowKey, Flow, FlowKeyHash> flows;
+    // Each rank's program, compacted per channel into 16-byte steps that index their flow
+    // (a 48-byte Op otherwise; programs are generated one rank at a time and dropped).
+    struct Step {
+      std::uint64_t bytes : 61;
+      std::uint64_t kind : 3;
+      std::uint32_t flow;  // sends: the outgoing flow; receives: the incoming one
+      std::int32_t peer;
+    };
+    static_assert(sizeof(Step) == 16);
+    std::unordered_map<FlowKey, std::uint32_t, FlowKeyHash> flow_index;
+    std::vector<FlowKey> flow_keys;
+    auto flow_of = [&](FlowKey k) {
+      auto [it, added] = flow_index.try_emplace(k, static_cast<std::uint32_t>(flow_keys.size()));
+      if (added) flow_keys.push_back(k);
+      return it->second;
+    };
+    std::vector<std::vector<std::vector<Step>>> steps(static_cast<std::size_t>(p));
     for (int r = 0; r < p; ++r) {
-      programs[static_cast<std::size_t>(r)] = s.program(r);
-      auto& chans = by_channel[static_cast<std::size_t>(r)];
+      auto& chans = steps[static_cast<std::size_t>(r)];
       chans.resize(static_cast<std::size_t>(K));
-      const auto& prog = programs[static_cast<std::size_t>(r)];
-      for (std::uint32_t i = 0; i < prog.size(); ++i) {
-        chans[prog[i].channel].push_back(i);
-        if (prog[i].kind == OpKind::Send) flows.try_emplace(FlowKey{r, prog[i].peer, prog[i].channel});
+      for (const Op& op : s.program(r)) {
+        std::uint32_t f = 0;
+        if (op.kind == OpKind::Send) f = flow_of(FlowKey{r, op.peer, op.channel});
+        else if (op.kind == OpKind::Recv || op.kind == OpKind::RecvReduce) f = flow_of(FlowKey{op.peer, r, op.channel});
+        chans[op.channel].push_back(Step{op.count() * elem, static_cast<std::uint64_t>(op.kind), f, op.peer});
       }
+      for (auto& ch : chans) ch.shrink_to_fit();
     }
+    flow_index.clear();
+    std::vector<Flow> flows(flow_keys.size());
 
     // Static link sharing: flows per link direction.
     std::map<std::pair<topo::Edge, bool>, int> load;
-    for (auto& [key, flow] : flows) {
-      flow.route = &router.route(key.src, key.dst);
-      for (std::size_t k = 0; k < flow.route->links.size(); ++k) ++load[{flow.route->links[k], flow.route->forward[k]}];
+    for (std::size_t f = 0; f < flows.size(); ++f) {
+      flows[f].route = &router.route(flow_keys[f].src, flow_keys[f].dst);
+      for (std::size_t k = 0; k < flows[f].route->links.size(); ++k) ++load[{flows[f].route->links[k], flows[f].route->forward[k]}];
     }
-    for (auto& [key, flow] : flows) {
+    for (Flow& flow : flows) {
       double bw = std::numeric_limits<double>::infinity();
       double lat = 0.0;
       for (std::size_t k = 0; k < flow.route->links.size(); ++k) {
@@ -102,52 +121,58 @@ class AnalyticEngine final : public Engine {
     result.engine = name();
     const double step_s = c.step_overhead_us * 1e-6;
     const double launch_s = c.launch_overhead_us * 1e-6;
-    std::vector<std::vector<std::size_t>> next(static_cast<std::size_t>(p), std::vector<std::size_t>(static_cast<std::size_t>(K), 0));
-    std::vector<std::vector<double>> clock(static_cast<std::size_t>(p), std::vector<double>(static_cast<std::size_t>(K), launch_s));
+    const std::size_t slots = static_cast<std::size_t>(p) * static_cast<std::size_t>(K);
+    std::vector<std::size_t> next(slots, 0);
+    std::vector<double> clock(slots, launch_s);
+    std::vector<char> queued(slots, 1);
     std::deque<std::pair<int, int>> work;
-    std::vector<std::vector<char>> queued(static_cast<std::size_t>(p), std::vector<char>(static_cast<std::size_t>(K), 1));
     for (int r = 0; r < p; ++r)
       for (int ch = 0; ch < K; ++ch) work.push_back({r, ch});
+    auto slot = [K](int r, int ch) { return static_cast<std::size_t>(r) * static_cast<std::size_t>(K) + static_cast<std::size_t>(ch); };
     auto local_time = [&](std::uint64_t bytes) { return c.reduce_gbps > 0 ? static_cast<double>(bytes) / (c.reduce_gbps * 1e9) : 0.0; };
 
     while (!work.empty()) {
       auto [r, ch] = work.front();
       work.pop_front();
-      queued[static_cast<std::size_t>(r)][static_cast<std::size_t>(ch)] = 0;
-      const auto& prog = programs[static_cast<std::size_t>(r)];
-      const auto& list = by_channel[static_cast<std::size_t>(r)][static_cast<std::size_t>(ch)];
-      std::size_t& i = next[static_cast<std::size_t>(r)][static_cast<std::size_t>(ch)];
-      double& now = clock[static_cast<std::size_t>(r)][static_cast<std::size_t>(ch)];
+      const std::size_t me = slot(r, ch);
+      queued[me] = 0;
+      const auto& list = steps[static_cast<std::size_t>(r)][static_cast<std::size_t>(ch)];
+      std::size_t& i = next[me];
+      double& now = clock[me];
       while (i < list.size()) {
-        const Op& op = prog[list[i]];
-        const std::uint64_t bytes = op.count() * elem;
-        const double start = now;
-        if (op.kind == OpKind::Send) {
-          Flow& f = flows.at(FlowKey{r, op.peer, ch});
-          const double wire = static_cast<double>(bytes) / f.bw_bytes_per_s;
-          now = start + wire;
-          f.arrivals.push_back(now + f.latency_s);
+        const Step& st = list[i];
+        const OpKind kind = static_cast<OpKind>(st.kind);
+        double start = now, end = now;
+        if (kind == OpKind::Send) {
+          Flow& f = flows[st.flow];
+          start = std::max(now, f.free_at);
+          f.free_at = start + static_cast<double>(st.bytes) / f.bw_bytes_per_s;
+          end = f.free_at;
+          f.arrivals.push_back(f.free_at + f.latency_s + step_s);
           ++result.transfers;
-          if (!queued[static_cast<std::size_t>(op.peer)][static_cast<std::size_t>(ch)]) {
-            queued[static_cast<std::size_t>(op.peer)][static_cast<std::size_t>(ch)] = 1;
-            work.push_back({op.peer, ch});
+          const std::size_t peer = slot(st.peer, ch);
+          if (!queued[peer]) {
+            queued[peer] = 1;
+            work.push_back({st.peer, ch});
           }
-        } else if (op.kind == OpKind::Recv || op.kind == OpKind::RecvReduce) {
-          auto it = flows.find(FlowKey{op.peer, r, ch});
-          if (it == flows.end() || it->second.arrivals.empty()) break;  // wait for the sender
-          now = std::max(now, it->second.arrivals.front()) + step_s;
-          it->second.arrivals.pop_front();
+        } else if (kind == OpKind::Recv || kind == OpKind::RecvReduce) {
+          Flow& f = flows[st.flow];
+          if (f.arrivals.empty()) break;  // wait for the sender
+          now = std::max(now, f.arrivals.front());
+          f.arrivals.pop_front();
+          end = now;
         } else {
-          now = start + local_time(bytes);
+          now = start + local_time(st.bytes);
+          end = now;
         }
-        if (o.trace) result.trace.push_back({r, ch, op.kind, op.peer, bytes, start, now});
-        result.time_s = std::max(result.time_s, now);
+        if (o.trace) result.trace.push_back({r, ch, kind, st.peer, st.bytes, start, end});
+        result.time_s = std::max(result.time_s, end);
         ++i;
       }
     }
     for (int r = 0; r < p; ++r)
       for (int ch = 0; ch < K; ++ch)
-        if (next[static_cast<std::size_t>(r)][static_cast<std::size_t>(ch)] < by_channel[static_cast<std::size_t>(r)][static_cast<std::size_t>(ch)].size())
+        if (next[slot(r, ch)] < steps[static_cast<std::size_t>(r)][static_cast<std::size_t>(ch)].size())
           throw InputError(fmt::format("the schedule does not complete: rank {} channel {} waits forever (run `topocoll verify`)", r, ch));
     return result;
   }

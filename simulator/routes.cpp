@@ -64,7 +64,9 @@ void Router::append(Route& r, Vertex from, Vertex to) {
   auto [e, ok] = boost::edge(from, to, g);
   TOPOCOLL_ASSERT(ok, fmt::format("no link {} - {}", t_.device_name(from), t_.device_name(to)));
   r.links.push_back(e);
-  r.forward.push_back(boost::source(e, g) == from);
+  // Undirected edge descriptors report the queried order as source(), so the direction is
+  // canonical by vertex number: "forward" is from the lower to the higher vertex.
+  r.forward.push_back(from < to);
   r.latency_us += g[e].latency_us;
   r.bottleneck_gbps = r.links.size() == 1 ? g[e].bw_gbps : std::min(r.bottleneck_gbps, g[e].bw_gbps);
 }
@@ -85,16 +87,38 @@ const Route& Router::route(int a, int b) {
   if (ra.node == rb.node) {
     walk(local_gpu_gpu(ra.node, ra.local, rb.local), t_.node_vertices(ra.node).first, false);
   } else {
-    walk(local_gpu_nic(ra.node, ra.local), t_.node_vertices(ra.node).first, false);
-    const Vertex la = leaf_of_nic_[ra.nic], lb = leaf_of_nic_[rb.nic];
+    // The sender's side: its own NIC when it is on the receiver's rail; otherwise, as NCCL's
+    // PXN does, over NVLink to the node's GPU on the receiver's rail and out through that
+    // GPU's NIC, so the transfer stays on one rail. Without an NVLink way there, its own NIC.
+    const topo::RankInfo* relay = nullptr;
+    if (ra.rail != rb.rail && rb.rail >= 0) {
+      for (const topo::RankInfo& x : t_.ranks())
+        if (x.node == ra.node && x.rail == rb.rail) {
+          relay = &x;
+          break;
+        }
+      if (relay) {
+        const auto& hop = local_gpu_gpu(ra.node, ra.local, relay->local);
+        bool nvlink = hop.size() >= 2;
+        for (std::size_t k = 1; k + 1 < hop.size(); ++k)
+          nvlink &= !(hop[k] & kAbsolute) && t_.graph()[hop[k] + t_.node_vertices(ra.node).first].kind == DeviceKind::NvSwitch;
+        if (!nvlink) relay = nullptr;
+      }
+    }
+    const topo::RankInfo& out = relay ? *relay : ra;
+    if (relay) walk(local_gpu_gpu(ra.node, ra.local, relay->local), t_.node_vertices(ra.node).first, false);
+    walk(local_gpu_nic(ra.node, out.local), t_.node_vertices(ra.node).first, false);
+    const Vertex la = leaf_of_nic_[out.nic], lb = leaf_of_nic_[rb.nic];
     if (la == Vertex(-1) || lb == Vertex(-1))
       throw InputError(fmt::format("{} and {} are on different nodes but the cluster has no fabric between them",
                                    t_.device_name(ra.gpu), t_.device_name(rb.gpu)));
-    append(r, ra.nic, la);
+    append(r, out.nic, la);
     if (la != lb) {
       if (spines_.empty()) throw InputError("the fabric has several leaves but no spine");
-      // ECMP: a deterministic, symmetric choice of spine per pair of leaves.
-      const Vertex spine = spines_[(la + lb) % spines_.size()];
+      // ECMP per flow: a deterministic hash of the two NICs picks the spine, so the flows
+      // between two leaves spread over the spines (and may collide, as hashed ECMP does).
+      const std::size_t h = (static_cast<std::size_t>(out.nic) * 2654435761u) ^ (static_cast<std::size_t>(rb.nic) * 40503u);
+      const Vertex spine = spines_[h % spines_.size()];
       append(r, la, spine);
       append(r, spine, lb);
     }

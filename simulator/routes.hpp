@@ -3,10 +3,11 @@
 // A transfer from rank a to rank b follows:
 //   same node:    topo::find_path between the two GPUs (widest, then shortest), computed once
 //                 per node model and pair of local indices;
-//   other nodes:  GPU a -> a's NIC (its rail) inside node a, NIC a -> fabric -> NIC b, then
-//                 NIC b -> GPU b inside node b, where b's NIC is b's own rail. In the fabric:
-//                 NIC - leaf - NIC when both NICs share a leaf, else NIC - leaf - spine - leaf -
-//                 NIC with the spine picked by a deterministic hash of the two leaves (ECMP).
+//   other nodes:  on the receiver's rail: GPU a -> a's NIC when a is on b's rail; otherwise, as
+//                 NCCL's PXN, GPU a -> NVLink -> the GPU of a's node on b's rail -> its NIC
+//                 (when there is no NVLink way, a's own NIC). Then NIC -> fabric -> b's NIC ->
+//                 GPU b. In the fabric: NIC - leaf - NIC when both NICs share a leaf, else NIC -
+//                 leaf - spine - leaf - NIC, the spine picked by a hash of the two NICs (ECMP).
 // Built in O(nodes + fabric) and answering each query in O(route length) after the first query
 // of a pair of local indices, so 16,384-GPU clusters route in milliseconds.
 #pragma once
@@ -20,7 +21,7 @@ namespace topocoll::sim {
 
 struct Route {
   std::vector<topo::Edge> links;        // in order from source to destination
-  std::vector<bool> forward;            // per link: traversed from its source() to target()?
+  std::vector<bool> forward;            // per link: traversed from its lower-numbered vertex to the higher?
   double latency_us = 0.0;              // sum of link latencies
   double bottleneck_gbps = 0.0;         // smallest link rate
 };

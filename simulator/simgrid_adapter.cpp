@@ -128,16 +128,20 @@ struct Simulation::Impl {
   const topo::Topology& t;
   const topo::Graph& g;
   const Calibration& c;
+  const int channels;
   Listener& listener;
   LinkCatalog catalog;
   std::unique_ptr<sg4::Engine> engine;
 
   sg4::NetZone* root = nullptr;
-  std::vector<sg4::NetZone*> node_zones;                    // per node (nullptr: no rank there)
-  std::vector<sg4::NetZone*> gpu_zones;                     // per rank
-  std::vector<sg4::Host*> hosts;                            // per rank
-  std::vector<sgk::routing::NetPoint*> ports;               // per rank: its NIC (nullptr until used)
-  std::vector<char> has_out, has_in;                        // per rank: gpu->NIC / NIC->gpu route added
+  std::vector<sg4::NetZone*> node_zones;  // per node (nullptr: no rank there)
+  // Per endpoint, rank * channels + channel: its zone, its host, its router toward the fabric
+  // (nullptr until a route leaves the node), whether its routes to and from that router exist.
+  std::vector<sg4::NetZone*> zones;
+  std::vector<sg4::Host*> hosts;
+  std::vector<sgk::routing::NetPoint*> ports;
+  std::vector<char> has_out, has_in;
+  std::vector<Connection> connections;
   std::unordered_map<const topo::Link*, sg4::SplitDuplexLink*> links;
 
   // Completions, collected where SimGrid reports them and handed to the listener from a timer
@@ -147,22 +151,16 @@ struct Simulation::Impl {
   std::unordered_map<std::uint32_t, sg4::ExecPtr> computes_in_flight;
   std::vector<std::uint32_t> transfers_done, computes_done;
   std::vector<std::uint32_t> drained_transfers, drained_computes;  // being handed over
-  std::vector<sg4::ExecPtr> finished_execs;  // released after SimGrid is done with them
+  std::vector<sg4::ExecPtr> finished_execs;  // released once SimGrid is done with them
   bool drain_armed = false;
+  double live_sum = 0; double live_n = 0;
+  ~Impl() {}
 
   Impl(const PlatformSpec& spec, Listener& l)
-      : t(*spec.topology), g(t.graph()), c(*spec.calibration), listener(l), catalog(t) {
+      : t(*spec.topology), g(t.graph()), c(*spec.calibration), channels(std::max(1, spec.channels)), listener(l), catalog(t) {
     start_engine();
     build_platform(spec);
     connect_callbacks();
-  }
-
-  static void start_engine_config() {
-    sg4::Engine::set_config("network/model:CM02");
-    sg4::Engine::set_config("network/TCP-gamma:0");
-    sg4::Engine::set_config("network/crosstraffic:0");
-    sg4::Engine::set_config("network/latency-factor:0");  // see simgrid_adapter.hpp
-    sg4::Engine::set_config("network/bandwidth-factor:1");
   }
 
   void start_engine() {
@@ -171,11 +169,19 @@ struct Simulation::Impl {
     static char* argv[] = {arg0, arg1, arg2, nullptr};
     int argc = 3;
     engine = std::make_unique<sg4::Engine>(&argc, argv);
-    start_engine_config();
+    sg4::Engine::set_config("network/model:CM02");
+    sg4::Engine::set_config("network/TCP-gamma:0");
+    sg4::Engine::set_config("network/crosstraffic:0");
+    sg4::Engine::set_config("network/latency-factor:0");  // see simgrid_adapter.hpp
+    sg4::Engine::set_config("network/bandwidth-factor:1");
   }
 
   // -------------------------------------------------------------------------------------------
   // Platform
+
+  std::size_t endpoint(int rank, int channel) const {
+    return static_cast<std::size_t>(rank) * static_cast<std::size_t>(channels) + static_cast<std::size_t>(channel);
+  }
 
   sg4::SplitDuplexLink* link_of(Edge e) {
     auto [it, inserted] = links.try_emplace(&g[e], nullptr);
@@ -188,33 +194,39 @@ struct Simulation::Impl {
     return it->second;
   }
 
-  std::vector<sg4::LinkInRoute> in_route(const std::vector<Step>& steps) {
+  std::vector<sg4::LinkInRoute> in_route(const std::vector<Step>& steps, sg4::Link* first = nullptr) {
     std::vector<sg4::LinkInRoute> out;
-    out.reserve(steps.size());
+    out.reserve(steps.size() + 1);
+    if (first != nullptr) out.emplace_back(first);
     for (const Step& s : steps) out.emplace_back(link_of(s.edge), s.up ? sg4::LinkInRoute::Direction::UP : sg4::LinkInRoute::Direction::DOWN);
     return out;
   }
 
-  sgk::routing::NetPoint* port_of(int rank) {
-    auto& port = ports[static_cast<std::size_t>(rank)];
-    if (port == nullptr) {
-      const topo::RankInfo& r = t.rank(rank);
-      port = gpu_zones[static_cast<std::size_t>(rank)]->create_router(
-          fmt::format("{}@{}", t.device_name(r.nic), t.device_name(r.gpu)));
-    }
+  // The calibrated per-channel cap of a route (bytes/s; 0: none): the smallest cap of its kinds.
+  double cap_of(const std::vector<Step>& steps) const {
+    double cap = 0.0;
+    for (const Step& s : steps)
+      if (const double k = c.cap(g[s.edge].kind) * 1e9; k > 0) cap = cap > 0 ? std::min(cap, k) : k;
+    return cap;
+  }
+
+  sgk::routing::NetPoint* port_of(int rank, int channel) {
+    auto& port = ports[endpoint(rank, channel)];
+    if (port == nullptr) port = zones[endpoint(rank, channel)]->create_router(fmt::format("{}@{}", hosts[endpoint(rank, channel)]->get_name(), t.device_name(t.rank(rank).nic)));
     return port;
   }
 
   void build_platform(const PlatformSpec& spec) {
     const int p = t.num_ranks();
+    const std::size_t endpoints = static_cast<std::size_t>(p) * static_cast<std::size_t>(channels);
     root = sg4::create_empty_zone("cluster");
     node_zones.assign(static_cast<std::size_t>(t.nodes()), nullptr);
-    gpu_zones.resize(static_cast<std::size_t>(p));
-    hosts.resize(static_cast<std::size_t>(p));
-    ports.assign(static_cast<std::size_t>(p), nullptr);
-    has_out.assign(static_cast<std::size_t>(p), 0);
-    has_in.assign(static_cast<std::size_t>(p), 0);
-    // Zones and hosts: a zone per node, a zone per GPU inside it.
+    zones.resize(endpoints);
+    hosts.resize(endpoints);
+    ports.assign(endpoints, nullptr);
+    has_out.assign(endpoints, 0);
+    has_in.assign(endpoints, 0);
+    // Zones and hosts: a zone per node, a zone per endpoint (GPU, channel) inside it.
     for (int r = 0; r < p; ++r) {
       const topo::RankInfo& info = t.rank(r);
       auto& node = node_zones[static_cast<std::size_t>(info.node)];
@@ -222,40 +234,48 @@ struct Simulation::Impl {
         node = sg4::create_full_zone(fmt::format("n{}", info.node));
         node->set_parent(root);
       }
-      const std::string gpu = t.device_name(info.gpu);
-      sg4::NetZone* zone = sg4::create_full_zone(gpu + ":zone");
-      zone->set_parent(node);
-      gpu_zones[static_cast<std::size_t>(r)] = zone;
-      hosts[static_cast<std::size_t>(r)] = zone->create_host(gpu, spec.gpu_core_speed)->set_core_count(spec.gpu_cores);
+      for (int ch = 0; ch < channels; ++ch) {
+        const std::string name = fmt::format("{}/ch{}", t.device_name(info.gpu), ch);
+        sg4::NetZone* zone = sg4::create_full_zone(name + ":zone");
+        zone->set_parent(node);
+        zones[endpoint(r, ch)] = zone;
+        hosts[endpoint(r, ch)] = zone->create_host(name, spec.compute_speed);
+      }
     }
-    // Routes for the pairs that talk, straight from the Router.
+    // Routes for the connections, straight from the Router.
     Router router(t);
-    for (auto [a, b] : spec.pairs) {
-      TOPOCOLL_ASSERT(a != b && a >= 0 && b >= 0 && a < p && b < p, fmt::format("bad pair {} -> {}", a, b));
+    connections = spec.connections;
+    for (const Connection& conn : connections) {
+      const int a = conn.src, b = conn.dst, ch = conn.channel;
+      TOPOCOLL_ASSERT(a != b && a >= 0 && b >= 0 && a < p && b < p && ch >= 0 && ch < channels,
+                      fmt::format("bad connection {} -> {} channel {}", a, b, ch));
       const std::vector<Step> steps = steps_of(g, catalog, router.route(a, b));
+      // A private link caps this connection's transfers (one at a time) at the channel rate.
+      sg4::Link* cap = nullptr;
+      if (const double rate = cap_of(steps); rate > 0)
+        cap = root->create_link(fmt::format("{}->{}:cap", hosts[endpoint(a, ch)]->get_name(), hosts[endpoint(b, ch)]->get_name()), rate);
       const topo::RankInfo &ra = t.rank(a), &rb = t.rank(b);
-      sg4::NetZone* za = gpu_zones[static_cast<std::size_t>(a)];
-      sg4::NetZone* zb = gpu_zones[static_cast<std::size_t>(b)];
+      const std::size_t ea = endpoint(a, ch), eb = endpoint(b, ch);
       if (ra.node == rb.node) {
-        node_zones[static_cast<std::size_t>(ra.node)]->add_route(za->get_netpoint(), zb->get_netpoint(), hosts[static_cast<std::size_t>(a)]->get_netpoint(),
-                                                                 hosts[static_cast<std::size_t>(b)]->get_netpoint(), in_route(steps), false);
+        node_zones[static_cast<std::size_t>(ra.node)]->add_route(zones[ea]->get_netpoint(), zones[eb]->get_netpoint(), hosts[ea]->get_netpoint(),
+                                                                 hosts[eb]->get_netpoint(), in_route(steps, cap), false);
         continue;
       }
       const CrossNodeParts parts = split_cross_node(g, steps, ra.node, rb.node);
       TOPOCOLL_ASSERT(!parts.out.empty() && !parts.fabric.empty() && !parts.in.empty(),
                       fmt::format("route {} -> {} does not leave and enter nodes through links of their own", a, b));
-      sgk::routing::NetPoint* pa = port_of(a);
-      sgk::routing::NetPoint* pb = port_of(b);
+      sgk::routing::NetPoint* pa = port_of(a, ch);
+      sgk::routing::NetPoint* pb = port_of(b, ch);
       // The part inside each node depends on that GPU alone (its path to its own NIC).
-      if (!has_out[static_cast<std::size_t>(a)]) {
-        za->add_route(hosts[static_cast<std::size_t>(a)]->get_netpoint(), pa, nullptr, nullptr, in_route(parts.out), false);
-        has_out[static_cast<std::size_t>(a)] = 1;
+      if (!has_out[ea]) {
+        zones[ea]->add_route(hosts[ea]->get_netpoint(), pa, nullptr, nullptr, in_route(parts.out), false);
+        has_out[ea] = 1;
       }
-      if (!has_in[static_cast<std::size_t>(b)]) {
-        zb->add_route(pb, hosts[static_cast<std::size_t>(b)]->get_netpoint(), nullptr, nullptr, in_route(parts.in), false);
-        has_in[static_cast<std::size_t>(b)] = 1;
+      if (!has_in[eb]) {
+        zones[eb]->add_route(pb, hosts[eb]->get_netpoint(), nullptr, nullptr, in_route(parts.in), false);
+        has_in[eb] = 1;
       }
-      root->add_bypass_route(za->get_netpoint(), zb->get_netpoint(), pa, pb, in_route(parts.fabric));
+      root->add_bypass_route(zones[ea]->get_netpoint(), zones[eb]->get_netpoint(), pa, pb, in_route(parts.fabric, cap));
     }
     root->seal();
     engine->seal_platform();
@@ -278,8 +298,7 @@ struct Simulation::Impl {
     });
     sg4::Activity::on_completion_cb([this](const sg4::Activity& a) {
       if (dynamic_cast<const sg4::Exec*>(&a) == nullptr) return;
-      const auto tag = static_cast<std::uint32_t>(reinterpret_cast<std::uintptr_t>(a.get_data<void>()) - 1);
-      computes_done.push_back(tag);
+      computes_done.push_back(static_cast<std::uint32_t>(reinterpret_cast<std::uintptr_t>(a.get_data<void>()) - 1));
       arm_drain();
     });
   }
@@ -298,7 +317,7 @@ struct Simulation::Impl {
     drained_transfers.swap(transfers_done);
     drained_computes.clear();
     drained_computes.swap(computes_done);
-    for (std::uint32_t tag : drained_transfers) listener.transfer_done(tag);
+    for (std::uint32_t connection : drained_transfers) listener.transfer_done(connection);
     for (std::uint32_t tag : drained_computes) {
       auto it = computes_in_flight.find(tag);
       TOPOCOLL_ASSERT(it != computes_in_flight.end(), fmt::format("unknown computation {}", tag));
@@ -308,16 +327,18 @@ struct Simulation::Impl {
     }
   }
 
-  void transfer(int src, int dst, double bytes, double max_rate, std::uint32_t tag) {
-    sg4::CommPtr comm = sg4::Comm::sendto_init(hosts[static_cast<std::size_t>(src)], hosts[static_cast<std::size_t>(dst)]);
+  void transfer(std::uint32_t index, double bytes) {
+    const Connection& conn = connections.at(index);
+    sg4::CommPtr comm = sg4::Comm::sendto_init(hosts[endpoint(conn.src, conn.channel)], hosts[endpoint(conn.dst, conn.channel)]);
     comm->set_payload_size(static_cast<std::uint64_t>(bytes));
-    if (max_rate > 0) comm->set_rate(max_rate);
     comm->detach();
-    transfers_in_flight.emplace(comm->get_impl(), tag);
+    const bool fresh = transfers_in_flight.emplace(comm->get_impl(), index).second;
+    live_sum += transfers_in_flight.size(); ++live_n;
+    TOPOCOLL_ASSERT(fresh, "SimGrid reused a live transfer");
   }
 
-  void compute(int rank, double bytes, std::uint32_t tag) {
-    sg4::ExecPtr exec = sg4::Exec::init()->set_flops_amount(bytes)->set_host(hosts[static_cast<std::size_t>(rank)]);
+  void compute(int rank, int channel, double bytes, std::uint32_t tag) {
+    sg4::ExecPtr exec = sg4::Exec::init()->set_flops_amount(bytes)->set_host(hosts[endpoint(rank, channel)]);
     exec->set_data(reinterpret_cast<void*>(static_cast<std::uintptr_t>(tag) + 1));
     exec->start();
     computes_in_flight.emplace(tag, std::move(exec));
@@ -335,11 +356,9 @@ Simulation::Simulation(const PlatformSpec& spec, Listener& listener) {
 // teardown of a large platform takes longer than the simulation.
 Simulation::~Simulation() { (void)impl_.release(); }
 
-void Simulation::transfer(int src, int dst, double bytes, double max_rate, std::uint32_t tag) {
-  impl_->transfer(src, dst, bytes, max_rate, tag);
-}
+void Simulation::transfer(std::uint32_t index, double bytes) { impl_->transfer(index, bytes); }
 
-void Simulation::compute(int rank, double bytes, std::uint32_t tag) { impl_->compute(rank, bytes, tag); }
+void Simulation::compute(int rank, int channel, double bytes, std::uint32_t tag) { impl_->compute(rank, channel, bytes, tag); }
 
 void Simulation::wake_at(double t) {
   Listener* l = &impl_->listener;
@@ -348,12 +367,13 @@ void Simulation::wake_at(double t) {
 
 double Simulation::now() const { return sg4::Engine::get_clock(); }
 
-void Simulation::run() { impl_->engine->run(); }
+void Simulation::run() { impl_->engine->run(); TC_LOG_INFO("sim", "simgrid: average live transfers {:.0f}", impl_->live_sum / std::max(1.0, impl_->live_n)); }
 
-Simulation::RouteView Simulation::route(int src, int dst) const {
+Simulation::RouteView Simulation::route(std::uint32_t index) const {
+  const Connection& conn = impl_->connections.at(index);
   RouteView view;
   std::vector<sg4::Link*> links;
-  impl_->hosts.at(static_cast<std::size_t>(src))->route_to(impl_->hosts.at(static_cast<std::size_t>(dst)), links, &view.latency_s);
+  impl_->hosts[impl_->endpoint(conn.src, conn.channel)]->route_to(impl_->hosts[impl_->endpoint(conn.dst, conn.channel)], links, &view.latency_s);
   for (const sg4::Link* l : links) view.links.push_back(l->get_name());
   return view;
 }
@@ -390,8 +410,10 @@ std::string run_isolated(const std::function<void(std::string& out)>& work) {
     throw std::runtime_error(fmt::format("cannot start the simulation process: {}", std::strerror(errno)));
   }
   if (pid == 0) {
-    // Child: run, answer, and leave without running destructors or atexit handlers.
+    // Child: run, answer, and leave without running destructors or atexit handlers. Crashes
+    // are reported by the parent, not by handlers inherited from it (a test runner's).
     ::close(fds[0]);
+    for (int sig : {SIGABRT, SIGSEGV, SIGBUS, SIGFPE, SIGILL}) std::signal(sig, SIG_DFL);
     std::string answer(1, static_cast<char>(ChildStatus::Ok));
     try {
       work(answer);

@@ -5,34 +5,41 @@
 //
 // ====================================== The platform ========================================
 //
-//   zone "cluster" (Empty: routes only through bypass routes, one per GPU pair that talks across nodes)
-//     zone "n0" (Full: one route per GPU pair of the node that talks, gateways = the two GPUs)
-//       zone "n0/gpu0:zone" (Full)   host  "n0/gpu0"           a GPU (rank)
-//                                    router "n0/nic0@n0/gpu0"  where that GPU's traffic leaves
-//                                                              the node: its NIC (its rail)
-//                                    routes gpu -> NIC and NIC -> gpu: the model's path
-//       zone "n0/gpu1:zone" ...
+//   zone "cluster" (Empty: its routes are bypass routes, one per connection across nodes)
+//     zone "n0" (Full: one route per connection inside the node; gateways: the two endpoints)
+//       zone "n0/gpu0/ch0:zone"      host   "n0/gpu0/ch0"          channel 0 of GPU 0: a CUDA
+//                                                                  block, with its own core for
+//                                                                  local copies and reductions
+//                                    router "n0/gpu0/ch0@n0/nic0"  where its traffic leaves the
+//                                                                  node: the GPU's NIC (rail)
+//                                    routes host -> router, router -> host: the model's path
+//                                    between the GPU and its NIC
+//       (Full)                       ...
+//       zone "n0/gpu0/ch1:zone" ...
 //     zone "n1" ...
 //
-//     cross-node route, GPU a (node i) -> GPU b (node j), as SimGrid assembles it:
-//       [n_i/gpu_a:zone]  a -> NIC(a)              the path inside node i to a's own rail
-//       [cluster bypass]  NIC(a) -> leaf [-> spine -> leaf] -> NIC(b)   the fabric links
-//       [n_j/gpu_b:zone]  NIC(b) -> b              the path inside node j from b's rail
-//     same-node route a -> b: the node zone's route, the model's path between the two GPUs.
+//   A connection (a, b, channel c) is a pair of endpoints; its route, as SimGrid assembles it:
+//     same node:   the node zone's route: the model's path from GPU a to GPU b;
+//     other nodes: [zone a/c]       a -> NIC(a)                      a's path to its own rail
+//                  [cluster bypass] NIC(a) -> leaf [-> spine -> leaf] -> NIC(b)   the fabric
+//                  [zone b/c]       NIC(b) -> b                      b's path from its rail
+//   preceded, when the calibration caps one channel's rate on the route's link kinds, by a
+//   private link of that rate "<a/c>-><b/c>:cap" (a connection carries one message at a time,
+//   so its private link caps each transfer, never two transfers together).
 //
 // Why this shape. A SimGrid zone route joins two zones through ONE pair of gateways, but the
 // NIC a GPU's traffic uses (its rail) depends on the GPU, and the spine between two leaves on
-// the pair of leaves. A zone per GPU, holding the GPU and its NIC as gateway, makes the part
-// inside each node exact; the fabric part, which depends on the two rails, is a bypass route of
-// the top zone keyed by the two GPU zones (SimGrid looks bypass routes up by zone pairs before
-// any zone route). Every link sequence is therefore exactly Router::route(a, b) (tested).
+// the pair of leaves. A zone per endpoint, holding it and its NIC as gateway, makes the part
+// inside each node exact; the fabric part, which depends on both rails, is a bypass route of
+// the top zone keyed by the two endpoint zones (SimGrid looks bypass routes up by zone pairs
+// before any zone route). Every link sequence is exactly Router::route(a, b) (tested).
+// (Comm::set_rate cannot cap a transfer: 3.32 ignores the rate of host-to-host comms.)
 //
-// Why it scales. Nothing is built for a pair of ranks that does not exchange data: the bypass
-// routes are added for the (source, destination) pairs the schedule sends on, and node zones
-// hold routes for the pairs of their own GPUs that talk. A ring, a tree or a hierarchical
-// schedule talks to O(1) peers per rank and channel, so the platform is O(ranks + nodes +
-// links used), never O(ranks^2): 1024 GPUs build in well under a second. Links are created
-// only for the model edges some route uses.
+// Why it scales. Nothing is built for a pair of endpoints that does not exchange data: routes
+// exist for the connections the schedule sends on. A ring, a tree or a hierarchical schedule
+// talks to O(1) peers per rank and channel, so the platform is O(ranks x channels + links
+// used), never O(ranks^2). Node zones' tables are (GPUs x channels per node)^2; the top zone has
+// no table. Links are created only for the model edges some route uses.
 //
 // Links: one split-duplex SimGrid link per model edge, named as in topologies/export.hpp
 // ("<a>--<b>", UP from a to b, "#k" for parallel edges); bandwidth = bw_gbps * 1e9 * the
@@ -71,8 +78,9 @@ namespace topocoll::sim::sg {
 class Listener {
  public:
   virtual ~Listener() = default;
-  // The transfer started with `tag` has pushed its last byte (its bandwidth phase is over).
-  virtual void transfer_done(std::uint32_t tag) = 0;
+  // The message being sent on `connection` has pushed its last byte (its bandwidth phase is
+  // over); the connection may send its next one.
+  virtual void transfer_done(std::uint32_t connection) = 0;
   // The computation started with `tag` is over.
   virtual void compute_done(std::uint32_t tag) = 0;
   // A time asked for with wake_at() has come (now() >= it). Several requests may be answered
@@ -80,15 +88,19 @@ class Listener {
   virtual void wake() = 0;
 };
 
+// A connection: messages from rank src's GPU to rank dst's GPU on one channel.
+struct Connection {
+  int src = 0, dst = 0, channel = 0;
+};
+
 struct PlatformSpec {
   const topo::Topology* topology = nullptr;
   const Calibration* calibration = nullptr;
-  // (source rank, destination rank) pairs that will exchange data; routes exist for these only.
-  std::vector<std::pair<int, int>> pairs;
-  // GPU hosts: each core computes `gpu_core_speed` bytes per second (a local copy or reduce of B
-  // bytes takes B / speed); `gpu_cores` concurrent computations run at full speed (one per channel).
-  double gpu_core_speed = 1e9;
-  int gpu_cores = 1;
+  int channels = 1;
+  // The connections that will carry data; routes exist for these only.
+  std::vector<Connection> connections;
+  // Each endpoint (GPU, channel) computes a local copy or reduce of B bytes in B / compute_speed.
+  double compute_speed = 1e9;
 };
 
 // One SimGrid simulation. SimGrid's engine is a process-wide singleton that cannot be created
@@ -100,24 +112,24 @@ class Simulation {
   Simulation(const Simulation&) = delete;
   Simulation& operator=(const Simulation&) = delete;
 
-  // Starts moving `bytes` from rank src's GPU to rank dst's GPU now, at most at `max_rate`
-  // bytes/s (<= 0: no cap). (src, dst) must be one of the spec's pairs.
-  void transfer(int src, int dst, double bytes, double max_rate, std::uint32_t tag);
-  // Starts computing `bytes` on rank's GPU now.
-  void compute(int rank, double bytes, std::uint32_t tag);
+  // Starts sending a message of `bytes` on connection `index` of the spec, now. A connection
+  // sends one message at a time.
+  void transfer(std::uint32_t index, double bytes);
+  // Starts computing `bytes` on channel `channel` of rank's GPU now.
+  void compute(int rank, int channel, double bytes, std::uint32_t tag);
   // Asks for a Listener::wake() call at simulated time t (>= now()).
   void wake_at(double t);
   double now() const;
   // Runs until nothing is left to simulate.
   void run();
 
-  // SimGrid's own route between two ranks' GPUs (Host::route_to): link names ("a--b_UP") in
+  // SimGrid's own route of connection `index` (Host::route_to): link names ("a--b_UP") in
   // order, and the summed latency (seconds).
   struct RouteView {
     std::vector<std::string> links;
     double latency_s = 0.0;
   };
-  RouteView route(int src, int dst) const;
+  RouteView route(std::uint32_t index) const;
 
  private:
   struct Impl;

@@ -34,8 +34,9 @@
 // platform of its own: every run() forks a child that builds the platform, simulates and sends
 // back the result (sg::run_isolated). The parent's memory is untouched by a run.
 #include <algorithm>
+#include <chrono>
+#include <cmath>
 #include <cstring>
-#include <deque>
 #include <limits>
 #include <queue>
 #include <unordered_map>
@@ -63,23 +64,40 @@ struct Step {
   OpKind kind = OpKind::Send;
 };
 
+// A first-in first-out queue that empties often: a vector and a read position.
+template <typename T>
+class Fifo {
+ public:
+  bool empty() const { return head_ == items_.size(); }
+  void push(T x) { items_.push_back(x); }
+  T pop() {
+    T x = items_[head_++];
+    if (empty()) items_.clear(), head_ = 0;
+    return x;
+  }
+
+ private:
+  std::vector<T> items_;
+  std::size_t head_ = 0;
+};
+
 // A connection: the messages of one (source, destination, channel), in order.
 struct Connection {
-  int src = 0, dst = 0;
-  double latency_s = 0.0;   // route latency, calibrated
-  double max_rate = 0.0;    // bytes/s cap for one channel's transfer, 0 = none
-  bool busy = false;        // a message is being pushed
+  int src = 0, dst = 0, channel = 0;
+  double latency_s = 0.0;  // route latency, calibrated
+  bool busy = false;       // a message is being pushed
   std::uint64_t landed = 0, consumed = 0;
-  std::uint32_t waiter = kNone;        // channel blocked on the next message
-  std::deque<std::uint64_t> queued;    // bytes of issued messages not started yet
-  std::deque<std::uint32_t> in_trace;  // trace entries of issued sends not done yet (tracing only)
+  std::uint32_t waiter = kNone;   // channel blocked on the next message
+  Fifo<std::uint64_t> queued;     // bytes of issued messages not started yet
+  Fifo<std::uint32_t> in_trace;   // trace entries of sends whose last byte has not left (tracing only)
 };
 
 // One (rank, channel): its steps [begin, end) and where it is.
 struct Channel {
   std::uint32_t begin = 0, end = 0, next = 0;
   int rank = 0, channel = 0;
-  double reached_s = 0.0;  // when the channel reached steps[next] (a blocked recv / running compute)
+  double reached_s = 0.0;  // when the channel reached steps[next]
+  bool blocked = false;    // steps[next] waits: for a message (recv) or a computation
 };
 
 // Engine-side events on the simulated clock: a channel resumes, or a message lands.
@@ -105,18 +123,25 @@ class Execution final : public sg::Listener {
 
   // Builds the walk, the platform, runs, and appends the result to `out`.
   void run(std::string& out) {
+    const auto t0 = std::chrono::steady_clock::now();
+    auto seconds_since = [](auto t) { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count(); };
     load_schedule();
+    const double load_s = seconds_since(t0);
     sg::PlatformSpec spec;
     spec.topology = &t_;
     spec.calibration = &c_;
-    spec.pairs = pairs_;
-    spec.gpu_core_speed = c_.reduce_gbps > 0 ? c_.reduce_gbps * 1e9 : 1e9;
-    spec.gpu_cores = std::max(1, s_.num_channels());
+    spec.channels = s_.num_channels();
+    spec.connections.reserve(conns_.size());
+    for (const Connection& conn : conns_) spec.connections.push_back({conn.src, conn.dst, conn.channel});
+    spec.compute_speed = c_.reduce_gbps > 0 ? c_.reduce_gbps * 1e9 : 1e9;
     sim_ = std::make_unique<sg::Simulation>(spec, *this);
+    const double platform_s = seconds_since(t0) - load_s;
     const double launch_s = c_.launch_overhead_us * 1e-6;
     for (std::uint32_t ch = 0; ch < channels_.size(); ++ch) push({launch_s, 0, ch, false});
     arm();
     sim_->run();
+    TC_LOG_INFO("sim", "simgrid: wall time: schedule {:.2f} s, platform {:.2f} s, simulation {:.2f} s", load_s, platform_s,
+                seconds_since(t0) - load_s - platform_s);
     check_complete();
     ResultHeader h{time_s_, transfers_, o_.trace ? trace_.size() : 0};
     out.append(reinterpret_cast<const char*>(&h), sizeof h);
@@ -127,21 +152,14 @@ class Execution final : public sg::Listener {
   void transfer_done(std::uint32_t id) override {
     Connection& conn = conns_[id];
     const double now = sim_->now();
-    if (o_.trace) {
-      trace_[conn.in_trace.front()].end_s = now;
-      conn.in_trace.pop_front();
-    }
+    if (o_.trace) trace_[conn.in_trace.pop()].end_s = now;
     time_s_ = std::max(time_s_, now);
     conn.busy = false;
     if (conn.latency_s > 0)
       push({now + conn.latency_s, 0, id, true});
     else
       land(id, now);
-    if (!conn.queued.empty()) {
-      const std::uint64_t bytes = conn.queued.front();
-      conn.queued.pop_front();
-      start_transfer(id, bytes);
-    }
+    if (!conn.queued.empty()) start_transfer(id, conn.queued.pop());
     arm();
   }
 
@@ -150,6 +168,7 @@ class Execution final : public sg::Listener {
     const double now = sim_->now();
     finish(ch, now);
     ++ch.next;
+    ch.blocked = false;
     advance(id, now);
     arm();
   }
@@ -179,7 +198,6 @@ class Execution final : public sg::Listener {
   std::vector<Step> steps_;
   std::vector<Channel> channels_;  // rank * K + channel
   std::vector<Connection> conns_;
-  std::vector<std::pair<int, int>> pairs_;  // distinct (src, dst) of the connections
   std::priority_queue<Event, std::vector<Event>, std::greater<>> events_;
   std::priority_queue<double, std::vector<double>, std::greater<>> armed_;  // pending wake-ups asked of SimGrid
   std::uint64_t seq_ = 0;
@@ -206,6 +224,7 @@ class Execution final : public sg::Listener {
         conns_.emplace_back();
         conns_.back().src = src;
         conns_.back().dst = dst;
+        conns_.back().channel = ch;
       }
       return it->second;
     };
@@ -242,25 +261,13 @@ class Execution final : public sg::Listener {
         }
       }
     }
-    // Each connection's route: latency and per-channel cap, from the Router and the calibration.
+    // Each connection's latency, from the Router's route and the calibration.
     Router router(t_);
     const auto& g = t_.graph();
-    std::unordered_map<std::uint64_t, char> seen_pair;
-    for (Connection& conn : conns_) {
-      const Route& route = router.route(conn.src, conn.dst);
-      double cap = std::numeric_limits<double>::infinity();
-      for (topo::Edge e : route.links) {
-        const topo::LinkKind kind = g[e].kind;
-        conn.latency_s += (g[e].latency_us + c_.of(kind).extra_latency_us) * 1e-6;
-        if (c_.cap(kind) > 0) cap = std::min(cap, c_.cap(kind) * 1e9);
-      }
-      conn.max_rate = std::isfinite(cap) ? cap : 0.0;
-      const std::uint64_t pair_key = static_cast<std::uint64_t>(conn.src) * static_cast<std::uint64_t>(p) + static_cast<std::uint64_t>(conn.dst);
-      if (seen_pair.try_emplace(pair_key, 1).second) pairs_.emplace_back(conn.src, conn.dst);
-    }
+    for (Connection& conn : conns_)
+      for (topo::Edge e : router.route(conn.src, conn.dst).links) conn.latency_s += (g[e].latency_us + c_.of(g[e].kind).extra_latency_us) * 1e-6;
     if (o_.trace) trace_.reserve(steps_.size());
-    TC_LOG_INFO("sim", "simgrid: {} ranks x {} channels, {} operations, {} connections, {} routed pairs", p, K, steps_.size(),
-                conns_.size(), pairs_.size());
+    TC_LOG_INFO("sim", "simgrid: {} ranks x {} channels, {} operations, {} connections", p, K, steps_.size(), conns_.size());
   }
 
   // -------------------------------------------------------------------------------------------
@@ -283,7 +290,7 @@ class Execution final : public sg::Listener {
   void start_transfer(std::uint32_t id, std::uint64_t bytes) {
     Connection& conn = conns_[id];
     conn.busy = true;
-    sim_->transfer(conn.src, conn.dst, static_cast<double>(bytes), conn.max_rate, id);
+    sim_->transfer(id, static_cast<double>(bytes));
   }
 
   // Connection `id`'s next message lands at `time`: wake its receiver if it waits for it.
@@ -313,18 +320,19 @@ class Execution final : public sg::Listener {
     Channel& ch = channels_[id];
     while (ch.next < ch.end) {
       const Step& st = steps_[ch.next];
-      ch.reached_s = now;
+      if (!ch.blocked) ch.reached_s = now;
+      ch.blocked = false;
       switch (st.kind) {
         case OpKind::Send: {
           Connection& conn = conns_[st.conn];
           ++transfers_;
           if (o_.trace) {
-            conn.in_trace.push_back(static_cast<std::uint32_t>(trace_.size()));
+            conn.in_trace.push(static_cast<std::uint32_t>(trace_.size()));
             record(ch, st, now, now);
           }
           time_s_ = std::max(time_s_, now);
           if (conn.busy)
-            conn.queued.push_back(st.bytes);
+            conn.queued.push(st.bytes);
           else
             start_transfer(st.conn, st.bytes);
           ++ch.next;
@@ -335,6 +343,7 @@ class Execution final : public sg::Listener {
           Connection& conn = conns_[st.conn];
           if (conn.landed == conn.consumed) {  // wait for the message
             conn.waiter = id;
+            ch.blocked = true;
             return;
           }
           ++conn.consumed;
@@ -350,7 +359,8 @@ class Execution final : public sg::Listener {
         case OpKind::Copy:
         case OpKind::Reduce:
           if (c_.reduce_gbps > 0 && st.bytes > 0) {
-            sim_->compute(ch.rank, static_cast<double>(st.bytes), id);
+            sim_->compute(ch.rank, ch.channel, static_cast<double>(st.bytes), id);
+            ch.blocked = true;
             return;
           }
           finish(ch, now);

@@ -1,0 +1,175 @@
+#include <doctest/doctest.h>
+
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "algorithms/registry.hpp"
+#include "common/errors.hpp"
+#include "simulator/engine.hpp"
+#include "simulator/records.hpp"
+#include "simulator/routes.hpp"
+#include "simulator/trace.hpp"
+#include "topologies/load.hpp"
+
+using namespace topocoll;
+
+namespace {
+
+topo::Topology load(const std::string& preset, int nodes, topo::FabricKind fabric = topo::FabricKind::SingleSwitch) {
+  topo::TopologyOptions o{preset};
+  o.nodes = nodes;
+  o.fabric = fabric;
+  o.merge_nvswitch_planes = true;
+  return topo::load_topology(o);
+}
+
+double simulate(const topo::Topology& t, const std::string& alg, std::uint64_t bytes, int channels, std::uint64_t slice,
+                const sim::Calibration& c = sim::ideal_calibration()) {
+  algo::CollectiveArgs a;
+  a.ranks = t.num_ranks();
+  a.count = bytes / 4;
+  algo::Tuning tune;
+  tune.channels = channels;
+  tune.slice_bytes = slice;
+  const algo::Schedule s = algo::find_algorithm(alg).generate(algo::layout_of(t), a, tune);
+  return sim::make_analytic_engine()->run(t, s, c, {}).time_s;
+}
+
+}  // namespace
+
+TEST_CASE("analytic: ring on uniform links equals 2(p-1)/p S/B + 2(p-1) alpha") {
+  // One DGX-H100 node, NVSwitch planes merged: every ring hop is GPU -> NVSwitch -> GPU, 450 GB/s
+  // per direction and 2 x 0.3 us, and no link carries two flows.
+  const topo::Topology t = load("dgx-h100", 1);
+  const double p = 8, B = 450e9, alpha = 0.6e-6;
+  for (std::uint64_t S : {std::uint64_t{8} << 10, std::uint64_t{1} << 20, std::uint64_t{256} << 20}) {
+    const double expected = 2 * (p - 1) / p * static_cast<double>(S) / B + 2 * (p - 1) * alpha;
+    CHECK(simulate(t, "ring", S, 1, std::uint64_t{1} << 40) == doctest::Approx(expected).epsilon(0.01));
+  }
+}
+
+TEST_CASE("analytic: ring across nodes, one GPU each, bottlenecked by the NIC") {
+  // A hand-made node: one GPU and one 50 GB/s NIC behind a PCIe Gen5 switch.
+  topo::NodeModel m;
+  m.name = "one-gpu";
+  const auto cpu = m.add_device(topo::DeviceKind::Cpu, 0);
+  const auto sw = m.add_device(topo::DeviceKind::PcieSwitch, 0);
+  const auto gpu = m.add_gpu(0, 90);
+  const auto nic = m.add_nic(0, 50.0);
+  m.add_link(cpu, sw, topo::LinkKind::Pcie, 63.0, 0.5, 16);
+  m.add_link(sw, gpu, topo::LinkKind::Pcie, 63.0, 0.5, 16);
+  m.add_link(sw, nic, topo::LinkKind::Pcie, 63.0, 0.5, 16);
+  for (int p : {2, 5, 16}) {
+    const topo::Topology t = topo::Topology::build(m, p, topo::FabricSpec{topo::FabricKind::SingleSwitch});
+    const double B = 50e9, alpha = (0.5 + 0.5 + 0.6 + 0.6 + 0.5 + 0.5) * 1e-6;
+    const double S = 64 << 20;
+    const double expected = 2.0 * (p - 1) / p * S / B + 2.0 * (p - 1) * alpha;
+    CHECK(simulate(t, "ring", static_cast<std::uint64_t>(S), 1, std::uint64_t{1} << 40) == doctest::Approx(expected).epsilon(0.01));
+  }
+}
+
+TEST_CASE("analytic: hierarchical matches its cost sheet phase by phase") {
+  // 4 DGX-H100 nodes on one switch, 1 channel, one slice per chunk: intra-node reduce-scatter
+  // (g-1 hops of S/g at 450 GB/s, 0.6 us), a ring over nodes per rail (2(N-1) hops of S/(gN) at
+  // the NIC's 50 GB/s, 3.2 us), intra-node allgather (as the reduce-scatter). No link is shared.
+  const topo::Topology t = load("dgx-h100", 4);
+  const double g = 8, N = 4, S = 256 << 20;
+  const double intra = (g - 1) * (S / g / 450e9 + 0.6e-6);
+  const double inter = 2 * (N - 1) * (S / g / N / 50e9 + 3.2e-6);
+  CHECK(simulate(t, "hierarchical", static_cast<std::uint64_t>(S), 1, std::uint64_t{1} << 40) ==
+        doctest::Approx(2 * intra + inter).epsilon(0.01));
+}
+
+TEST_CASE("analytic: trees sit between their cost sheet's lower bound and three times it") {
+  // Lower bound from the cost sheet: the busiest rank's intra-node bytes at 450 GB/s and inter-node
+  // bytes at the NIC's 50 GB/s (overlapping for dbt, whose waves stream through both; one after the
+  // other for hierarchical-dbt, whose phases are sequential), plus steps x the 0.6 us hop latency.
+  const topo::Topology t = load("dgx-h100", 8);
+  const algo::Layout l = algo::layout_of(t);
+  for (const std::string alg : {"dbt", "hierarchical-dbt"}) {
+    algo::CollectiveArgs a;
+    a.ranks = t.num_ranks();
+    a.count = (std::uint64_t{64} << 20) / 4;
+    algo::Tuning tune;
+    tune.channels = 2;
+    tune.slice_bytes = std::uint64_t{1} << 40;
+    const algo::CostSheet c = algo::find_algorithm(alg).cost(l, a, tune);
+    const double intra = static_cast<double>(c.bytes_sent - c.inter_bytes_sent) / 450e9;
+    const double inter = static_cast<double>(c.inter_bytes_sent) / 50e9;
+    const double lower = (alg == "dbt" ? std::max(intra, inter) : intra + inter) + static_cast<double>(c.steps) * 0.6e-6;
+    // Pipelined (256 KiB slices): the tree streams, so the busiest links' bytes dominate.
+    const double time = simulate(t, alg, a.count * 4, 2, 256 << 10);
+    INFO(alg, " time ", time, " lower ", lower);
+    CHECK(time >= lower * 0.99);
+    CHECK(time <= lower * 3.0);
+  }
+}
+
+TEST_CASE("analytic: calibration slows it down the way the defaults say") {
+  const topo::Topology t = load("dgx-h100", 1);
+  const double ideal = simulate(t, "ring", std::uint64_t{1} << 30, 2, 512 << 10);
+  const double real = simulate(t, "ring", std::uint64_t{1} << 30, 2, 512 << 10, sim::default_calibration());
+  // Large messages: NVLink efficiency 20.6/25 dominates.
+  CHECK(real / ideal == doctest::Approx(25.0 / 20.6).epsilon(0.03));
+}
+
+TEST_CASE("analytic: the trace has one event per operation, in order per channel") {
+  const topo::Topology t = load("dgx-h100", 1);
+  algo::CollectiveArgs a;
+  a.ranks = 8;
+  a.count = 4096;
+  algo::Tuning tune;
+  tune.channels = 2;
+  const algo::Schedule s = algo::find_algorithm("ring").generate(algo::layout_of(t), a, tune);
+  sim::SimOptions o;
+  o.trace = true;
+  const sim::SimResult r = sim::make_analytic_engine()->run(t, s, sim::ideal_calibration(), o);
+  std::size_t ops = 0;
+  for (int rank = 0; rank < 8; ++rank) ops += s.program(rank).size();
+  CHECK(r.trace.size() == ops);
+  for (const auto& e : r.trace) CHECK(e.end_s >= e.start_s);
+  std::ostringstream os;
+  sim::write_chrome_trace(r.trace, 8, 2, os);
+  const nlohmann::json j = nlohmann::json::parse(os.str());
+  CHECK(j["traceEvents"].size() == ops + 8 + 16);  // events + process and thread names
+}
+
+TEST_CASE("records: a record survives JSON, and bad records are rejected") {
+  sim::Record r;
+  r.engine = "analytic";
+  r.algorithm = "ring";
+  r.topology = "dgx-h100";
+  r.nodes = 2;
+  r.ranks = 16;
+  r.size_bytes = 1024;
+  r.time_us = 12.5;
+  r.wrong = 0;
+  const sim::Record back = sim::record_from_json(sim::to_json(r));
+  CHECK(back.algorithm == "ring");
+  CHECK(back.time_us == 12.5);
+  CHECK(back.wrong == std::optional<std::uint64_t>(0));
+  nlohmann::json bad = sim::to_json(r);
+  bad.erase("time_us");
+  CHECK_THROWS_AS(sim::record_from_json(bad), InputError);
+  CHECK_THROWS_AS(sim::record_from_json(nlohmann::json{{"schema", "other"}}), InputError);
+}
+
+TEST_CASE("calibration: files override defaults; bad files name the key") {
+  const sim::Calibration c = sim::parse_calibration(
+      R"({"links": {"network": {"efficiency": 0.9}}, "channel_cap_gbps": {"nvlink": 40}, "step_overhead_us": 1})", "c.json");
+  CHECK(c.of(topo::LinkKind::Network).efficiency == 0.9);
+  CHECK(c.of(topo::LinkKind::NvLink).efficiency == doctest::Approx(20.6 / 25));  // default kept
+  CHECK(c.cap(topo::LinkKind::NvLink) == 40);
+  CHECK(c.step_overhead_us == 1);
+  CHECK_THROWS_WITH_AS(sim::parse_calibration("{\"links\": {\"nvlnk\": {}}}", "c.json"), doctest::Contains("'links.nvlnk': unknown link kind"),
+                       InputError);
+  CHECK_THROWS_WITH_AS(sim::parse_calibration("{\"links\": {\"pcie\": {\"efficiency\": 1.5}}}", "c.json"),
+                       doctest::Contains("'links.pcie.efficiency' = 1.5 is outside [1e-06, 1]"), InputError);
+  CHECK_THROWS_WITH_AS(sim::parse_calibration("{\"step\": 1}", "c.json"), doctest::Contains("unknown key 'step'"), InputError);
+  CHECK_THROWS_WITH_AS(sim::parse_calibration("{\n\"step_overhead_us\": }", "c.json"), doctest::Contains("c.json:2: not valid JSON"),
+                       InputError);
+  CHECK_THROWS_WITH_AS(sim::parse_calibration("{\"reduce_gbps\": \"fast\"}", "c.json"),
+                       doctest::Contains("'reduce_gbps' must be a number"), InputError);
+  CHECK_THROWS_WITH_AS(sim::make_engine("ns3"), doctest::Contains("unknown engine 'ns3': expected simgrid or analytic"), InputError);
+}

@@ -1,0 +1,291 @@
+// Tests of the SimGrid engine (simgrid_engine.cpp) and its platform (simgrid_adapter.hpp): closed
+// forms on hand-made machines, the routes SimGrid follows against the Router's, and agreement
+// with the analytic engine where both model the same thing.
+#include <doctest/doctest.h>
+#include <fmt/format.h>
+
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "algorithms/registry.hpp"
+#include "common/errors.hpp"
+#include "simulator/engine.hpp"
+#include "simulator/routes.hpp"
+#include "simulator/simgrid_adapter.hpp"
+#include "topologies/presets.hpp"
+
+namespace topocoll::sim {
+namespace {
+
+using algo::BufferId;
+using algo::Chunk;
+using algo::Op;
+using algo::OpKind;
+using algo::Program;
+using topo::DeviceKind;
+using topo::LinkKind;
+
+constexpr std::uint64_t kMiB = 1 << 20;
+
+// ---------------------------------------------------------------------------------------------
+// Hand-made machines
+
+// Two GPUs joined by one NVLink of 100 GB/s and 1 us.
+//
+//     gpu0 ══ 100 GB/s, 1 us ══ gpu1
+topo::Topology two_gpus() {
+  topo::NodeModel m;
+  m.name = "two-gpus";
+  const auto a = m.add_gpu(0, 90), b = m.add_gpu(0, 90);
+  m.add_link(a, b, LinkKind::NvLink, 100.0, 1.0);
+  return topo::Topology::build(m, 1, topo::FabricSpec{});
+}
+
+// Three GPUs on one PCIe switch, 10 GB/s and 1 us per link: gpu0 -> gpu2 and gpu1 -> gpu2
+// share the switch's link down to gpu2.
+//
+//     gpu0   gpu1   gpu2
+//        \    |    /
+//         pcie switch
+topo::Topology three_gpus_on_a_switch() {
+  topo::NodeModel m;
+  m.name = "three-gpus";
+  const auto sw = m.add_device(DeviceKind::PcieSwitch, 0);
+  for (int i = 0; i < 3; ++i) m.add_link(sw, m.add_gpu(0, 90), LinkKind::Pcie, 10.0, 1.0);
+  return topo::Topology::build(m, 1, topo::FabricSpec{});
+}
+
+// `nodes` nodes of one GPU and one NIC on a single switch: every hop of a ring is
+//   gpu --PCIe 64 GB/s, 0.5 us-- nic --50 GB/s, 0.6 us-- switch --50 GB/s, 0.6 us-- nic --PCIe-- gpu
+// so B = 50 GB/s and alpha = 0.5 + 0.6 + 0.6 + 0.5 = 2.2 us for every pair.
+topo::Topology one_gpu_nodes(int nodes) {
+  topo::NodeModel m;
+  m.name = "one-gpu";
+  const auto gpu = m.add_gpu(0, 90);
+  const auto nic = m.add_nic(0, 50.0);
+  m.add_link(gpu, nic, LinkKind::Pcie, 64.0, 0.5);
+  topo::FabricSpec f;
+  f.kind = topo::FabricKind::SingleSwitch;
+  f.latency_us = 0.6;
+  return topo::Topology::build(m, nodes, f);
+}
+
+algo::CollectiveArgs args_for(int ranks, std::uint64_t bytes) {
+  algo::CollectiveArgs a;
+  a.count = bytes / 4;  // float32
+  a.ranks = ranks;
+  return a;
+}
+
+Op op(OpKind kind, int peer, std::uint64_t count, int channel = 0) {
+  Op o;
+  o.kind = kind;
+  o.peer = peer;
+  o.channel = static_cast<std::uint16_t>(channel);
+  const Chunk c{BufferId::Output, 0, count};
+  if (kind == OpKind::Send || kind == OpKind::Copy || kind == OpKind::Reduce) o.src = c;
+  if (kind != OpKind::Send) o.dst = c;
+  return o;
+}
+
+algo::Schedule hand_made(int ranks, std::uint64_t count, std::vector<Program> programs, int channels = 1) {
+  return algo::Schedule::from_programs("hand-made", args_for(ranks, count * 4), channels, 0, std::move(programs));
+}
+
+SimResult simulate(const topo::Topology& t, const algo::Schedule& s, const Calibration& c, bool trace = false) {
+  SimOptions o;
+  o.trace = trace;
+  return make_simgrid_engine()->run(t, s, c, o);
+}
+
+algo::Schedule generate(const std::string& name, const topo::Topology& t, std::uint64_t bytes, int channels, std::uint64_t slice_bytes) {
+  algo::Tuning tuning;
+  tuning.channels = channels;
+  tuning.slice_bytes = slice_bytes;
+  return algo::find_algorithm(name).generate(algo::layout_of(t), args_for(t.num_ranks(), bytes), tuning);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Closed forms
+
+TEST_CASE("simgrid: a 2-rank schedule takes latency + bytes / bandwidth") {
+  const topo::Topology t = two_gpus();
+  const std::uint64_t count = 8 * kMiB / 4, bytes = count * 4;
+  const algo::Schedule s = hand_made(2, count, {{op(OpKind::Send, 1, count)}, {op(OpKind::Recv, 0, count)}});
+  const SimResult r = simulate(t, s, ideal_calibration());
+  CHECK(r.engine == "simgrid");
+  CHECK(r.transfers == 1);
+  CHECK(r.time_s == doctest::Approx(1e-6 + static_cast<double>(bytes) / 100e9).epsilon(1e-9));
+}
+
+TEST_CASE("simgrid: calibration scales links and adds overheads") {
+  const topo::Topology t = two_gpus();
+  const std::uint64_t count = 8 * kMiB / 4;
+  const double bytes = static_cast<double>(count * 4);
+  const algo::Schedule s = hand_made(2, count, {{op(OpKind::Send, 1, count)}, {op(OpKind::Recv, 0, count)}});
+  Calibration c = ideal_calibration();
+  SUBCASE("efficiency and extra latency") {
+    c.links[static_cast<std::size_t>(LinkKind::NvLink)] = {0.8, 0.5};
+    CHECK(simulate(t, s, c).time_s == doctest::Approx(1.5e-6 + bytes / 80e9).epsilon(1e-9));
+  }
+  SUBCASE("per-channel cap") {
+    c.channel_cap_gbps[static_cast<std::size_t>(LinkKind::NvLink)] = 20.0;
+    CHECK(simulate(t, s, c).time_s == doctest::Approx(1e-6 + bytes / 20e9).epsilon(1e-9));
+  }
+  SUBCASE("launch and step overheads") {
+    c.launch_overhead_us = 6.0;
+    c.step_overhead_us = 3.0;
+    CHECK(simulate(t, s, c).time_s == doctest::Approx(6e-6 + 1e-6 + bytes / 100e9 + 3e-6).epsilon(1e-9));
+  }
+  SUBCASE("local reductions run at reduce_gbps, one channel each") {
+    c.reduce_gbps = 50.0;
+    const algo::Schedule local = hand_made(2, count, {{op(OpKind::Reduce, -1, count, 0), op(OpKind::Copy, -1, count, 1)}, {}}, 2);
+    CHECK(simulate(t, local, c).time_s == doctest::Approx(bytes / 50e9).epsilon(1e-9));
+  }
+}
+
+TEST_CASE("simgrid: a connection keeps its messages in order and pays its latency once") {
+  // Four messages on one connection: the link is busy for 4 B / bw, the last lands 1 us later.
+  const topo::Topology t = two_gpus();
+  const std::uint64_t count = kMiB / 4;
+  const double bytes = static_cast<double>(count * 4);
+  Program send, recv;
+  for (int k = 0; k < 4; ++k) {
+    send.push_back(op(OpKind::Send, 1, count));
+    recv.push_back(op(OpKind::Recv, 0, count));
+  }
+  const SimResult r = simulate(t, hand_made(2, count, {send, recv}), ideal_calibration(), true);
+  CHECK(r.transfers == 4);
+  CHECK(r.time_s == doctest::Approx(1e-6 + 4 * bytes / 100e9).epsilon(1e-9));
+  // Receive k ends when message k lands: 1 us + (k + 1) B / bw.
+  std::vector<double> recv_ends;
+  for (const TraceEvent& e : r.trace)
+    if (e.kind == OpKind::Recv) recv_ends.push_back(e.end_s);
+  REQUIRE(recv_ends.size() == 4);
+  for (int k = 0; k < 4; ++k) CHECK(recv_ends[static_cast<std::size_t>(k)] == doctest::Approx(1e-6 + (k + 1) * bytes / 100e9).epsilon(1e-9));
+}
+
+TEST_CASE("simgrid: flows through one link share it fairly whatever their latency") {
+  const topo::Topology t = three_gpus_on_a_switch();
+  const std::uint64_t count = 4 * kMiB / 4;
+  const double bytes = static_cast<double>(count * 4);
+  const algo::Schedule s =
+      hand_made(3, count, {{op(OpKind::Send, 2, count)}, {op(OpKind::Send, 2, count, 1)}, {op(OpKind::Recv, 0, count), op(OpKind::Recv, 1, count, 1)}}, 2);
+  // Both cross the switch -> gpu2 link: each gets 5 GB/s while both run.
+  CHECK(simulate(t, s, ideal_calibration()).time_s == doctest::Approx(2e-6 + 2 * bytes / 10e9).epsilon(1e-9));
+}
+
+// Ring allreduce, one channel, no slicing: 2(p-1) steps, each moves one segment of S/p bytes
+// over one hop and waits for it to land, and every hop has the same B and alpha, so
+//   T = 2(p-1) * (S/p / B + alpha) = 2(p-1)/p * S/B + 2(p-1) * alpha.
+TEST_CASE("simgrid: ring allreduce matches 2(p-1)/p S/B + 2(p-1) alpha") {
+  for (int p : {2, 5, 8}) {
+    CAPTURE(p);
+    const topo::Topology t = one_gpu_nodes(p);
+    const std::uint64_t S = 64 * kMiB;
+    const SimResult r = simulate(t, generate("ring", t, S, 1, S), ideal_calibration());
+    const double B = 50e9, alpha = 2.2e-6;
+    const double expected = 2.0 * (p - 1) / p * static_cast<double>(S) / B + 2.0 * (p - 1) * alpha;
+    CHECK(r.time_s == doctest::Approx(expected).epsilon(0.01));
+    CHECK(r.transfers == static_cast<std::uint64_t>(2 * p * (p - 1)));
+  }
+}
+
+TEST_CASE("simgrid: ring allreduce inside a DGX H100 matches the closed form") {
+  // 8 GPUs on NVSwitch, one channel, no slicing: every hop GPU -> NVSwitch -> GPU over one
+  // plane (the Router's widest path): B = that plane's links, alpha = two NVLink latencies.
+  const topo::Topology t = topo::Topology::build(topo::make_dgx_h100_node(), 1, topo::FabricSpec{});
+  Router router(t);
+  const Route& hop = router.route(0, 1);
+  const double B = hop.bottleneck_gbps * 1e9, alpha = hop.latency_us * 1e-6;
+  const std::uint64_t S = 256 * kMiB;
+  const SimResult r = simulate(t, generate("ring", t, S, 1, S), ideal_calibration());
+  const int p = 8;
+  CHECK(r.time_s == doctest::Approx(2.0 * (p - 1) / p * static_cast<double>(S) / B + 2.0 * (p - 1) * alpha).epsilon(0.01));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Routes
+
+TEST_CASE("simgrid: SimGrid's routes are the Router's, inside nodes and across rails") {
+  const topo::Topology t = topo::Topology::build(topo::make_dgx_h100_node(), 3, topo::FabricSpec{});
+  // Same node; same rail across nodes (one leaf); different rails (leaf - spine - leaf); both ways.
+  const std::vector<std::pair<int, int>> pairs = {{0, 5}, {5, 0}, {0, 8}, {8, 0}, {1, 19}, {19, 1}, {3, 12}, {12, 3}, {7, 16}};
+  const Calibration c = ideal_calibration();
+  // SimGrid's own view, from a simulation process: one line per pair, "latency link link ...".
+  const std::string answer = sg::run_isolated([&](std::string& out) {
+    struct Idle final : sg::Listener {
+      void transfer_done(std::uint32_t) override {}
+      void compute_done(std::uint32_t) override {}
+      void wake() override {}
+    } idle;
+    sg::PlatformSpec spec;
+    spec.topology = &t;
+    spec.calibration = &c;
+    spec.channels = 2;
+    for (auto [a, b] : pairs) spec.connections.push_back({a, b, 1});
+    sg::Simulation sim(spec, idle);
+    for (std::uint32_t i = 0; i < pairs.size(); ++i) {
+      const sg::Simulation::RouteView v = sim.route(i);
+      out += fmt::format("{:.17g}", v.latency_s);
+      for (const std::string& l : v.links) out += " " + l;
+      out += "\n";
+    }
+  });
+  std::istringstream lines(answer);
+  Router router(t);
+  for (auto [a, b] : pairs) {
+    CAPTURE(a);
+    CAPTURE(b);
+    std::string line;
+    REQUIRE(std::getline(lines, line));
+    std::istringstream words(line);
+    double latency = 0;
+    words >> latency;
+    std::vector<std::string> links;
+    for (std::string w; words >> w;) links.push_back(w);
+    const Route& expected = router.route(a, b);
+    CHECK(links == sg::link_names(t, expected));
+    CHECK(latency == doctest::Approx(expected.latency_us * 1e-6).epsilon(1e-12));
+  }
+  // The cross-rail pair really goes through a spine, the same-rail pair does not.
+  const Route& cross = router.route(1, 19), &same = router.route(0, 8);
+  CHECK(cross.links.size() == same.links.size() + 2);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Errors
+
+TEST_CASE("simgrid: bad schedules are input errors") {
+  const topo::Topology t = two_gpus();
+  SUBCASE("a receive that is never matched") {
+    const algo::Schedule s = hand_made(2, 16, {{}, {op(OpKind::Recv, 0, 16)}});
+    CHECK_THROWS_WITH_AS(simulate(t, s, ideal_calibration()), doctest::Contains("does not complete"), InputError);
+  }
+  SUBCASE("a schedule for another number of ranks") {
+    const algo::Schedule s = hand_made(3, 16, {{}, {}, {}});
+    CHECK_THROWS_WITH_AS(simulate(t, s, ideal_calibration()), doctest::Contains("3 ranks"), InputError);
+  }
+}
+
+}  // namespace
+}  // namespace topocoll::sim
+namespace topocoll::sim {
+namespace {
+TEST_CASE("scratch: dbt vs analytic") {
+  const Calibration c = ideal_calibration();
+  for (std::uint64_t S : {std::uint64_t(1) << 20, std::uint64_t(64) << 20}) {
+    for (int which = 0; which < 3; ++which) {
+      topo::Topology t = which == 0 ? two_gpus() : which == 1 ? one_gpu_nodes(4) : topo::Topology::build(topo::make_dgx_h100_node(), 2, topo::FabricSpec{});
+      for (const char* a : {"dbt", "hierarchical", "ring"}) {
+        const algo::Schedule s = generate(a, t, S, 2, kMiB);
+        const double sg = simulate(t, s, c).time_s;
+        const double an = make_analytic_engine()->run(t, s, c, SimOptions{}).time_s;
+        MESSAGE(fmt::format("topo {} {} S={} MiB: simgrid {:.6e} analytic {:.6e} ratio {:.4f}", which, a, S >> 20, sg, an, sg / an));
+      }
+    }
+  }
+}
+}  // namespace
+}  // namespace topocoll::sim
