@@ -20,6 +20,12 @@ std::uint64_t slice_elems(const CollectiveArgs& a, const Tuning& t) {
   return std::max<std::uint64_t>(1, t.slice_bytes / size_of(a.dtype));
 }
 
+std::uint64_t tree_slice_elems(const CollectiveArgs& a, const Tuning& t, std::uint64_t count) {
+  const std::uint64_t elem = size_of(a.dtype);
+  const std::uint64_t floor = std::max<std::uint64_t>(1, kTreeMinSliceBytes / elem);
+  return std::min(slice_elems(a, t), std::max(floor, count / kTreeMinSlices));
+}
+
 Range channel_range(std::uint64_t count, int channels, int c) { return split(Range{0, count}, static_cast<std::uint64_t>(channels), static_cast<std::uint64_t>(c)); }
 
 std::vector<int> rotate(const std::vector<int>& v, int by) {
@@ -166,14 +172,13 @@ Schedule make_dbt(const Layout& l, const CollectiveArgs& a, const Tuning& t) {
     for (int r = 0; r < l.ranks; ++r) per_rank.push_back(dbt_links(l, c, r));
     links->push_back(std::move(per_rank));
   }
-  const std::uint64_t se = slice_elems(a, t);
-  return Schedule("dbt", a, K, 0, [links, a, K, se](int rank, Program& out) {
+  return Schedule("dbt", a, K, 0, [links, a, K, t](int rank, Program& out) {
     ProgramBuilder b(out);
     for (int c = 0; c < K; ++c) {
       const Range mine = channel_range(a.count, K, c);
       b.copy(as_chunk(BufferId::Input, mine), as_chunk(BufferId::Output, mine), c);
       tree_allreduce(b, (*links)[static_cast<std::size_t>(c)][static_cast<std::size_t>(rank)], as_chunk(BufferId::Output, mine), c,
-                     se);
+                     tree_slice_elems(a, t, mine.count));
     }
   });
 }
@@ -241,7 +246,7 @@ Schedule make_hierarchical(const Layout& l, const CollectiveArgs& a, const Tunin
   std::vector<int> node_of = l.node_of;
   auto node_of_ptr = std::make_shared<std::vector<int>>(std::move(node_of));
   return Schedule(inner == Inner::Ring ? "hierarchical" : "hierarchical-dbt", a, K, 0,
-                  [plan, node_of_ptr, a, K, g, N, se, depth, inner](int rank, Program& out) {
+                  [plan, node_of_ptr, a, K, g, N, se, depth, inner, tuning = t](int rank, Program& out) {
                     ProgramBuilder b(out);
                     const int n = (*node_of_ptr)[static_cast<std::size_t>(rank)];
                     for (int c = 0; c < K; ++c) {
@@ -266,7 +271,7 @@ Schedule make_hierarchical(const Layout& l, const CollectiveArgs& a, const Tunin
                         TreeLinks links;
                         links.parent = nt.parent < 0 ? -1 : group[static_cast<std::size_t>(nt.parent)];
                         for (int child : nt.children) links.children.push_back(group[static_cast<std::size_t>(child)]);
-                        tree_allreduce(b, links, mine_seg, c, se);
+                        tree_allreduce(b, links, mine_seg, c, tree_slice_elems(a, tuning, mine_seg.count));
                       }
                       // 3. Inside the node: everyone gets every segment.
                       ring_allgather(b, ring, i, seg, c, se, depth);

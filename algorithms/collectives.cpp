@@ -102,14 +102,13 @@ std::vector<std::vector<TreeLinks>> rooted_links(const Layout& l, int K, int roo
 Schedule make_broadcast(const Layout& l, const CollectiveArgs& a, const Tuning& t, Shape shape) {
   const int K = std::max(1, t.channels);
   auto links = std::make_shared<std::vector<std::vector<TreeLinks>>>(rooted_links(l, K, a.root, shape));
-  const std::uint64_t se = slice_elems(a, t);
-  return Schedule(shape == Shape::Chain ? "broadcast-chain" : "broadcast-tree", a, K, 0, [links, a, K, se](int rank, Program& out) {
+  return Schedule(shape == Shape::Chain ? "broadcast-chain" : "broadcast-tree", a, K, 0, [links, a, K, t](int rank, Program& out) {
     ProgramBuilder b(out);
     for (int c = 0; c < K; ++c) {
       const Range part = channel_range(a.count, K, c);
       const Chunk data = chunk(BufferId::Output, part.offset, part.count);
       if (rank == a.root) b.copy(chunk(BufferId::Input, part.offset, part.count), data, c);
-      tree_broadcast(b, (*links)[static_cast<std::size_t>(c)][static_cast<std::size_t>(rank)], data, c, se);
+      tree_broadcast(b, (*links)[static_cast<std::size_t>(c)][static_cast<std::size_t>(rank)], data, c, tree_slice_elems(a, t, data.count));
     }
   });
 }
@@ -118,14 +117,13 @@ Schedule make_broadcast(const Layout& l, const CollectiveArgs& a, const Tuning& 
 Schedule make_reduce(const Layout& l, const CollectiveArgs& a, const Tuning& t, Shape shape) {
   const int K = std::max(1, t.channels);
   auto links = std::make_shared<std::vector<std::vector<TreeLinks>>>(rooted_links(l, K, a.root, shape));
-  const std::uint64_t se = slice_elems(a, t);
-  return Schedule(shape == Shape::Chain ? "reduce-chain" : "reduce-tree", a, K, 0, [links, a, K, se](int rank, Program& out) {
+  return Schedule(shape == Shape::Chain ? "reduce-chain" : "reduce-tree", a, K, 0, [links, a, K, t](int rank, Program& out) {
     ProgramBuilder b(out);
     for (int c = 0; c < K; ++c) {
       const Range part = channel_range(a.count, K, c);
       const Chunk data = chunk(BufferId::Output, part.offset, part.count);
       b.copy(chunk(BufferId::Input, part.offset, part.count), data, c);
-      tree_reduce(b, (*links)[static_cast<std::size_t>(c)][static_cast<std::size_t>(rank)], data, c, se);
+      tree_reduce(b, (*links)[static_cast<std::size_t>(c)][static_cast<std::size_t>(rank)], data, c, tree_slice_elems(a, t, data.count));
     }
   });
 }

@@ -127,3 +127,27 @@ TEST_CASE("registry: names, descriptions, lookup") {
   CHECK(select_algorithms("ring,dbt", std::nullopt).size() == 2);
   CHECK_THROWS_AS(select_algorithms("ring,,dbt", std::nullopt), topocoll::InputError);
 }
+
+TEST_CASE("registry: hierarchical says why it cannot run on nodes of different sizes") {
+  Layout l;
+  l.ranks = 5;
+  l.nodes = 2;
+  l.node_of = {0, 0, 0, 1, 1};
+  l.node_ranks = {{0, 1, 2}, {3, 4}};
+  l.rail_of = {0, 1, 2, 0, 1};
+  l.rails = 3;
+  CollectiveArgs a;
+  a.ranks = 5;
+  a.count = 100;
+  for (const char* name : {"hierarchical", "hierarchical-dbt"}) {
+    const Support s = find_algorithm(name).supports(l, a, Tuning{});
+    CHECK_FALSE(s.ok);
+    CHECK(s.reason == "needs the same number of GPUs on every node");
+  }
+  // The flat algorithms run on it, proven.
+  for (const char* name : {"ring", "dbt"}) {
+    VerifyOptions o;
+    o.node_of = l.node_of;
+    CHECK(verify(find_algorithm(name).generate(l, a, Tuning{}), o).ok());
+  }
+}

@@ -9,6 +9,12 @@
 namespace topocoll::algo {
 
 std::uint64_t slice_elems(const CollectiveArgs& a, const Tuning& t);
+// Trees pipeline only with many slices: cut a chunk of `count` elements into at least
+// kTreeMinSlices slices (no smaller than kTreeMinSliceBytes, no larger than the tuning's slice),
+// as NCCL's tree chunk size adapts to the message.
+inline constexpr std::uint64_t kTreeMinSlices = 32;
+inline constexpr std::uint64_t kTreeMinSliceBytes = 4096;
+std::uint64_t tree_slice_elems(const CollectiveArgs& a, const Tuning& t, std::uint64_t count);
 Range channel_range(std::uint64_t count, int channels, int c);
 std::vector<int> rotate(const std::vector<int>& v, int by);
 std::vector<int> flat_ring(const Layout& l, int c);

@@ -36,9 +36,8 @@ namespace {
 // ---------------------------------------------------------------------------------------------
 // Links: names and directions (topologies/export.hpp's convention).
 
-// Every model edge's SimGrid name and the end its "UP" direction starts from. An undirected
-// Boost edge descriptor obtained with boost::edge(u, v) has source() == u whichever way the edge
-// was added, so directions are taken from the edge list (boost::edges), once per topology.
+// Every model edge's SimGrid name and the end its "UP" direction starts from: the source of the
+// edge as the graph lists it (boost::edges), whatever the orientation of a descriptor at hand.
 class LinkCatalog {
  public:
   explicit LinkCatalog(const topo::Topology& t) : g_(t.graph()) {
@@ -69,23 +68,31 @@ class LinkCatalog {
   }
 };
 
-// One link of a route: the model edge, and whether it is walked in its UP direction.
+// One link of a route, walked from vertex `from` to vertex `to`: UP or DOWN.
 struct Step {
   Edge edge;
+  Vertex from = 0, to = 0;
   bool up = true;
 };
 
-// A Router route as steps, with the vertex it starts from (Router builds each link with
-// boost::edge(from, to), so source() is the vertex the walk leaves).
-std::vector<Step> steps_of(const topo::Graph& g, const LinkCatalog& catalog, const Route& r) {
+// A Router route walked from rank src's GPU.
+std::vector<Step> steps_of(const topo::Topology& t, const LinkCatalog& catalog, int src, const Route& r) {
+  const topo::Graph& g = t.graph();
   std::vector<Step> steps;
   steps.reserve(r.links.size());
-  for (Edge e : r.links) steps.push_back({e, catalog.up(e, boost::source(e, g))});
+  Vertex at = t.rank(src).gpu;
+  for (Edge e : r.links) {
+    const Vertex a = boost::source(e, g), b = boost::target(e, g);
+    TOPOCOLL_ASSERT(a == at || b == at, fmt::format("the route from rank {} is not a walk", src));
+    const Vertex next = a == at ? b : a;
+    steps.push_back({e, at, next, catalog.up(e, at)});
+    at = next;
+  }
   return steps;
 }
 
-// Splits a cross-node route at the first vertex outside the source's node and the last vertex
-// inside the destination's node: [inside a's node][fabric][inside b's node].
+// Splits a cross-node route at its first vertex outside the source's node and its last vertex
+// outside the destination's node: [inside a's node][fabric][inside b's node].
 struct CrossNodeParts {
   std::vector<Step> out, fabric, in;
 };
@@ -93,9 +100,9 @@ struct CrossNodeParts {
 CrossNodeParts split_cross_node(const topo::Graph& g, const std::vector<Step>& steps, int node_a, int node_b) {
   CrossNodeParts parts;
   std::size_t k = 0;
-  while (k < steps.size() && g[boost::target(steps[k].edge, g)].node == node_a) parts.out.push_back(steps[k++]);
+  while (k < steps.size() && g[steps[k].to].node == node_a) parts.out.push_back(steps[k++]);
   std::size_t end = steps.size();
-  while (end > k && g[boost::source(steps[end - 1].edge, g)].node == node_b) --end;
+  while (end > k && g[steps[end - 1].from].node == node_b) --end;
   for (; k < end; ++k) parts.fabric.push_back(steps[k]);
   for (; k < steps.size(); ++k) parts.in.push_back(steps[k]);
   return parts;
@@ -114,10 +121,10 @@ bool simulation_created = false;
 
 }  // namespace
 
-std::vector<std::string> link_names(const topo::Topology& t, const Route& r) {
+std::vector<std::string> link_names(const topo::Topology& t, int src, const Route& r) {
   const LinkCatalog catalog(t);
   std::vector<std::string> names;
-  for (const Step& s : steps_of(t.graph(), catalog, r)) names.push_back(split_duplex_name(catalog.name(s.edge), s.up));
+  for (const Step& s : steps_of(t, catalog, src, r)) names.push_back(split_duplex_name(catalog.name(s.edge), s.up));
   return names;
 }
 
@@ -153,8 +160,7 @@ struct Simulation::Impl {
   std::vector<std::uint32_t> drained_transfers, drained_computes;  // being handed over
   std::vector<sg4::ExecPtr> finished_execs;  // released once SimGrid is done with them
   bool drain_armed = false;
-  double live_sum = 0; double live_n = 0;
-  ~Impl() {}
+  double live_sum = 0.0, live_count = 0.0;  // transfers in flight, summed at each start
 
   Impl(const PlatformSpec& spec, Listener& l)
       : t(*spec.topology), g(t.graph()), c(*spec.calibration), channels(std::max(1, spec.channels)), listener(l), catalog(t) {
@@ -249,7 +255,7 @@ struct Simulation::Impl {
       const int a = conn.src, b = conn.dst, ch = conn.channel;
       TOPOCOLL_ASSERT(a != b && a >= 0 && b >= 0 && a < p && b < p && ch >= 0 && ch < channels,
                       fmt::format("bad connection {} -> {} channel {}", a, b, ch));
-      const std::vector<Step> steps = steps_of(g, catalog, router.route(a, b));
+      const std::vector<Step> steps = steps_of(t, catalog, a, router.route(a, b));
       // A private link caps this connection's transfers (one at a time) at the channel rate.
       sg4::Link* cap = nullptr;
       if (const double rate = cap_of(steps); rate > 0)
@@ -333,7 +339,8 @@ struct Simulation::Impl {
     comm->set_payload_size(static_cast<std::uint64_t>(bytes));
     comm->detach();
     const bool fresh = transfers_in_flight.emplace(comm->get_impl(), index).second;
-    live_sum += transfers_in_flight.size(); ++live_n;
+    live_sum += static_cast<double>(transfers_in_flight.size());
+    live_count += 1;
     TOPOCOLL_ASSERT(fresh, "SimGrid reused a live transfer");
   }
 
@@ -367,7 +374,12 @@ void Simulation::wake_at(double t) {
 
 double Simulation::now() const { return sg4::Engine::get_clock(); }
 
-void Simulation::run() { impl_->engine->run(); TC_LOG_INFO("sim", "simgrid: average live transfers {:.0f}", impl_->live_sum / std::max(1.0, impl_->live_n)); }
+void Simulation::run() {
+  impl_->engine->run();
+  // SimGrid 3.32 keeps detached transfers in a list it searches end to end at each completion,
+  // so the cost of a transfer grows with the transfers in flight: worth knowing when it is slow.
+  TC_LOG_INFO("sim", "simgrid: {:.0f} transfers in flight on average", impl_->live_sum / std::max(1.0, impl_->live_count));
+}
 
 Simulation::RouteView Simulation::route(std::uint32_t index) const {
   const Connection& conn = impl_->connections.at(index);

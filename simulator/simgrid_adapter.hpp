@@ -136,9 +136,9 @@ class Simulation {
   std::unique_ptr<Impl> impl_;
 };
 
-// The SimGrid names of the links of a Router route, in order ("n0/gpu0--n0/pcie0_UP"): what
-// Simulation::route() must return for that pair.
-std::vector<std::string> link_names(const topo::Topology& t, const Route& r);
+// The SimGrid names of the links of the Router's route from rank src, in order
+// ("n0/gpu0--n0/pcie_switch0_UP"): what Simulation::route() must return for that connection.
+std::vector<std::string> link_names(const topo::Topology& t, int src, const Route& r);
 
 // Runs `work` in a child process (fork) and returns the bytes it appended to its argument. An
 // InputError thrown by `work` is rethrown here as an InputError with the same message, anything

@@ -12,21 +12,22 @@
 //                      The message joins its connection (rank, peer, channel): a connection
 //                      carries its messages one after the other, in order (rule 4), each as a
 //                      SimGrid transfer from the sender's GPU to the receiver's on the Router's
-//                      route, capped at the per-channel rate of the route's link kinds. A
-//                      message lands `latency` (the route's, calibrated) after its last byte
-//                      left; the next message of the connection starts when the previous one's
-//                      last byte left, so latency is paid once per connection, not per slice.
+//                      route. A message starts when the previous one of its connection has left
+//                      (its last byte pushed) and lands `latency + step_overhead` after its own
+//                      last byte left: latency (the route's, calibrated) and the per-hop
+//                      overhead are paid once per hop of a pipeline, not once per slice.
 //   recv / recv_reduce blocks its channel until the connection's next message has landed
-//                      (rule 3); ends at max(reached, landed) + step_overhead.
+//                      (rule 3); ends at max(reached, landed).
 //   copy / reduce      B / reduce_gbps on the GPU (a SimGrid execution, one core per channel);
 //                      instantaneous when reduce_gbps is 0 (fused into transfers on GPUs).
 //   start              every channel starts at launch_overhead.
 //
 // These are the analytic engine's rules (analytic.cpp) with SimGrid's dynamic link sharing in
-// place of its static sharing, except that a send does not hold its channel: the channel is
-// free as soon as the message is queued on its connection.
+// place of its static sharing: a transfer's bandwidth is its max-min fair share of every link it
+// crosses, recomputed whenever a transfer starts or ends anywhere.
 //
 // The result: time_s is the last end of any operation (a send ends when its last byte left).
+// Trace: a send spans from when its message starts leaving to when its last byte left.
 //
 // ====================================== One process each =====================================
 //
@@ -69,6 +70,7 @@ template <typename T>
 class Fifo {
  public:
   bool empty() const { return head_ == items_.size(); }
+  const T& front() const { return items_[head_]; }
   void push(T x) { items_.push_back(x); }
   T pop() {
     T x = items_[head_++];
@@ -84,7 +86,7 @@ class Fifo {
 // A connection: the messages of one (source, destination, channel), in order.
 struct Connection {
   int src = 0, dst = 0, channel = 0;
-  double latency_s = 0.0;  // route latency, calibrated
+  double latency_s = 0.0;  // from last byte left to landed: route latency (calibrated) + step overhead
   bool busy = false;       // a message is being pushed
   std::uint64_t landed = 0, consumed = 0;
   std::uint32_t waiter = kNone;   // channel blocked on the next message
@@ -119,7 +121,7 @@ struct ResultHeader {
 class Execution final : public sg::Listener {
  public:
   Execution(const topo::Topology& t, const algo::Schedule& s, const Calibration& c, const SimOptions& o)
-      : t_(t), s_(s), c_(c), o_(o), step_s_(c.step_overhead_us * 1e-6) {}
+      : t_(t), s_(s), c_(c), o_(o) {}
 
   // Builds the walk, the platform, runs, and appends the result to `out`.
   void run(std::string& out) {
@@ -192,7 +194,6 @@ class Execution final : public sg::Listener {
   const algo::Schedule& s_;
   const Calibration& c_;
   const SimOptions& o_;
-  const double step_s_;
   std::unique_ptr<sg::Simulation> sim_;
 
   std::vector<Step> steps_;
@@ -261,11 +262,13 @@ class Execution final : public sg::Listener {
         }
       }
     }
-    // Each connection's latency, from the Router's route and the calibration.
+    // Each connection's latency: the Router's route, calibrated, and the per-hop overhead.
     Router router(t_);
     const auto& g = t_.graph();
-    for (Connection& conn : conns_)
+    for (Connection& conn : conns_) {
+      conn.latency_s = c_.step_overhead_us * 1e-6;
       for (topo::Edge e : router.route(conn.src, conn.dst).links) conn.latency_s += (g[e].latency_us + c_.of(g[e].kind).extra_latency_us) * 1e-6;
+    }
     if (o_.trace) trace_.reserve(steps_.size());
     TC_LOG_INFO("sim", "simgrid: {} ranks x {} channels, {} operations, {} connections", p, K, steps_.size(), conns_.size());
   }
@@ -290,6 +293,7 @@ class Execution final : public sg::Listener {
   void start_transfer(std::uint32_t id, std::uint64_t bytes) {
     Connection& conn = conns_[id];
     conn.busy = true;
+    if (o_.trace) trace_[conn.in_trace.front()].start_s = sim_->now();
     sim_->transfer(id, static_cast<double>(bytes));
   }
 
@@ -347,13 +351,8 @@ class Execution final : public sg::Listener {
             return;
           }
           ++conn.consumed;
-          const double end = now + step_s_;
-          finish(ch, end);
+          finish(ch, now);
           ++ch.next;
-          if (step_s_ > 0) {
-            push({end, 0, id, false});
-            return;
-          }
           break;
         }
         case OpKind::Copy:

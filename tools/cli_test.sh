@@ -110,5 +110,30 @@ expect_error "not valid JSON" verify --schedule "$src/README.md"
 expect_error "the topology has no GPU" verify --topology "$data/handwritten-grace-no-gpu.xml"
 expect_error "takes exactly one algorithm" schedule export --topology dgx-h100 --algorithm ring,dbt
 
+# --- sim ---------------------------------------------------------------------------------
+if expect_ok sim --topology dgx-h100 --nodes 2 --algorithm ring,dbt -b 1K -e 1M -f 32; then
+  contains "# ring:" "sim table"
+  contains "nccl-model choice" "sim table"
+fi
+if expect_ok sim --topology dgx-h100 --nodes 2 --algorithm ring -b 1M -e 1M --format jsonl -o "$tmp/r.jsonl"; then
+  if [ "$(wc -l <"$tmp/r.jsonl")" -eq 2 ] && grep -q '"schema":"topocoll.record/1"' "$tmp/r.jsonl" && grep -q '"engine":"nccl-model"' "$tmp/r.jsonl"; then ok; else
+    fail "sim jsonl: expected one ring record and one nccl-model record: $(cat "$tmp/r.jsonl")"; fi
+fi
+if expect_ok sim --topology pcie-8gpu --algorithm dbt -b 64K -e 64K --trace "$tmp/t.json"; then
+  if python3 -c "import json,sys; j=json.load(open(sys.argv[1])); assert any(e['ph']=='X' for e in j['traceEvents'])" "$tmp/t.json"; then ok; else
+    fail "sim --trace did not write a Chrome trace"; fi
+fi
+expect_error "unknown engine 'ns3': expected simgrid or analytic" sim --topology dgx-h100 --engine ns3
+expect_error "-b 1Q: unknown suffix 'Q'" sim --topology dgx-h100 -b 1Q
+expect_error "-b 1G is larger than -e 1M" sim --topology dgx-h100 -b 1G -e 1M
+expect_error "-f 1: expected a number > 1" sim --topology dgx-h100 -f 1
+expect_error "unknown algorithm 'tree'" sim --topology dgx-h100 --algorithm tree
+expect_error "--format xml: expected table, csv or jsonl" sim --topology dgx-h100 --format xml
+printf '{"links": {"nvlink": {"efficiency": 2}}}' >"$tmp/calib.json"
+expect_error "calib.json: 'links.nvlink.efficiency' = 2 is outside [1e-06, 1]" sim --topology dgx-h100 --calibration "$tmp/calib.json"
+printf '{"links": ' >"$tmp/broken-calib.json"
+expect_error "broken-calib.json:1: not valid JSON" sim --topology dgx-h100 --calibration "$tmp/broken-calib.json"
+expect_error "the topology has no GPU" sim --topology "$data/handwritten-grace-no-gpu.xml"
+
 echo "cli: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -121,6 +121,9 @@ int sim_command(const SimArgs& a, std::ostream& out) {
       args.ranks = t.num_ranks();
       const algo::Support s = alg->supports(layout, args, tuning);
       if (!s.ok) {
+        // Asked for by name: the user must hear it. Part of "all": say so in the table.
+        if (a.algorithm != "all")
+          throw InputError(fmt::format("{} is not supported on {}: {}", alg->name, a.topo.topology, s.reason));
         if (a.format == "table") *sink << fmt::format(" {:>12} not supported: {}\n", bytes, s.reason);
         continue;
       }
