@@ -9,14 +9,17 @@
 //         the per-step overhead is part of each hop's latency (it pipelines like latency:
 //         a chain of h hops pays it h times, not once per slice);
 //   copy / reduce: B / reduce_gbps (free when reduce_gbps is 0: fused into transfers on GPUs).
-// bw is the route's bottleneck after link sharing: every distinct (source, destination,
-// channel) flow of the schedule is assumed active at once, and a link direction carrying k
-// flows gives each 1/k of its calibrated rate (efficiency x rate), capped by the per-channel
-// cap of the link's kind. That is exact for rings and pipelined trees, whose flows all run
-// together, and pessimistic where phases do not overlap; SimGrid's engine shares links
-// dynamically, and the two are compared in the tests and docs/validation.md.
+// bw is the route's bottleneck after link sharing, in two passes. Pass 1 takes every distinct
+// (source, destination, channel) flow as active at once: a link direction carrying k flows
+// gives each 1/k of its calibrated rate, capped by the per-channel cap of the link's kind.
+// Pass 2 counts, per flow and link, only the flows whose active span in pass 1 overlaps its
+// own, so phases that do not overlap (a tree's up and down waves, hierarchical's stages) stop
+// slowing each other down. Exact for rings (all flows run together); an approximation
+// otherwise: SimGrid's engine shares links dynamically, and the two are compared in the tests
+// and docs/validation.md.
 #include <algorithm>
 #include <deque>
+#include <functional>
 #include <limits>
 #include <map>
 #include <unordered_map>
@@ -95,85 +98,119 @@ class AnalyticEngine final : public Engine {
     flow_index.clear();
     std::vector<Flow> flows(flow_keys.size());
 
-    // Static link sharing: flows per link direction.
-    std::map<std::pair<topo::Edge, bool>, int> load;
+    // Link sharing, pass 1: every flow of the schedule is taken as active at once, and a link
+    // direction carrying k flows gives each 1/k of its calibrated rate.
+    using LinkDir = std::pair<topo::Edge, bool>;
+    std::map<LinkDir, std::vector<std::uint32_t>> users;  // flows per link direction
     for (std::size_t f = 0; f < flows.size(); ++f) {
       flows[f].route = &router.route(flow_keys[f].src, flow_keys[f].dst);
-      for (std::size_t k = 0; k < flows[f].route->links.size(); ++k) ++load[{flows[f].route->links[k], flows[f].route->forward[k]}];
+      for (std::size_t k = 0; k < flows[f].route->links.size(); ++k)
+        users[{flows[f].route->links[k], flows[f].route->forward[k]}].push_back(static_cast<std::uint32_t>(f));
     }
-    for (Flow& flow : flows) {
-      double bw = std::numeric_limits<double>::infinity();
-      double lat = 0.0;
-      for (std::size_t k = 0; k < flow.route->links.size(); ++k) {
-        const topo::Edge e = flow.route->links[k];
-        const topo::LinkKind kind = g[e].kind;
-        double rate = g[e].bw_gbps * 1e9 * c.of(kind).efficiency / load[{e, flow.route->forward[k]}];
-        if (c.cap(kind) > 0) rate = std::min(rate, c.cap(kind) * 1e9);
-        bw = std::min(bw, rate);
-        lat += (g[e].latency_us + c.of(kind).extra_latency_us) * 1e-6;
+    // bw of each flow from a sharing count per (flow, link): the route's slowest share.
+    auto assign_bandwidth = [&](const std::function<double(std::uint32_t, const LinkDir&)>& sharers) {
+      for (std::size_t f = 0; f < flows.size(); ++f) {
+        Flow& flow = flows[f];
+        double bw = std::numeric_limits<double>::infinity();
+        double lat = 0.0;
+        for (std::size_t k = 0; k < flow.route->links.size(); ++k) {
+          const topo::Edge e = flow.route->links[k];
+          const topo::LinkKind kind = g[e].kind;
+          double rate = c.rate_bytes_per_s(g, e) / sharers(static_cast<std::uint32_t>(f), {e, flow.route->forward[k]});
+          if (c.cap(kind) > 0) rate = std::min(rate, c.cap(kind) * 1e9);
+          bw = std::min(bw, rate);
+          lat += (g[e].latency_us + c.of(kind).extra_latency_us) * 1e-6;
+        }
+        flow.bw_bytes_per_s = bw;
+        flow.latency_s = lat;
       }
-      flow.bw_bytes_per_s = bw;
-      flow.latency_s = lat;
-    }
+    };
+    assign_bandwidth([&](std::uint32_t, const LinkDir& l) { return static_cast<double>(users[l].size()); });
 
-    // Event loop: advance every (rank, channel) while it can, as the verifier does.
-    SimResult result;
-    result.engine = name();
     const double step_s = c.step_overhead_us * 1e-6;
     const double launch_s = c.launch_overhead_us * 1e-6;
     const std::size_t slots = static_cast<std::size_t>(p) * static_cast<std::size_t>(K);
-    std::vector<std::size_t> next(slots, 0);
-    std::vector<double> clock(slots, launch_s);
-    std::vector<char> queued(slots, 1);
-    std::deque<std::pair<int, int>> work;
-    for (int r = 0; r < p; ++r)
-      for (int ch = 0; ch < K; ++ch) work.push_back({r, ch});
     auto slot = [K](int r, int ch) { return static_cast<std::size_t>(r) * static_cast<std::size_t>(K) + static_cast<std::size_t>(ch); };
     auto local_time = [&](std::uint64_t bytes) { return c.reduce_gbps > 0 ? static_cast<double>(bytes) / (c.reduce_gbps * 1e9) : 0.0; };
+    std::vector<double> first_send(flows.size()), last_send(flows.size());
 
-    while (!work.empty()) {
-      auto [r, ch] = work.front();
-      work.pop_front();
-      const std::size_t me = slot(r, ch);
-      queued[me] = 0;
-      const auto& list = steps[static_cast<std::size_t>(r)][static_cast<std::size_t>(ch)];
-      std::size_t& i = next[me];
-      double& now = clock[me];
-      while (i < list.size()) {
-        const Step& st = list[i];
-        const OpKind kind = static_cast<OpKind>(st.kind);
-        double start = now, end = now;
-        if (kind == OpKind::Send) {
-          Flow& f = flows[st.flow];
-          start = std::max(now, f.free_at);
-          f.free_at = start + static_cast<double>(st.bytes) / f.bw_bytes_per_s;
-          end = f.free_at;
-          f.arrivals.push_back(f.free_at + f.latency_s + step_s);
-          ++result.transfers;
-          const std::size_t peer = slot(st.peer, ch);
-          if (!queued[peer]) {
-            queued[peer] = 1;
-            work.push_back({st.peer, ch});
-          }
-        } else if (kind == OpKind::Recv || kind == OpKind::RecvReduce) {
-          Flow& f = flows[st.flow];
-          if (f.arrivals.empty()) break;  // wait for the sender
-          now = std::max(now, f.arrivals.front());
-          f.arrivals.pop_front();
-          end = now;
-        } else {
-          now = start + local_time(st.bytes);
-          end = now;
-        }
-        if (o.trace) result.trace.push_back({r, ch, kind, st.peer, st.bytes, start, end});
-        result.time_s = std::max(result.time_s, end);
-        ++i;
+    // One pass of the event loop: advance every (rank, channel) while it can, as the verifier does.
+    auto run_pass = [&](bool trace) {
+      SimResult result;
+      result.engine = name();
+      for (Flow& f : flows) {
+        f.arrivals.clear();
+        f.free_at = 0.0;
       }
-    }
-    for (int r = 0; r < p; ++r)
-      for (int ch = 0; ch < K; ++ch)
-        if (next[slot(r, ch)] < steps[static_cast<std::size_t>(r)][static_cast<std::size_t>(ch)].size())
-          throw InputError(fmt::format("the schedule does not complete: rank {} channel {} waits forever (run `topocoll verify`)", r, ch));
+      std::fill(first_send.begin(), first_send.end(), std::numeric_limits<double>::infinity());
+      std::fill(last_send.begin(), last_send.end(), 0.0);
+      std::vector<std::size_t> next(slots, 0);
+      std::vector<double> clock(slots, launch_s);
+      std::vector<char> queued(slots, 1);
+      std::deque<std::pair<int, int>> work;
+      for (int r = 0; r < p; ++r)
+        for (int ch = 0; ch < K; ++ch) work.push_back({r, ch});
+      while (!work.empty()) {
+        auto [r, ch] = work.front();
+        work.pop_front();
+        const std::size_t me = slot(r, ch);
+        queued[me] = 0;
+        const auto& list = steps[static_cast<std::size_t>(r)][static_cast<std::size_t>(ch)];
+        std::size_t& i = next[me];
+        double& now = clock[me];
+        while (i < list.size()) {
+          const Step& st = list[i];
+          const OpKind kind = static_cast<OpKind>(st.kind);
+          double start = now, end = now;
+          if (kind == OpKind::Send) {
+            Flow& f = flows[st.flow];
+            start = std::max(now, f.free_at);
+            f.free_at = start + static_cast<double>(st.bytes) / f.bw_bytes_per_s;
+            end = f.free_at;
+            f.arrivals.push_back(f.free_at + f.latency_s + step_s);
+            first_send[st.flow] = std::min(first_send[st.flow], start);
+            last_send[st.flow] = std::max(last_send[st.flow], end);
+            ++result.transfers;
+            const std::size_t peer = slot(st.peer, ch);
+            if (!queued[peer]) {
+              queued[peer] = 1;
+              work.push_back({st.peer, ch});
+            }
+          } else if (kind == OpKind::Recv || kind == OpKind::RecvReduce) {
+            Flow& f = flows[st.flow];
+            if (f.arrivals.empty()) break;  // wait for the sender
+            now = std::max(now, f.arrivals.front());
+            f.arrivals.pop_front();
+            end = now;
+          } else {
+            now = start + local_time(st.bytes);
+            end = now;
+          }
+          if (trace) result.trace.push_back({r, ch, kind, st.peer, st.bytes, start, end});
+          result.time_s = std::max(result.time_s, end);
+          ++i;
+        }
+      }
+      for (int r = 0; r < p; ++r)
+        for (int ch = 0; ch < K; ++ch)
+          if (next[slot(r, ch)] < steps[static_cast<std::size_t>(r)][static_cast<std::size_t>(ch)].size())
+            throw InputError(fmt::format("the schedule does not complete: rank {} channel {} waits forever (run `topocoll verify`)", r, ch));
+      return result;
+    };
+
+    // Pass 2: a flow shares a link only with the flows whose active span (first to last byte
+    // sent) overlaps its own in pass 1. Phases that do not overlap (a tree's reduce-up and
+    // broadcast-down, hierarchical's stages) then stop slowing each other down; flows that
+    // run together (a ring) keep their pass-1 share. An approximation of dynamic sharing:
+    // SimGrid's engine shares links exactly (max-min fairness at every event).
+    SimResult result = run_pass(false);
+    assign_bandwidth([&](std::uint32_t f, const LinkDir& l) {
+      double n = 0;
+      for (std::uint32_t other : users[l])
+        if (first_send[other] < last_send[f] && first_send[f] < last_send[other]) n += 1;
+      return std::max(n, 1.0);
+    });
+    result = run_pass(o.trace);
     return result;
   }
 };

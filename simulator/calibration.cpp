@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/errors.hpp"
+#include "topologies/constants.hpp"
 
 namespace topocoll::sim {
 
@@ -15,9 +16,9 @@ constexpr const char* kKinds[] = {"nvlink", "pcie", "c2c", "inter_socket", "netw
 }
 
 // Defaults, each from a public source (docs/simulator.md repeats them):
-//  - nvlink efficiency 0.824: NCCL's effective per-link NVLink rate for Hopper, 20.6 GB/s
-//    (src/graph/topo.h SM90_NVLINK_BW) over the vendor's 25 GB/s per link per direction.
-//    (Ampere: 20/25 = 0.80; the default takes Hopper's, 3% optimistic for A100.)
+//  - nvlink efficiency by GPU generation: NCCL's effective per-link NVLink rate (src/graph/
+//    topo.h: SM80 20, SM90 20.6, SM100 40.1 GB/s) over the vendor's per-link rate (25, 25, 50):
+//    0.80 for A100, 0.824 for H100; 0.824 when the GPU's generation is unknown.
 //  - pcie efficiency 0.762: NCCL's PCIe rate, width * speed / 80 (24 GB/s for Gen4 x16,
 //    src/graph/topo.cc) over the raw rate after 128b/130b encoding (31.5 GB/s).
 //  - inter_socket efficiency 1: the topology already holds NCCL's measured figures.
@@ -33,7 +34,7 @@ constexpr const char* kKinds[] = {"nvlink", "pcie", "c2c", "inter_socket", "netw
 //    LL128 caps in tuning.cc, 38.7 GB/s for Hopper), set them to study few-channel schedules.
 Calibration default_calibration() {
   Calibration c;
-  c.links[static_cast<std::size_t>(topo::LinkKind::NvLink)] = {20.6 / 25.0, 0.0};
+  c.links[static_cast<std::size_t>(topo::LinkKind::NvLink)] = {20.6 / 25.0, 0.0, true};
   c.links[static_cast<std::size_t>(topo::LinkKind::Pcie)] = {24.0 / 31.5, 0.0};
   c.links[static_cast<std::size_t>(topo::LinkKind::C2C)] = {1.0, 0.0};
   c.links[static_cast<std::size_t>(topo::LinkKind::InterSocket)] = {1.0, 0.0};
@@ -88,7 +89,10 @@ Calibration parse_calibration(const std::string& text, const std::string& source
         }
         if (!v.is_object()) throw InputError(fmt::format("{}: 'links.{}' must be an object", source, kind));
         for (auto& [field, x] : v.items()) {
-          if (field == "efficiency") c.links[k].efficiency = number(x, "links." + kind + ".efficiency", 1e-6, 1.0);
+          if (field == "efficiency") {
+            c.links[k].efficiency = number(x, "links." + kind + ".efficiency", 1e-6, 1.0);
+            c.links[k].by_gpu_generation = false;
+          }
           else if (field == "extra_latency_us") c.links[k].extra_latency_us = number(x, "links." + kind + ".extra_latency_us", 0, 1e6);
           else throw InputError(fmt::format("{}: 'links.{}.{}': unknown field, expected efficiency or extra_latency_us", source, kind, field));
         }
@@ -100,6 +104,20 @@ Calibration parse_calibration(const std::string& text, const std::string& source
     }
   }
   return c;
+}
+
+double Calibration::rate_bytes_per_s(const topo::Graph& g, topo::Edge e) const {
+  const topo::Link& l = g[e];
+  const LinkCalibration& lc = of(l.kind);
+  double eff = lc.efficiency;
+  if (lc.by_gpu_generation && l.kind == topo::LinkKind::NvLink) {
+    // The GPU end of the link tells the generation (either end for GPU-to-GPU links).
+    int sm = 0;
+    for (topo::Vertex v : {boost::source(e, g), boost::target(e, g)})
+      if (g[v].kind == topo::DeviceKind::Gpu && g[v].sm > 0) sm = g[v].sm;
+    if (sm > 0) eff = topo::constants::nccl_nvlink_gbps_per_link(sm) / topo::constants::nvlink_gbps_per_link(sm);
+  }
+  return l.bw_gbps * 1e9 * eff;
 }
 
 Calibration load_calibration(const std::string& path) {

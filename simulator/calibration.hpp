@@ -15,6 +15,10 @@ enum class Protocol { LL, LL128, Simple };
 struct LinkCalibration {
   double efficiency = 1.0;      // fraction of the link's rate a transfer gets (protocol, headers)
   double extra_latency_us = 0;  // added to the link's own latency
+  // NVLink only: take the efficiency from the GPU's generation, NCCL's effective per-link rate
+  // over the vendor's (sm80: 20/25, sm90: 20.6/25, sm100: 40.1/50); `efficiency` when the sm is
+  // unknown. On by default; a calibration file that sets links.nvlink.efficiency turns it off.
+  bool by_gpu_generation = false;
 };
 
 struct Calibration {
@@ -32,6 +36,8 @@ struct Calibration {
   std::string source;        // "defaults" or the file it came from
 
   const LinkCalibration& of(topo::LinkKind k) const { return links[static_cast<std::size_t>(k)]; }
+  // The calibrated rate of one link, bytes per second per direction. Every engine uses this.
+  double rate_bytes_per_s(const topo::Graph& g, topo::Edge e) const;
   double cap(topo::LinkKind k) const { return channel_cap_gbps[static_cast<std::size_t>(k)]; }
 };
 

@@ -248,6 +248,16 @@ TEST_CASE("simgrid: SimGrid's routes are the Router's, inside nodes and across r
     const Route& expected = router.route(a, b);
     CHECK(links == sg::link_names(t, a, expected));
     CHECK(latency == doctest::Approx(expected.latency_us * 1e-6).epsilon(1e-12));
+    // Read on their own, the names walk from a's GPU to b's: "x--y_UP" goes x -> y.
+    std::string at = t.device_name(t.rank(a).gpu);
+    for (const std::string& l : links) {
+      const bool up = l.ends_with("_UP");
+      const std::string name = l.substr(0, l.rfind('_'));
+      const std::string x = name.substr(0, name.find("--")), y = name.substr(name.find("--") + 2, name.find('#') - name.find("--") - 2);
+      CHECK(at == (up ? x : y));
+      at = up ? y : x;
+    }
+    CHECK(at == t.device_name(t.rank(b).gpu));
   }
   // The cross-rail pair really goes through a spine, the same-rail pair does not.
   const Route& cross = router.route(1, 19), &same = router.route(0, 8);
