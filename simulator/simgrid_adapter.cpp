@@ -3,10 +3,7 @@
 // explained in simgrid_adapter.hpp.
 #include "simulator/simgrid_adapter.hpp"
 
-#include <simgrid/kernel/Timer.hpp>
-#include <simgrid/kernel/resource/Action.hpp>
-#include <simgrid/s4u.hpp>
-
+#include <fmt/format.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -15,10 +12,11 @@
 #include <csignal>
 #include <cstdio>
 #include <cstring>
+#include <simgrid/kernel/Timer.hpp>
+#include <simgrid/kernel/resource/Action.hpp>
+#include <simgrid/s4u.hpp>
 #include <stdexcept>
 #include <unordered_map>
-
-#include <fmt/format.h>
 
 #include "common/errors.hpp"
 #include "common/log.hpp"
@@ -108,7 +106,9 @@ CrossNodeParts split_cross_node(const topo::Graph& g, const std::vector<Step>& s
   return parts;
 }
 
-std::string split_duplex_name(const std::string& link, bool up) { return link + (up ? "_UP" : "_DOWN"); }
+std::string split_duplex_name(const std::string& link, bool up) {
+  return link + (up ? "_UP" : "_DOWN");
+}
 
 // Reads an action that SimGrid passes as NetworkAction&: 3.32 does not install that class's
 // header, but NetworkAction derives from Action alone (single, non-virtual inheritance), so an
@@ -142,12 +142,19 @@ struct Simulation::Impl {
 
   sg4::NetZone* root = nullptr;
   std::vector<sg4::NetZone*> node_zones;  // per node (nullptr: no rank there)
-  // Per endpoint, rank * channels + channel: its zone, its host, its router toward the fabric
-  // (nullptr until a route leaves the node), whether its routes to and from that router exist.
+  // Per endpoint, rank * channels + channel: its zone and its host.
   std::vector<sg4::NetZone*> zones;
   std::vector<sg4::Host*> hosts;
-  std::vector<sgk::routing::NetPoint*> ports;
-  std::vector<char> has_out, has_in;
+  // Per (endpoint, NIC its traffic crosses): the router standing for that NIC in the
+  // endpoint's zone, and the routes host -> NIC (sending) and NIC -> host (receiving), once
+  // known. With NCCL's PXN a GPU sends through the NIC on the receiver's rail, not always its
+  // own, so an endpoint may have several.
+  struct Port {
+    sgk::routing::NetPoint* router = nullptr;
+    std::vector<Step> out, in;
+    bool has_out = false, has_in = false;
+  };
+  std::unordered_map<std::uint64_t, Port> ports;
   std::vector<Connection> connections;
   std::unordered_map<const topo::Link*, sg4::SplitDuplexLink*> links;
 
@@ -158,12 +165,17 @@ struct Simulation::Impl {
   std::unordered_map<std::uint32_t, sg4::ExecPtr> computes_in_flight;
   std::vector<std::uint32_t> transfers_done, computes_done;
   std::vector<std::uint32_t> drained_transfers, drained_computes;  // being handed over
-  std::vector<sg4::ExecPtr> finished_execs;  // released once SimGrid is done with them
+  std::vector<sg4::ExecPtr> finished_execs;                        // released once SimGrid is done with them
   bool drain_armed = false;
   double live_sum = 0.0, live_count = 0.0;  // transfers in flight, summed at each start
 
   Impl(const PlatformSpec& spec, Listener& l)
-      : t(*spec.topology), g(t.graph()), c(*spec.calibration), channels(std::max(1, spec.channels)), listener(l), catalog(t) {
+      : t(*spec.topology),
+        g(t.graph()),
+        c(*spec.calibration),
+        channels(std::max(1, spec.channels)),
+        listener(l),
+        catalog(t) {
     start_engine();
     build_platform(spec);
     connect_callbacks();
@@ -194,7 +206,7 @@ struct Simulation::Impl {
     if (inserted) {
       const topo::Link& l = g[e];
       const LinkCalibration& lc = c.of(l.kind);
-      it->second = root->create_split_duplex_link(catalog.name(e), l.bw_gbps * 1e9 * lc.efficiency);
+      it->second = root->create_split_duplex_link(catalog.name(e), c.rate_bytes_per_s(g, e));  // efficiency by kind (and GPU generation)
       it->second->set_latency((l.latency_us + lc.extra_latency_us) * 1e-6);
     }
     return it->second;
@@ -204,7 +216,8 @@ struct Simulation::Impl {
     std::vector<sg4::LinkInRoute> out;
     out.reserve(steps.size() + 1);
     if (first != nullptr) out.emplace_back(first);
-    for (const Step& s : steps) out.emplace_back(link_of(s.edge), s.up ? sg4::LinkInRoute::Direction::UP : sg4::LinkInRoute::Direction::DOWN);
+    for (const Step& s : steps)
+      out.emplace_back(link_of(s.edge), s.up ? sg4::LinkInRoute::Direction::UP : sg4::LinkInRoute::Direction::DOWN);
     return out;
   }
 
@@ -216,10 +229,18 @@ struct Simulation::Impl {
     return cap;
   }
 
-  sgk::routing::NetPoint* port_of(int rank, int channel) {
-    auto& port = ports[endpoint(rank, channel)];
-    if (port == nullptr) port = zones[endpoint(rank, channel)]->create_router(fmt::format("{}@{}", hosts[endpoint(rank, channel)]->get_name(), t.device_name(t.rank(rank).nic)));
+  Port& port_of(int rank, int channel, Vertex nic) {
+    const std::uint64_t key = endpoint(rank, channel) * boost::num_vertices(g) + nic;
+    Port& port = ports[key];
+    if (port.router == nullptr)
+      port.router = zones[endpoint(rank, channel)]->create_router(
+          fmt::format("{}@{}", hosts[endpoint(rank, channel)]->get_name(), t.device_name(nic)));
     return port;
+  }
+
+  static bool same_links(const std::vector<Step>& a, const std::vector<Step>& b) {
+    return std::equal(a.begin(), a.end(), b.begin(), b.end(),
+                      [](const Step& x, const Step& y) { return x.edge == y.edge && x.from == y.from; });
   }
 
   void build_platform(const PlatformSpec& spec) {
@@ -229,9 +250,6 @@ struct Simulation::Impl {
     node_zones.assign(static_cast<std::size_t>(t.nodes()), nullptr);
     zones.resize(endpoints);
     hosts.resize(endpoints);
-    ports.assign(endpoints, nullptr);
-    has_out.assign(endpoints, 0);
-    has_in.assign(endpoints, 0);
     // Zones and hosts: a zone per node, a zone per endpoint (GPU, channel) inside it.
     for (int r = 0; r < p; ++r) {
       const topo::RankInfo& info = t.rank(r);
@@ -259,29 +277,37 @@ struct Simulation::Impl {
       // A private link caps this connection's transfers (one at a time) at the channel rate.
       sg4::Link* cap = nullptr;
       if (const double rate = cap_of(steps); rate > 0)
-        cap = root->create_link(fmt::format("{}->{}:cap", hosts[endpoint(a, ch)]->get_name(), hosts[endpoint(b, ch)]->get_name()), rate);
+        cap = root->create_link(
+            fmt::format("{}->{}:cap", hosts[endpoint(a, ch)]->get_name(), hosts[endpoint(b, ch)]->get_name()), rate);
       const topo::RankInfo &ra = t.rank(a), &rb = t.rank(b);
       const std::size_t ea = endpoint(a, ch), eb = endpoint(b, ch);
       if (ra.node == rb.node) {
-        node_zones[static_cast<std::size_t>(ra.node)]->add_route(zones[ea]->get_netpoint(), zones[eb]->get_netpoint(), hosts[ea]->get_netpoint(),
-                                                                 hosts[eb]->get_netpoint(), in_route(steps, cap), false);
+        node_zones[static_cast<std::size_t>(ra.node)]->add_route(zones[ea]->get_netpoint(), zones[eb]->get_netpoint(),
+                                                                 hosts[ea]->get_netpoint(), hosts[eb]->get_netpoint(),
+                                                                 in_route(steps, cap), false);
         continue;
       }
       const CrossNodeParts parts = split_cross_node(g, steps, ra.node, rb.node);
       TOPOCOLL_ASSERT(!parts.out.empty() && !parts.fabric.empty() && !parts.in.empty(),
                       fmt::format("route {} -> {} does not leave and enter nodes through links of their own", a, b));
-      sgk::routing::NetPoint* pa = port_of(a, ch);
-      sgk::routing::NetPoint* pb = port_of(b, ch);
-      // The part inside each node depends on that GPU alone (its path to its own NIC).
-      if (!has_out[ea]) {
-        zones[ea]->add_route(hosts[ea]->get_netpoint(), pa, nullptr, nullptr, in_route(parts.out), false);
-        has_out[ea] = 1;
+      // The part inside each node depends on the GPU and the NIC it crosses: a zone route from
+      // the endpoint's host to the router of that NIC, and from the peer's NIC to the peer.
+      Port& pa = port_of(a, ch, parts.out.back().to);
+      Port& pb = port_of(b, ch, parts.in.front().from);
+      if (!pa.has_out) {
+        zones[ea]->add_route(hosts[ea]->get_netpoint(), pa.router, nullptr, nullptr, in_route(parts.out), false);
+        pa.out = parts.out;
+        pa.has_out = true;
       }
-      if (!has_in[eb]) {
-        zones[eb]->add_route(pb, hosts[eb]->get_netpoint(), nullptr, nullptr, in_route(parts.in), false);
-        has_in[eb] = 1;
+      if (!pb.has_in) {
+        zones[eb]->add_route(pb.router, hosts[eb]->get_netpoint(), nullptr, nullptr, in_route(parts.in), false);
+        pb.in = parts.in;
+        pb.has_in = true;
       }
-      root->add_bypass_route(zones[ea]->get_netpoint(), zones[eb]->get_netpoint(), pa, pb, in_route(parts.fabric, cap));
+      TOPOCOLL_ASSERT(same_links(pa.out, parts.out) && same_links(pb.in, parts.in),
+                      fmt::format("route {} -> {}: the path between a GPU and a NIC depends on the peer", a, b));
+      root->add_bypass_route(zones[ea]->get_netpoint(), zones[eb]->get_netpoint(), pa.router, pb.router,
+                             in_route(parts.fabric, cap));
     }
     root->seal();
     engine->seal_platform();
@@ -335,7 +361,8 @@ struct Simulation::Impl {
 
   void transfer(std::uint32_t index, double bytes) {
     const Connection& conn = connections.at(index);
-    sg4::CommPtr comm = sg4::Comm::sendto_init(hosts[endpoint(conn.src, conn.channel)], hosts[endpoint(conn.dst, conn.channel)]);
+    sg4::CommPtr comm =
+        sg4::Comm::sendto_init(hosts[endpoint(conn.src, conn.channel)], hosts[endpoint(conn.dst, conn.channel)]);
     comm->set_payload_size(static_cast<std::uint64_t>(bytes));
     comm->detach();
     const bool fresh = transfers_in_flight.emplace(comm->get_impl(), index).second;
@@ -353,7 +380,8 @@ struct Simulation::Impl {
 };
 
 Simulation::Simulation(const PlatformSpec& spec, Listener& listener) {
-  if (simulation_created) throw std::logic_error("SimGrid's engine can be created once per process: use run_isolated()");
+  if (simulation_created)
+    throw std::logic_error("SimGrid's engine can be created once per process: use run_isolated()");
   simulation_created = true;
   TOPOCOLL_ASSERT(spec.topology && spec.calibration, "PlatformSpec needs a topology and a calibration");
   impl_ = std::make_unique<Impl>(spec, listener);
@@ -361,31 +389,41 @@ Simulation::Simulation(const PlatformSpec& spec, Listener& listener) {
 
 // SimGrid's engine is not torn down: its process ends right after (run_isolated), and 3.32's
 // teardown of a large platform takes longer than the simulation.
-Simulation::~Simulation() { (void)impl_.release(); }
+Simulation::~Simulation() {
+  (void)impl_.release();
+}
 
-void Simulation::transfer(std::uint32_t index, double bytes) { impl_->transfer(index, bytes); }
+void Simulation::transfer(std::uint32_t index, double bytes) {
+  impl_->transfer(index, bytes);
+}
 
-void Simulation::compute(int rank, int channel, double bytes, std::uint32_t tag) { impl_->compute(rank, channel, bytes, tag); }
+void Simulation::compute(int rank, int channel, double bytes, std::uint32_t tag) {
+  impl_->compute(rank, channel, bytes, tag);
+}
 
 void Simulation::wake_at(double t) {
   Listener* l = &impl_->listener;
   sgk::timer::Timer::set(t, [l] { l->wake(); });
 }
 
-double Simulation::now() const { return sg4::Engine::get_clock(); }
+double Simulation::now() const {
+  return sg4::Engine::get_clock();
+}
 
 void Simulation::run() {
   impl_->engine->run();
   // SimGrid 3.32 keeps detached transfers in a list it searches end to end at each completion,
   // so the cost of a transfer grows with the transfers in flight: worth knowing when it is slow.
-  TC_LOG_INFO("sim", "simgrid: {:.0f} transfers in flight on average", impl_->live_sum / std::max(1.0, impl_->live_count));
+  TC_LOG_INFO("sim", "simgrid: {:.0f} transfers in flight on average",
+              impl_->live_sum / std::max(1.0, impl_->live_count));
 }
 
 Simulation::RouteView Simulation::route(std::uint32_t index) const {
   const Connection& conn = impl_->connections.at(index);
   RouteView view;
   std::vector<sg4::Link*> links;
-  impl_->hosts[impl_->endpoint(conn.src, conn.channel)]->route_to(impl_->hosts[impl_->endpoint(conn.dst, conn.channel)], links, &view.latency_s);
+  impl_->hosts[impl_->endpoint(conn.src, conn.channel)]->route_to(impl_->hosts[impl_->endpoint(conn.dst, conn.channel)],
+                                                                  links, &view.latency_s);
   for (const sg4::Link* l : links) view.links.push_back(l->get_name());
   return view;
 }
@@ -413,7 +451,8 @@ bool write_all(int fd, const char* data, std::size_t size) {
 
 std::string run_isolated(const std::function<void(std::string& out)>& work) {
   int fds[2];
-  if (::pipe(fds) != 0) throw std::runtime_error(fmt::format("cannot create a pipe for the simulation: {}", std::strerror(errno)));
+  if (::pipe(fds) != 0)
+    throw std::runtime_error(fmt::format("cannot create a pipe for the simulation: {}", std::strerror(errno)));
   std::fflush(nullptr);
   const pid_t pid = ::fork();
   if (pid < 0) {
@@ -439,7 +478,8 @@ std::string run_isolated(const std::function<void(std::string& out)>& work) {
     if (log::enabled(log::Level::Info, "sim")) {
       rusage usage{};
       ::getrusage(RUSAGE_SELF, &usage);
-      log::write(log::Level::Info, "sim", fmt::format("simgrid: simulation process peak RSS {} MiB", usage.ru_maxrss / 1024));
+      log::write(log::Level::Info, "sim",
+                 fmt::format("simgrid: simulation process peak RSS {} MiB", usage.ru_maxrss / 1024));
     }
     const bool ok = write_all(fds[1], answer.data(), answer.size());
     std::fflush(nullptr);
@@ -459,10 +499,12 @@ std::string run_isolated(const std::function<void(std::string& out)>& work) {
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
   if (WIFSIGNALED(status))
-    throw std::runtime_error(fmt::format("the SimGrid simulation process died of signal {} ({}); its messages are above",
-                                         WTERMSIG(status), strsignal(WTERMSIG(status))));
+    throw std::runtime_error(
+        fmt::format("the SimGrid simulation process died of signal {} ({}); its messages are above", WTERMSIG(status),
+                    strsignal(WTERMSIG(status))));
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || answer.empty())
-    throw std::runtime_error(fmt::format("the SimGrid simulation process failed (exit status {})", WIFEXITED(status) ? WEXITSTATUS(status) : -1));
+    throw std::runtime_error(fmt::format("the SimGrid simulation process failed (exit status {})",
+                                         WIFEXITED(status) ? WEXITSTATUS(status) : -1));
   const auto kind = static_cast<ChildStatus>(answer[0]);
   answer.erase(0, 1);
   if (kind == ChildStatus::InputError) throw InputError(answer);

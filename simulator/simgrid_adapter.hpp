@@ -8,31 +8,31 @@
 //   zone "cluster" (Empty: its routes are bypass routes, one per connection across nodes)
 //     zone "n0" (Full: one route per connection inside the node; gateways: the two endpoints)
 //       zone "n0/gpu0/ch0:zone"      host   "n0/gpu0/ch0"          channel 0 of GPU 0: a CUDA
-//                                                                  block, with its own core for
+//       (Full)                                                     block, with its own core for
 //                                                                  local copies and reductions
-//                                    router "n0/gpu0/ch0@n0/nic0"  where its traffic leaves the
-//                                                                  node: the GPU's NIC (rail)
+//                                    router "n0/gpu0/ch0@n0/nic0"  a NIC this endpoint's traffic
+//                                                                  crosses (its rail; with PXN,
+//                                                                  the receiver's rail too)
 //                                    routes host -> router, router -> host: the model's path
-//                                    between the GPU and its NIC
-//       (Full)                       ...
+//                                    between the GPU and that NIC
 //       zone "n0/gpu0/ch1:zone" ...
 //     zone "n1" ...
 //
 //   A connection (a, b, channel c) is a pair of endpoints; its route, as SimGrid assembles it:
 //     same node:   the node zone's route: the model's path from GPU a to GPU b;
-//     other nodes: [zone a/c]       a -> NIC(a)                      a's path to its own rail
-//                  [cluster bypass] NIC(a) -> leaf [-> spine -> leaf] -> NIC(b)   the fabric
-//                  [zone b/c]       NIC(b) -> b                      b's path from its rail
-//   preceded, when the calibration caps one channel's rate on the route's link kinds, by a
-//   private link of that rate "<a/c>-><b/c>:cap" (a connection carries one message at a time,
-//   so its private link caps each transfer, never two transfers together).
+//     other nodes: [zone a/c]       a -> NIC                the Router's path to the NIC it uses
+//                  [cluster bypass] NIC -> leaf [-> spine -> leaf] -> NIC(b)   the fabric
+//                  [zone b/c]       NIC(b) -> b             b's path from its NIC
+//   plus, when the calibration caps one channel's rate on the route's link kinds, a private link
+//   of that rate "<a/c>-><b/c>:cap" (a connection carries one message at a time, so its private
+//   link caps each transfer, never two transfers together).
 //
 // Why this shape. A SimGrid zone route joins two zones through ONE pair of gateways, but the
-// NIC a GPU's traffic uses (its rail) depends on the GPU, and the spine between two leaves on
-// the pair of leaves. A zone per endpoint, holding it and its NIC as gateway, makes the part
-// inside each node exact; the fabric part, which depends on both rails, is a bypass route of
-// the top zone keyed by the two endpoint zones (SimGrid looks bypass routes up by zone pairs
-// before any zone route). Every link sequence is exactly Router::route(a, b) (tested).
+// NIC a GPU's traffic uses (its rail, or the receiver's with PXN) depends on the GPU and its
+// peer, and the spine on the pair of NICs. A zone per endpoint, holding it and the NICs it uses
+// as gateways, makes the parts inside nodes exact; the fabric part is a bypass route of the top
+// zone keyed by the two endpoint zones, naming the gateways (SimGrid looks bypass routes up by
+// zone pairs before any zone route). Every link sequence is exactly Router::route(a, b), tested.
 // (Comm::set_rate cannot cap a transfer: 3.32 ignores the rate of host-to-host comms.)
 //
 // Why it scales. Nothing is built for a pair of endpoints that does not exchange data: routes
@@ -42,8 +42,8 @@
 // no table. Links are created only for the model edges some route uses.
 //
 // Links: one split-duplex SimGrid link per model edge, named as in topologies/export.hpp
-// ("<a>--<b>", UP from a to b, "#k" for parallel edges); bandwidth = bw_gbps * 1e9 * the
-// calibration's efficiency for the link's kind; latency = latency_us + the calibration's extra.
+// ("<a>--<b>", UP from a to b, "#k" for parallel edges); bandwidth = Calibration::rate_bytes_per_s
+// (bw_gbps * 1e9 * the efficiency of the link's kind, NVLink by GPU generation); latency = latency_us + the calibration's extra.
 //
 // ==================================== The network model ======================================
 //
@@ -58,6 +58,21 @@
 //     transfer, message k+1 could only start after message k's latency, paying the route
 //     latency once per pipelined slice instead of once per connection.
 // Route latencies are still on the links (Host::route_to reports them; the tests check them).
+//
+// ======================================= Activities ==========================================
+//
+// No actor: transfers are Comm::sendto_init(...)->detach() and computations Exec::start(),
+// started from SimGrid's main loop (maestro). What 3.32 offers and does not:
+//  - Activity::on_completion fires for executions started by maestro, not for host-to-host
+//    comms. A finished transfer is seen through Link::on_communication_state_change (its
+//    action, whose activity identifies it), in the middle of SimGrid's model update; it is
+//    handed to the Listener from a kernel timer at the same date, where starting new
+//    activities is safe.
+//  - Comm::set_rate is ignored for host-to-host comms (hence the private cap links above).
+//  - Cost: 3.32 keeps every detached comm in a std::list that CommImpl::finish searches end to
+//    end (std::list::remove), so each completed transfer costs O(transfers in flight); at 1024
+//    GPUs with ~1000 transfers in flight that is most of the run time. Later SimGrid versions
+//    keep them in a set. The run logs the average in flight at info level (TOPOCOLL_LOG=info).
 #pragma once
 
 #include <cstdint>

@@ -34,15 +34,14 @@
 // SimGrid's engine is a process-wide singleton that cannot be created twice, and a run needs a
 // platform of its own: every run() forks a child that builds the platform, simulates and sends
 // back the result (sg::run_isolated). The parent's memory is untouched by a run.
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <chrono>
-#include <cmath>
 #include <cstring>
 #include <limits>
 #include <queue>
 #include <unordered_map>
-
-#include <fmt/format.h>
 
 #include "common/errors.hpp"
 #include "common/log.hpp"
@@ -89,9 +88,9 @@ struct Connection {
   double latency_s = 0.0;  // from last byte left to landed: route latency (calibrated) + step overhead
   bool busy = false;       // a message is being pushed
   std::uint64_t landed = 0, consumed = 0;
-  std::uint32_t waiter = kNone;   // channel blocked on the next message
-  Fifo<std::uint64_t> queued;     // bytes of issued messages not started yet
-  Fifo<std::uint32_t> in_trace;   // trace entries of sends whose last byte has not left (tracing only)
+  std::uint32_t waiter = kNone;  // channel blocked on the next message
+  Fifo<std::uint64_t> queued;    // bytes of issued messages not started yet
+  Fifo<std::uint32_t> in_trace;  // trace entries of sends whose last byte has not left (tracing only)
 };
 
 // One (rank, channel): its steps [begin, end) and where it is.
@@ -126,7 +125,9 @@ class Execution final : public sg::Listener {
   // Builds the walk, the platform, runs, and appends the result to `out`.
   void run(std::string& out) {
     const auto t0 = std::chrono::steady_clock::now();
-    auto seconds_since = [](auto t) { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count(); };
+    auto seconds_since = [](auto t) {
+      return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+    };
     load_schedule();
     const double load_s = seconds_since(t0);
     sg::PlatformSpec spec;
@@ -142,8 +143,8 @@ class Execution final : public sg::Listener {
     for (std::uint32_t ch = 0; ch < channels_.size(); ++ch) push({launch_s, 0, ch, false});
     arm();
     sim_->run();
-    TC_LOG_INFO("sim", "simgrid: wall time: schedule {:.2f} s, platform {:.2f} s, simulation {:.2f} s", load_s, platform_s,
-                seconds_since(t0) - load_s - platform_s);
+    TC_LOG_INFO("sim", "simgrid: wall time: schedule {:.2f} s, platform {:.2f} s, simulation {:.2f} s", load_s,
+                platform_s, seconds_since(t0) - load_s - platform_s);
     check_complete();
     ResultHeader h{time_s_, transfers_, o_.trace ? trace_.size() : 0};
     out.append(reinterpret_cast<const char*>(&h), sizeof h);
@@ -218,8 +219,10 @@ class Execution final : public sg::Listener {
     channels_.resize(static_cast<std::size_t>(p) * static_cast<std::size_t>(K));
     std::unordered_map<std::uint64_t, std::uint32_t> conn_of;  // (src, dst, channel) -> connection
     auto connection = [&](int src, int dst, int ch) {
-      const std::uint64_t key = (static_cast<std::uint64_t>(src) * static_cast<std::uint64_t>(p) + static_cast<std::uint64_t>(dst)) *
-                                    static_cast<std::uint64_t>(K) + static_cast<std::uint64_t>(ch);
+      const std::uint64_t key =
+          (static_cast<std::uint64_t>(src) * static_cast<std::uint64_t>(p) + static_cast<std::uint64_t>(dst)) *
+              static_cast<std::uint64_t>(K) +
+          static_cast<std::uint64_t>(ch);
       auto [it, inserted] = conn_of.try_emplace(key, static_cast<std::uint32_t>(conns_.size()));
       if (inserted) {
         conns_.emplace_back();
@@ -232,18 +235,19 @@ class Execution final : public sg::Listener {
     std::vector<std::uint32_t> count(static_cast<std::size_t>(K));
     algo::Program program;
     for (int r = 0; r < p; ++r) {
-      program.clear();
       program = s_.program(r);
       // Steps of channel 0, then channel 1, ...: count, then place.
       std::fill(count.begin(), count.end(), 0);
       for (const algo::Op& op : program) {
         if (op.channel >= K)
-          throw InputError(fmt::format("rank {}: {} is on channel {} but the schedule has {} channels", r, algo::describe(op), op.channel, K));
+          throw InputError(fmt::format("rank {}: {} is on channel {} but the schedule has {} channels", r,
+                                       algo::describe(op), op.channel, K));
         ++count[op.channel];
       }
       std::uint32_t at = static_cast<std::uint32_t>(steps_.size());
       for (int ch = 0; ch < K; ++ch) {
-        Channel& c = channels_[static_cast<std::size_t>(r) * static_cast<std::size_t>(K) + static_cast<std::size_t>(ch)];
+        Channel& c =
+            channels_[static_cast<std::size_t>(r) * static_cast<std::size_t>(K) + static_cast<std::size_t>(ch)];
         c.rank = r;
         c.channel = ch;
         c.begin = c.next = c.end = at;
@@ -257,7 +261,8 @@ class Execution final : public sg::Listener {
         st.bytes = op.count() * elem;
         if (op.kind == OpKind::Send || op.kind == OpKind::Recv || op.kind == OpKind::RecvReduce) {
           if (op.peer < 0 || op.peer >= p || op.peer == r)
-            throw InputError(fmt::format("rank {}: {} names peer {}: expected another rank in 0..{}", r, algo::describe(op), op.peer, p - 1));
+            throw InputError(fmt::format("rank {}: {} names peer {}: expected another rank in 0..{}", r,
+                                         algo::describe(op), op.peer, p - 1));
           st.conn = op.kind == OpKind::Send ? connection(r, op.peer, op.channel) : connection(op.peer, r, op.channel);
         }
       }
@@ -267,10 +272,12 @@ class Execution final : public sg::Listener {
     const auto& g = t_.graph();
     for (Connection& conn : conns_) {
       conn.latency_s = c_.step_overhead_us * 1e-6;
-      for (topo::Edge e : router.route(conn.src, conn.dst).links) conn.latency_s += (g[e].latency_us + c_.of(g[e].kind).extra_latency_us) * 1e-6;
+      for (topo::Edge e : router.route(conn.src, conn.dst).links)
+        conn.latency_s += (g[e].latency_us + c_.of(g[e].kind).extra_latency_us) * 1e-6;
     }
     if (o_.trace) trace_.reserve(steps_.size());
-    TC_LOG_INFO("sim", "simgrid: {} ranks x {} channels, {} operations, {} connections", p, K, steps_.size(), conns_.size());
+    TC_LOG_INFO("sim", "simgrid: {} ranks x {} channels, {} operations, {} connections", p, K, steps_.size(),
+                conns_.size());
   }
 
   // -------------------------------------------------------------------------------------------
@@ -377,13 +384,15 @@ class Execution final : public sg::Listener {
       if (++count <= 3) {
         const Step& st = steps_[ch.next];
         const int peer = st.conn == kNone ? -1 : conns_[st.conn].src;
-        stuck += fmt::format("{}rank {} channel {} at {} (operation {} of the channel{})", stuck.empty() ? "" : "; ", ch.rank, ch.channel,
-                             algo::to_string(st.kind), ch.next - ch.begin, peer >= 0 ? fmt::format(", from rank {}", peer) : "");
+        stuck += fmt::format("{}rank {} channel {} at {} (operation {} of the channel{})", stuck.empty() ? "" : "; ",
+                             ch.rank, ch.channel, algo::to_string(st.kind), ch.next - ch.begin,
+                             peer >= 0 ? fmt::format(", from rank {}", peer) : "");
       }
     }
     if (count > 0)
-      throw InputError(fmt::format("the schedule does not complete: {} channel(s) wait forever: {}{} (run `topocoll verify`)", count,
-                                   stuck, count > 3 ? "; ..." : ""));
+      throw InputError(
+          fmt::format("the schedule does not complete: {} channel(s) wait forever: {}{} (run `topocoll verify`)", count,
+                      stuck, count > 3 ? "; ..." : ""));
   }
 };
 
@@ -396,7 +405,8 @@ class SimGridEngine final : public Engine {
     ResultHeader h;
     TOPOCOLL_ASSERT(bytes.size() >= sizeof h, "short answer from the simulation process");
     std::memcpy(&h, bytes.data(), sizeof h);
-    TOPOCOLL_ASSERT(bytes.size() == sizeof h + h.trace_events * sizeof(TraceEvent), "malformed answer from the simulation process");
+    TOPOCOLL_ASSERT(bytes.size() == sizeof h + h.trace_events * sizeof(TraceEvent),
+                    "malformed answer from the simulation process");
     SimResult r;
     r.engine = name();
     r.time_s = h.time_s;
@@ -409,6 +419,8 @@ class SimGridEngine final : public Engine {
 
 }  // namespace
 
-std::unique_ptr<Engine> make_simgrid_engine() { return std::make_unique<SimGridEngine>(); }
+std::unique_ptr<Engine> make_simgrid_engine() {
+  return std::make_unique<SimGridEngine>();
+}
 
 }  // namespace topocoll::sim
