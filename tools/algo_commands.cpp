@@ -40,12 +40,7 @@ struct Job {
 };
 
 Job load_job(const AlgoArgs& a) {
-  topo::TopologyOptions o;
-  o.topology = a.topo.topology;
-  o.nodes = a.topo.nodes;
-  if (a.topo.fabric) o.fabric = topo::parse_fabric(*a.topo.fabric);
-  o.oversubscription = a.topo.oversubscription;
-  topo::Topology t = topo::load_topology(o);
+  topo::Topology t = topo::load_topology(topology_options(a.topo));
   algo::Layout l = algo::layout_of(t);
   return {std::move(t), std::move(l)};
 }
@@ -141,15 +136,9 @@ int schedule_export(const AlgoArgs& a, std::ostream& out) {
   const algo::Support s = algs.front()->supports(job.layout, c, t);
   if (!s.ok) throw InputError(fmt::format("{} is not supported here: {}", algs.front()->name, s.reason));
   const algo::Schedule sched = algs.front()->generate(job.layout, c, t);
-  if (a.output.empty() || a.output == "-") {
-    algo::write_schedule_json(sched, out);
-    return 0;
-  }
-  std::ofstream file(a.output);
-  if (!file) throw InputError(fmt::format("-o {}: cannot open the file for writing", a.output));
-  algo::write_schedule_json(sched, file);
-  file.close();
-  if (!file) throw InputError(fmt::format("-o {}: writing failed", a.output));
+  Output output(a.output, out);
+  algo::write_schedule_json(sched, output.stream());
+  output.close();
   return 0;
 }
 

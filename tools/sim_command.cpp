@@ -58,24 +58,15 @@ int sim_command(const SimArgs& a, std::ostream& out) {
   tuning.slice_bytes = parse_size(a.slice, "--slice");
   if (tuning.slice_bytes == 0) throw InputError("--slice 0: expected at least 1 byte");
 
-  topo::TopologyOptions o;
-  o.topology = a.topo.topology;
-  o.nodes = a.topo.nodes;
-  if (a.topo.fabric) o.fabric = topo::parse_fabric(*a.topo.fabric);
-  o.oversubscription = a.topo.oversubscription;
+  topo::TopologyOptions o = topology_options(a.topo);
   o.merge_nvswitch_planes = true;  // the hardware stripes NVLink traffic over the planes
   const topo::Topology t = topo::load_topology(o);
   const algo::Layout layout = algo::layout_of(t);
   std::optional<sim::NcclGraphEstimate> nccl;
   if (!a.no_nccl_model) nccl = sim::estimate_nccl_graph(t);
 
-  std::ofstream file;
-  std::ostream* sink = &out;
-  if (!a.output.empty() && a.output != "-") {
-    file.open(a.output);
-    if (!file) throw InputError(fmt::format("-o {}: cannot open the file for writing", a.output));
-    sink = &file;
-  }
+  Output output(a.output, out);
+  std::ostream* sink = &output.stream();
 
   sim::Record base;
   base.kind = "simulated";
@@ -200,6 +191,7 @@ int sim_command(const SimArgs& a, std::ostream& out) {
     for (const auto& e : trace) channels = std::max(channels, e.channel + 1);
     sim::write_chrome_trace(trace, t.num_ranks(), channels, tf);
   }
+  output.close();
   return 0;
 }
 

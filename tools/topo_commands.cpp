@@ -16,20 +16,34 @@ namespace topocoll::tools {
 
 namespace {
 
-topo::Topology load(const TopoArgs& a) {
-  topo::TopologyOptions o;
-  o.topology = a.topology;
-  o.nodes = a.nodes;
-  if (a.fabric) o.fabric = topo::parse_fabric(*a.fabric);
-  o.oversubscription = a.oversubscription;
-  return topo::load_topology(o);
-}
+topo::Topology load(const TopoArgs& a) { return topo::load_topology(topology_options(a)); }
 
 std::string header(const TopoArgs& a, const topo::Topology& t) {
   return fmt::format("topology     {} x {} node{}", a.topology, t.nodes(), t.nodes() == 1 ? "" : "s");
 }
 
 }  // namespace
+
+topo::TopologyOptions topology_options(const TopoArgs& a) {
+  topo::TopologyOptions o;
+  o.topology = a.topology;
+  o.nodes = a.nodes;
+  if (a.fabric) o.fabric = topo::parse_fabric(*a.fabric);
+  o.oversubscription = a.oversubscription;
+  return o;
+}
+
+Output::Output(const std::string& path, std::ostream& fallback) : path_(path), fallback_(fallback) {
+  if (path.empty() || path == "-") return;
+  file_.open(path);
+  if (!file_) throw InputError(fmt::format("-o {}: cannot open the file for writing", path));
+}
+
+void Output::close() {
+  if (!file_.is_open()) return;
+  file_.close();
+  if (!file_) throw InputError(fmt::format("-o {}: writing failed", path_));
+}
 
 int topo_show(const TopoArgs& a, std::ostream& out) {
   if (a.format != "text" && a.format != "json")
@@ -64,20 +78,11 @@ int topo_export(const TopoArgs& a, std::ostream& out) {
   if (a.format != "dot" && a.format != "simgrid" && a.format != "json")
     throw InputError(fmt::format("--format {}: expected dot, simgrid or json", a.format));
   const topo::Topology t = load(a);
-  std::ofstream file;
-  std::ostream* sink = &out;
-  if (!a.output.empty() && a.output != "-") {
-    file.open(a.output);
-    if (!file) throw InputError(fmt::format("-o {}: cannot open the file for writing", a.output));
-    sink = &file;
-  }
-  if (a.format == "dot") topo::write_dot(t, *sink);
-  else if (a.format == "simgrid") topo::write_simgrid_platform(t, *sink);
-  else *sink << topo::to_json(t).dump(1) << "\n";
-  if (file.is_open()) {
-    file.close();
-    if (!file) throw InputError(fmt::format("-o {}: writing failed", a.output));
-  }
+  Output output(a.output, out);
+  if (a.format == "dot") topo::write_dot(t, output.stream());
+  else if (a.format == "simgrid") topo::write_simgrid_platform(t, output.stream());
+  else output.stream() << topo::to_json(t).dump(1) << "\n";
+  output.close();
   return 0;
 }
 
