@@ -3,6 +3,8 @@
 // sheets checked against the bytes the verifier counted.
 #include <doctest/doctest.h>
 
+#include "algorithms/testing.hpp"
+
 #include <fmt/format.h>
 
 #include "algorithms/registry.hpp"
@@ -23,13 +25,7 @@ std::vector<std::pair<int, int>> shapes(int p) {
   return out;
 }
 
-std::vector<std::uint64_t> counts(int p) {
-  const std::uint64_t up = static_cast<std::uint64_t>(p);
-  std::vector<std::uint64_t> c = {0, 1, up - 1, up, up + 1, 1009};
-  std::sort(c.begin(), c.end());
-  c.erase(std::unique(c.begin(), c.end()), c.end());
-  return c;
-}
+std::vector<std::uint64_t> counts(int p) { return topocoll::algo::testing::awkward_counts(p); }
 
 // The per-rank element count an algorithm's collective takes for a total of `n`.
 CollectiveArgs args_for(const Algorithm& alg, int p, std::uint64_t n, int root) {

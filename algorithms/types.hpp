@@ -1,6 +1,7 @@
 // Collective arguments shared by the schedule IR, the verifier, the simulator and the runtime.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -11,6 +12,11 @@ namespace topocoll::algo {
 enum class Collective : std::uint8_t { AllReduce, ReduceScatter, AllGather, Broadcast, Reduce };
 enum class DataType : std::uint8_t { Int8, Uint8, Int32, Uint32, Int64, Uint64, Float16, BFloat16, Float32, Float64 };
 enum class ReduceOp : std::uint8_t { Sum, Prod, Min, Max, Avg };
+
+inline constexpr std::array kAllDataTypes{DataType::Int8,    DataType::Uint8,  DataType::Int32,   DataType::Uint32,
+                                          DataType::Int64,   DataType::Uint64, DataType::Float16, DataType::BFloat16,
+                                          DataType::Float32, DataType::Float64};
+inline constexpr std::array kAllOps{ReduceOp::Sum, ReduceOp::Prod, ReduceOp::Min, ReduceOp::Max, ReduceOp::Avg};
 
 std::string_view to_string(Collective c);
 std::string_view to_string(DataType t);

@@ -3,6 +3,8 @@
 // closed-form expectation (style rule 16: awkward rank counts and element counts).
 #include <doctest/doctest.h>
 
+#include "algorithms/testing.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -21,10 +23,8 @@ using namespace topocoll::runtime;
 
 namespace {
 
-constexpr std::array kDataTypes{DataType::Int8,    DataType::Uint8,  DataType::Int32,   DataType::Uint32,
-                                DataType::Int64,   DataType::Uint64, DataType::Float16, DataType::BFloat16,
-                                DataType::Float32, DataType::Float64};
-constexpr std::array kOps{ReduceOp::Sum, ReduceOp::Prod, ReduceOp::Min, ReduceOp::Max, ReduceOp::Avg};
+constexpr auto& kDataTypes = topocoll::algo::kAllDataTypes;
+constexpr auto& kOps = topocoll::algo::kAllOps;
 
 // Node shapes for p ranks: one node, and one multi-node shape when p has 4 or 8 ranks per node
 // to give (8 per node preferred; 4 ranks as 2 x 2 so that they are a multi-node shape too).
@@ -36,13 +36,7 @@ std::vector<std::pair<int, int>> shapes(int p) {
   return out;
 }
 
-std::vector<std::uint64_t> counts(int p) {
-  const std::uint64_t up = static_cast<std::uint64_t>(p);
-  std::vector<std::uint64_t> c = {0, 1, up - 1, up, up + 1, 1009};
-  std::sort(c.begin(), c.end());
-  c.erase(std::unique(c.begin(), c.end()), c.end());
-  return c;
-}
+std::vector<std::uint64_t> counts(int p) { return topocoll::algo::testing::awkward_counts(p); }
 
 // The covering design. Every (algorithm, p, shape, count) -- combination j, counted in loop order --
 // runs out of place and in place (m = 0, 1), with

@@ -27,10 +27,8 @@ using topocoll::algo::to_string;
 
 namespace {
 
-constexpr std::array kDataTypes{DataType::Int8,    DataType::Uint8,  DataType::Int32,   DataType::Uint32,
-                                DataType::Int64,   DataType::Uint64, DataType::Float16, DataType::BFloat16,
-                                DataType::Float32, DataType::Float64};
-constexpr std::array kOps{ReduceOp::Sum, ReduceOp::Prod, ReduceOp::Min, ReduceOp::Max, ReduceOp::Avg};
+constexpr auto& kDataTypes = topocoll::algo::kAllDataTypes;
+constexpr auto& kOps = topocoll::algo::kAllOps;
 
 using Bytes = std::vector<unsigned char>;
 

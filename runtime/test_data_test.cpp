@@ -23,10 +23,8 @@ using topocoll::algo::to_string;
 
 namespace {
 
-constexpr std::array kDataTypes{DataType::Int8,    DataType::Uint8,  DataType::Int32,   DataType::Uint32,
-                                DataType::Int64,   DataType::Uint64, DataType::Float16, DataType::BFloat16,
-                                DataType::Float32, DataType::Float64};
-constexpr std::array kOps{ReduceOp::Sum, ReduceOp::Prod, ReduceOp::Min, ReduceOp::Max, ReduceOp::Avg};
+constexpr auto& kDataTypes = topocoll::algo::kAllDataTypes;
+constexpr auto& kOps = topocoll::algo::kAllOps;
 
 bool is_float(DataType t) {
   return t == DataType::Float16 || t == DataType::BFloat16 || t == DataType::Float32 || t == DataType::Float64;
