@@ -13,24 +13,7 @@
 
 namespace topocoll::tools {
 
-std::uint64_t parse_size(const std::string& text, const char* flag) {
-  std::size_t used = 0;
-  unsigned long long v = 0;
-  try {
-    if (text.empty() || text[0] == '-' || text[0] == '+') throw std::invalid_argument("sign");
-    v = std::stoull(text, &used);
-  } catch (const std::exception&) {
-    throw InputError(fmt::format("{} {}: expected a non-negative size such as 8, 64K, 1M or 1G", flag, text));
-  }
-  const std::string suffix = text.substr(used);
-  std::uint64_t mult = 1;
-  if (suffix == "K" || suffix == "k") mult = 1ull << 10;
-  else if (suffix == "M" || suffix == "m") mult = 1ull << 20;
-  else if (suffix == "G" || suffix == "g") mult = 1ull << 30;
-  else if (!suffix.empty()) throw InputError(fmt::format("{} {}: unknown suffix '{}': expected K, M or G", flag, text, suffix));
-  if (v > (~0ull) / mult) throw InputError(fmt::format("{} {}: too large", flag, text));
-  return v * mult;
-}
+std::uint64_t parse_size(const std::string& text, const char* flag) { return cli::parse_size(text, flag); }
 
 namespace {
 

@@ -20,24 +20,7 @@ namespace topocoll::tools {
 namespace {
 
 std::vector<std::uint64_t> size_sweep(const SimArgs& a, std::size_t elem) {
-  const std::uint64_t lo = parse_size(a.min_bytes, "-b"), hi = parse_size(a.max_bytes, "-e");
-  if (lo > hi) throw InputError(fmt::format("-b {} is larger than -e {}: expected min <= max", a.min_bytes, a.max_bytes));
-  double f = 0.0;
-  try {
-    std::size_t used = 0;
-    f = std::stod(a.factor, &used);
-    if (used != a.factor.size()) throw std::invalid_argument("trailing");
-  } catch (const std::exception&) {
-    throw InputError(fmt::format("-f {}: expected a number > 1", a.factor));
-  }
-  if (!(f > 1.0)) throw InputError(fmt::format("-f {}: expected a number > 1", a.factor));
-  std::vector<std::uint64_t> sizes;
-  for (double s = static_cast<double>(std::max<std::uint64_t>(lo, elem)); s <= static_cast<double>(hi) * (1 + 1e-12); s *= f) {
-    const std::uint64_t bytes = static_cast<std::uint64_t>(s) / elem * elem;  // whole elements, as nccl-tests
-    if (sizes.empty() || bytes != sizes.back()) sizes.push_back(bytes);
-    if (sizes.size() > 4096) throw InputError("the size sweep has more than 4096 points: raise -f");
-  }
-  return sizes;
+  return cli::size_sweep(a.min_bytes, a.max_bytes, a.factor, elem);
 }
 
 }  // namespace

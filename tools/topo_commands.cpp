@@ -33,18 +33,6 @@ topo::TopologyOptions topology_options(const TopoArgs& a) {
   return o;
 }
 
-Output::Output(const std::string& path, std::ostream& fallback) : path_(path), fallback_(fallback) {
-  if (path.empty() || path == "-") return;
-  file_.open(path);
-  if (!file_) throw InputError(fmt::format("-o {}: cannot open the file for writing", path));
-}
-
-void Output::close() {
-  if (!file_.is_open()) return;
-  file_.close();
-  if (!file_) throw InputError(fmt::format("-o {}: writing failed", path_));
-}
-
 int topo_show(const TopoArgs& a, std::ostream& out) {
   if (a.format != "text" && a.format != "json")
     throw InputError(fmt::format("--format {}: expected text or json", a.format));

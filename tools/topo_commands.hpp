@@ -7,6 +7,7 @@
 #include <ostream>
 #include <string>
 
+#include "common/cli_io.hpp"
 #include "topologies/load.hpp"
 
 namespace topocoll::tools {
@@ -25,19 +26,7 @@ struct TopoArgs {
 // The topology flags as the library's typed options (--fabric parsed, InputError if unknown).
 topo::TopologyOptions topology_options(const TopoArgs& a);
 
-// Where a command writes: the file named by -o (none or "-": the given stream). Errors on open
-// and on close name the flag and the file.
-class Output {
- public:
-  Output(const std::string& path, std::ostream& fallback);
-  std::ostream& stream() { return file_.is_open() ? file_ : fallback_; }
-  void close();  // flushes and reports a failed write
-
- private:
-  std::string path_;
-  std::ofstream file_;
-  std::ostream& fallback_;
-};
+using cli::Output;
 
 int topo_show(const TopoArgs& args, std::ostream& out);
 int topo_check(const TopoArgs& args, std::ostream& out);

@@ -1,0 +1,67 @@
+#include "common/cli_io.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "common/errors.hpp"
+
+namespace topocoll::cli {
+
+std::uint64_t parse_size(const std::string& text, const char* flag) {
+  std::size_t used = 0;
+  unsigned long long v = 0;
+  try {
+    if (text.empty() || text[0] == '-' || text[0] == '+') throw std::invalid_argument("sign");
+    v = std::stoull(text, &used);
+  } catch (const std::exception&) {
+    throw InputError(fmt::format("{} {}: expected a non-negative size such as 8, 64K, 1M or 1G", flag, text));
+  }
+  const std::string suffix = text.substr(used);
+  std::uint64_t mult = 1;
+  if (suffix == "K" || suffix == "k") mult = 1ull << 10;
+  else if (suffix == "M" || suffix == "m") mult = 1ull << 20;
+  else if (suffix == "G" || suffix == "g") mult = 1ull << 30;
+  else if (!suffix.empty()) throw InputError(fmt::format("{} {}: unknown suffix '{}': expected K, M or G", flag, text, suffix));
+  if (v > (~0ull) / mult) throw InputError(fmt::format("{} {}: too large", flag, text));
+  return v * mult;
+}
+
+std::vector<std::uint64_t> size_sweep(const std::string& min_bytes, const std::string& max_bytes, const std::string& factor,
+                                      std::size_t elem) {
+  const std::uint64_t lo = parse_size(min_bytes, "-b"), hi = parse_size(max_bytes, "-e");
+  if (lo > hi) throw InputError(fmt::format("-b {} is larger than -e {}: expected min <= max", min_bytes, max_bytes));
+  double f = 0.0;
+  try {
+    std::size_t used = 0;
+    f = std::stod(factor, &used);
+    if (used != factor.size()) throw std::invalid_argument("trailing");
+  } catch (const std::exception&) {
+    throw InputError(fmt::format("-f {}: expected a number > 1", factor));
+  }
+  if (!(f > 1.0)) throw InputError(fmt::format("-f {}: expected a number > 1", factor));
+  std::vector<std::uint64_t> sizes;
+  for (double s = static_cast<double>(std::max<std::uint64_t>(lo, elem)); s <= static_cast<double>(hi) * (1 + 1e-12); s *= f) {
+    const std::uint64_t bytes = static_cast<std::uint64_t>(s) / elem * elem;  // whole elements, as nccl-tests
+    if (sizes.empty() || bytes != sizes.back()) sizes.push_back(bytes);
+    if (sizes.size() > 4096) throw InputError("the size sweep has more than 4096 points: raise -f");
+  }
+  return sizes;
+}
+
+Output::Output(const std::string& path, std::ostream& fallback, const char* flag)
+    : path_(path), flag_(flag), fallback_(fallback) {
+  if (path.empty() || path == "-") return;
+  file_.open(path);
+  if (!file_) throw InputError(fmt::format("{} {}: cannot open the file for writing", flag_, path));
+}
+
+void Output::close() {
+  std::ostream& s = stream();
+  s.flush();
+  if (!s) throw InputError(fmt::format("{} {}: writing failed", flag_, path_.empty() ? "-" : path_));
+  if (file_.is_open()) file_.close();
+}
+
+}  // namespace topocoll::cli

@@ -1,0 +1,46 @@
+// `topocoll-bench` (issue 5, part 1): measured allreduce over a size sweep under MPI, printed as
+// nccl-tests' all_reduce_perf prints it (one block per algorithm), or as JSONL records of the
+// simulator's schema (kind "measured", engine = the backend).
+//
+//   mpirun -np P topocoll-bench --algorithm ring,dbt,hierarchical,mpi -b 8 -e 128M -f 2
+//
+// Per algorithm and size, out of place then in place: `warmup` untimed runs, then `iters` timed
+// runs, each between a barrier and the end of the rank's part; the time shown is the median over
+// iterations of the maximum over ranks. With check != 0 one more run on fresh inputs is compared
+// bit for bit with test_data's exact result: #wrong is the number of wrong elements over all ranks.
+// `mpi` is MPI_Allreduce on the same buffers (avg: MPI_SUM then finish_avg; no fp16 / bf16).
+#pragma once
+
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace topocoll::algo {
+struct Algorithm;
+}
+
+namespace topocoll::tools {
+
+struct BenchArgs {
+  std::string backend = "mpi";
+  std::string algorithm = "ring,dbt,hierarchical,mpi";
+  std::string min_bytes = "8", max_bytes = "128M";
+  std::string factor = "2";
+  int iters = 20, warmup = 5, check = 1;
+  std::string dtype = "float", op = "sum";
+  int channels = 2;
+  std::string slice = "1M";
+  double timeout_s = 60.0;
+  std::string format = "table";  // table | jsonl
+  std::string output;            // -O FILE (rank 0 writes)
+};
+
+// Checks the arguments without MPI (so every rank rejects bad input before MPI_Init); throws
+// InputError. Returns the algorithms in the order asked, nullptr standing for `mpi`.
+std::vector<const algo::Algorithm*> validate_bench_args(const BenchArgs& a);
+
+// Runs the benchmark; MPI must be initialised. Rank 0 writes to `out` (or -O). Returns 0 when
+// every result was right, 1 when an element was wrong.
+int bench_command(const BenchArgs& a, std::ostream& out);
+
+}  // namespace topocoll::tools

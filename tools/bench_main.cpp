@@ -1,0 +1,88 @@
+// topocoll-bench: the measured side of topocoll, a separate executable so that MPI stays out of
+// the `topocoll` tool. See tools/bench_command.hpp.
+// Exit status: 0 success, 1 a wrong result or an internal error (the job is aborted), 2 bad input.
+#include <mpi.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+
+#include "common/errors.hpp"
+#include "tools/bench_command.hpp"
+
+namespace {
+
+constexpr const char* kExamples = R"(
+Examples:
+  mpirun -np 4 topocoll-bench --algorithm ring,dbt,hierarchical,mpi -b 8 -e 128M -f 2
+  mpirun -np 2 topocoll-bench -a all -b 8 -e 64K -f 4 -n 5 -w 1 -d int32 -o max
+  mpirun -np 2 topocoll-bench -a ring,mpi -b 1M -e 256M --format jsonl -O measured.jsonl
+As root, and with more ranks than cores: mpirun --oversubscribe --allow-run-as-root ...)";
+
+// Before MPI_Init the launcher's environment says which rank we are: only rank 0 reports bad input.
+bool launcher_rank0() {
+  for (const char* v : {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID"})
+    if (const char* s = std::getenv(v)) return std::atoi(s) == 0;
+  return true;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"topocoll-bench: measured allreduce of topocoll's schedules and MPI_Allreduce (nccl-tests table)"};
+  topocoll::tools::BenchArgs a;
+  app.add_option("--backend", a.backend, "transport: mpi (ucx and nccl: later)")->default_val("mpi");
+  app.add_option("--algorithm,-a", a.algorithm, "allreduce algorithms and/or mpi: comma list or 'all'")
+      ->default_val("ring,dbt,hierarchical,mpi");
+  app.add_option("-b,--minbytes", a.min_bytes, "smallest size (8, 1K, 1M, 1G)")->default_val("8");
+  app.add_option("-e,--maxbytes", a.max_bytes, "largest size")->default_val("128M");
+  app.add_option("-f,--stepfactor", a.factor, "multiplication factor between sizes")->default_val("2");
+  app.add_option("-n,--iters", a.iters, "timed iterations")->default_val(20);
+  app.add_option("-w,--warmup_iters", a.warmup, "untimed warmup iterations")->default_val(5);
+  app.add_option("-c,--check", a.check, "verify bit for bit (0: off)")->default_val(1);
+  app.add_option("-d,--datatype", a.dtype, "data type")->default_val("float");
+  app.add_option("-o,--op", a.op, "reduction: sum prod min max avg")->default_val("sum");
+  app.add_option("--channels", a.channels, "channels of topocoll's schedules")->default_val(2);
+  app.add_option("--slice", a.slice, "pipelining slice in bytes")->default_val("1M");
+  app.add_option("--timeout", a.timeout_s, "progress timeout in seconds")->default_val(60);
+  app.add_option("--format", a.format, "table | jsonl")->default_val("table");
+  app.add_option("-O,--output", a.output, "output file (default stdout; rank 0 writes)");
+  app.footer(kExamples);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    if (launcher_rank0()) std::fprintf(stderr, "topocoll-bench: error: %s (see --help)\n", e.what());
+    return 2;
+  }
+  try {
+    topocoll::tools::validate_bench_args(a);
+  } catch (const std::exception& e) {
+    if (launcher_rank0()) std::fprintf(stderr, "topocoll-bench: error: %s\n", e.what());
+    return 2;
+  }
+
+  MPI_Init(&argc, &argv);
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  int rc = 0;
+  try {
+    rc = topocoll::tools::bench_command(a, std::cout);
+  } catch (const topocoll::InputError& e) {
+    // Raised alike on every rank (the job's layout, an unsupported algorithm): a clean exit.
+    if (rank == 0) std::fprintf(stderr, "topocoll-bench: error: %s\n", e.what());
+    MPI_Finalize();
+    return 2;
+  } catch (const std::exception& e) {
+    // Possibly on this rank only: the others may wait for it, so abort the job.
+    std::fprintf(stderr, "topocoll-bench: error: %s\n", e.what());
+    std::fflush(stderr);
+    MPI_Abort(MPI_COMM_WORLD, 1);
+    return 1;
+  }
+  MPI_Finalize();
+  return rc;
+}
