@@ -99,31 +99,23 @@ std::vector<std::vector<TreeLinks>> rooted_links(const Layout& l, int K, int roo
   return links;
 }
 
-Schedule make_broadcast(const Layout& l, const CollectiveArgs& a, const Tuning& t, Shape shape) {
+// broadcast: the root copies its input out and the tree forwards it down.
+// reduce: every rank copies its input to its output (non-roots use it as scratch) and the tree
+// reduces towards the root, whose output is the result.
+Schedule make_rooted(const Layout& l, const CollectiveArgs& a, const Tuning& t, Shape shape) {
   const int K = std::max(1, t.channels);
+  const bool broadcast = a.collective == Collective::Broadcast;
   auto links = std::make_shared<std::vector<std::vector<TreeLinks>>>(rooted_links(l, K, a.root, shape));
-  return Schedule(shape == Shape::Chain ? "broadcast-chain" : "broadcast-tree", a, K, 0, [links, a, K, t](int rank, Program& out) {
+  const std::string name = std::string(broadcast ? "broadcast" : "reduce") + (shape == Shape::Chain ? "-chain" : "-tree");
+  return Schedule(name, a, K, 0, [links, a, K, t, broadcast](int rank, Program& out) {
     ProgramBuilder b(out);
     for (int c = 0; c < K; ++c) {
       const Range part = channel_range(a.count, K, c);
       const Chunk data = chunk(BufferId::Output, part.offset, part.count);
-      if (rank == a.root) b.copy(chunk(BufferId::Input, part.offset, part.count), data, c);
-      tree_broadcast(b, (*links)[static_cast<std::size_t>(c)][static_cast<std::size_t>(rank)], data, c, tree_slice_elems(a, t, data.count));
-    }
-  });
-}
-
-// reduce: every rank reduces into its output (non-roots use it as scratch), the root's is the result.
-Schedule make_reduce(const Layout& l, const CollectiveArgs& a, const Tuning& t, Shape shape) {
-  const int K = std::max(1, t.channels);
-  auto links = std::make_shared<std::vector<std::vector<TreeLinks>>>(rooted_links(l, K, a.root, shape));
-  return Schedule(shape == Shape::Chain ? "reduce-chain" : "reduce-tree", a, K, 0, [links, a, K, t](int rank, Program& out) {
-    ProgramBuilder b(out);
-    for (int c = 0; c < K; ++c) {
-      const Range part = channel_range(a.count, K, c);
-      const Chunk data = chunk(BufferId::Output, part.offset, part.count);
-      b.copy(chunk(BufferId::Input, part.offset, part.count), data, c);
-      tree_reduce(b, (*links)[static_cast<std::size_t>(c)][static_cast<std::size_t>(rank)], data, c, tree_slice_elems(a, t, data.count));
+      const TreeLinks& me = (*links)[static_cast<std::size_t>(c)][static_cast<std::size_t>(rank)];
+      if (!broadcast || rank == a.root) b.copy(chunk(BufferId::Input, part.offset, part.count), data, c);
+      if (broadcast) tree_broadcast(b, me, data, c, tree_slice_elems(a, t, data.count));
+      else tree_reduce(b, me, data, c, tree_slice_elems(a, t, data.count));
     }
   });
 }
@@ -207,16 +199,16 @@ void register_blocks(std::vector<Algorithm>& out) {
                  cost_ring_block, make_allgather});
   out.push_back({"broadcast-chain", "pipelined chain from the root along the ring order", Collective::Broadcast, root_in_range,
                  [](const Layout& l, const CollectiveArgs& a, const Tuning& t) { return cost_rooted(l, a, t, Shape::Chain); },
-                 [](const Layout& l, const CollectiveArgs& a, const Tuning& t) { return make_broadcast(l, a, t, Shape::Chain); }});
+                 [](const Layout& l, const CollectiveArgs& a, const Tuning& t) { return make_rooted(l, a, t, Shape::Chain); }});
   out.push_back({"broadcast-tree", "pipelined binary tree (NCCL's btree) rooted at the root", Collective::Broadcast, root_in_range,
                  [](const Layout& l, const CollectiveArgs& a, const Tuning& t) { return cost_rooted(l, a, t, Shape::Tree); },
-                 [](const Layout& l, const CollectiveArgs& a, const Tuning& t) { return make_broadcast(l, a, t, Shape::Tree); }});
+                 [](const Layout& l, const CollectiveArgs& a, const Tuning& t) { return make_rooted(l, a, t, Shape::Tree); }});
   out.push_back({"reduce-chain", "pipelined chain towards the root along the ring order", Collective::Reduce, root_in_range,
                  [](const Layout& l, const CollectiveArgs& a, const Tuning& t) { return cost_rooted(l, a, t, Shape::Chain); },
-                 [](const Layout& l, const CollectiveArgs& a, const Tuning& t) { return make_reduce(l, a, t, Shape::Chain); }});
+                 [](const Layout& l, const CollectiveArgs& a, const Tuning& t) { return make_rooted(l, a, t, Shape::Chain); }});
   out.push_back({"reduce-tree", "pipelined binary tree (NCCL's btree) towards the root", Collective::Reduce, root_in_range,
                  [](const Layout& l, const CollectiveArgs& a, const Tuning& t) { return cost_rooted(l, a, t, Shape::Tree); },
-                 [](const Layout& l, const CollectiveArgs& a, const Tuning& t) { return make_reduce(l, a, t, Shape::Tree); }});
+                 [](const Layout& l, const CollectiveArgs& a, const Tuning& t) { return make_rooted(l, a, t, Shape::Tree); }});
 }
 
 }  // namespace topocoll::algo

@@ -42,6 +42,15 @@ struct CollectiveArgs {
   int ranks = 1;
   int root = 0;
 
+  static CollectiveArgs allreduce(std::uint64_t count, DataType dtype, ReduceOp op, int ranks) {
+    CollectiveArgs a;
+    a.count = count;
+    a.dtype = dtype;
+    a.op = op;
+    a.ranks = ranks;
+    return a;
+  }
+
   std::uint64_t input_count() const { return collective == Collective::ReduceScatter ? count * static_cast<std::uint64_t>(ranks) : count; }
   std::uint64_t output_count() const { return collective == Collective::AllGather ? count * static_cast<std::uint64_t>(ranks) : count; }
 };

@@ -190,12 +190,7 @@ int bench_command(const BenchArgs& a, std::ostream& out) {
     double bw_sum = 0;
     int bw_n = 0;
     for (std::uint64_t bytes : sizes) {
-      algo::CollectiveArgs args;
-      args.collective = algo::Collective::AllReduce;
-      args.count = bytes / elem;
-      args.dtype = dtype;
-      args.op = op;
-      args.ranks = ranks;
+      const algo::CollectiveArgs args = algo::CollectiveArgs::allreduce(bytes / elem, dtype, op, ranks);
       std::optional<algo::Schedule> sched;
       std::string unsupported;
       if (alg) {

@@ -87,12 +87,7 @@ int sim_command(const SimArgs& a, std::ostream& out) {
                            alg->description, a.channels, tuning.slice_bytes, "size", "count", "type", "redop", "time(us)", "algbw",
                            "busbw");
     for (std::uint64_t bytes : sizes) {
-      algo::CollectiveArgs args;
-      args.collective = algo::Collective::AllReduce;
-      args.count = bytes / elem;
-      args.dtype = dtype;
-      args.op = op;
-      args.ranks = t.num_ranks();
+      const algo::CollectiveArgs args = algo::CollectiveArgs::allreduce(bytes / elem, dtype, op, t.num_ranks());
       const algo::Support s = alg->supports(layout, args, tuning);
       if (!s.ok) {
         // Asked for by name: the user must hear it. Part of "all": say so in the table.
