@@ -122,12 +122,11 @@ class AnalyticEngine final : public Engine {
           lat += (g[e].latency_us + c.of(kind).extra_latency_us) * 1e-6;
         }
         flow.bw_bytes_per_s = bw;
-        flow.latency_s = lat;
+        flow.latency_s = lat + c.step_overhead_for(g, flow.route->links) * 1e-6;  // the hop's step overhead too
       }
     };
     assign_bandwidth([&](std::uint32_t, const LinkDir& l) { return static_cast<double>(users[l].size()); });
 
-    const double step_s = c.step_overhead_us * 1e-6;
     const double launch_s = c.launch_overhead_us * 1e-6;
     const std::size_t slots = static_cast<std::size_t>(p) * static_cast<std::size_t>(K);
     auto slot = [K](int r, int ch) { return static_cast<std::size_t>(r) * static_cast<std::size_t>(K) + static_cast<std::size_t>(ch); };
@@ -167,7 +166,7 @@ class AnalyticEngine final : public Engine {
             start = std::max(now, f.free_at);
             f.free_at = start + static_cast<double>(st.bytes) / f.bw_bytes_per_s;
             end = f.free_at;
-            f.arrivals.push_back(f.free_at + f.latency_s + step_s);
+            f.arrivals.push_back(f.free_at + f.latency_s);
             first_send[st.flow] = std::min(first_send[st.flow], start);
             last_send[st.flow] = std::max(last_send[st.flow], end);
             ++result.transfers;

@@ -1,5 +1,6 @@
 #include "simulator/calibration.hpp"
 
+#include <cctype>
 #include <fstream>
 #include <sstream>
 
@@ -7,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/errors.hpp"
+#include "simulator/nccl_model.hpp"
 #include "topologies/constants.hpp"
 
 namespace topocoll::sim {
@@ -25,24 +27,85 @@ constexpr const char* kKinds[] = {"nvlink", "pcie", "c2c", "inter_socket", "netw
 //  - network efficiency 0.95: InfiniBand at MTU 4096 carries ~98.5% payload (LRH+GRH+BTH+RETH+
 //    ICRC headers); the rest covers NCCL's proxy pipeline gaps. An assumption, checked in
 //    docs/validation.md against the 2-node DGX A100 measurement.
-//  - per-step overhead 2.8 us: NCCL's per-hop latency for the Simple protocol on NVLink ring,
-//    3.4 us (src/graph/tuning.cc hwLat), less the 0.6 us the links already carry.
-//  - launch overhead 6.6 us: NCCL's base latency of a ring allreduce (tuning.cc baseLat, LL).
+//  - per-step and launch overheads, payload efficiency: by protocol (protocol_calibration), from
+//    NCCL 2.22.3's src/graph/tuning.cc (nccl_tuning_tables(), Ring row): a hop of class h costs
+//    hwLat[h][Ring][p] - hwLat[h][Ring][LL] on top of its links' latencies (which stand for LL's
+//    hwLat, topologies/constants.hpp); a call costs baseLat[Ring][p]. Simple: 2.8 / 4.7 / 11.3 us
+//    per NVLink / PCI / network hop, 8.4 us per call; LL128: 1.3 / 1.5 / 1.3 us, 14 us; LL: 0 per
+//    hop, 6.6 us. Payload: LL carries 4 B of data per 8 B line (src/device/prims_ll.h), LL128
+//    120 B per 128 B line (prims_ll128.h, NCCL_LL128_DATAELEMS), Simple all.
+//    The defaults are the Simple protocol's (NCCL's choice for large messages).
 //  - reduce throughput 0: reductions are fused into the copy on a GPU (NCCL's recvReduceSend);
 //    a positive value adds an execution per local reduce.
 //  - channel caps 0: none by default; one CUDA block reaches ~20-40 GB/s (NCCL's per-channel
 //    LL128 caps in tuning.cc, 38.7 GB/s for Hopper), set them to study few-channel schedules.
-Calibration default_calibration() {
+Calibration base_calibration() {
   Calibration c;
   c.links[static_cast<std::size_t>(topo::LinkKind::NvLink)] = {20.6 / 25.0, 0.0, true};
   c.links[static_cast<std::size_t>(topo::LinkKind::Pcie)] = {24.0 / 31.5, 0.0};
   c.links[static_cast<std::size_t>(topo::LinkKind::C2C)] = {1.0, 0.0};
   c.links[static_cast<std::size_t>(topo::LinkKind::InterSocket)] = {1.0, 0.0};
   c.links[static_cast<std::size_t>(topo::LinkKind::Network)] = {0.95, 0.0};
-  c.step_overhead_us = 2.8;
-  c.launch_overhead_us = 6.6;
+  c.step_overhead_us = 0.0;
+  c.launch_overhead_us = 0.0;
   c.reduce_gbps = 0.0;
   c.source = "defaults";
+  return c;
+}
+
+Calibration default_calibration() {
+  return protocol_calibration(base_calibration(), Protocol::Simple);
+}
+
+std::string_view to_string(Protocol p) {
+  switch (p) {
+    case Protocol::LL: return "LL";
+    case Protocol::LL128: return "LL128";
+    case Protocol::Simple: return "Simple";
+  }
+  return "?";
+}
+
+std::optional<Protocol> parse_protocol(std::string_view s) {
+  std::string lower(s);
+  for (char& ch : lower) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  if (lower == "ll") return Protocol::LL;
+  if (lower == "ll128") return Protocol::LL128;
+  if (lower == "simple") return Protocol::Simple;
+  return std::nullopt;
+}
+
+HopClass hop_class(const topo::Graph& g, const std::vector<topo::Edge>& links) {
+  HopClass h = HopClass::NvLink;
+  for (topo::Edge e : links) {
+    const topo::LinkKind k = g[e].kind;
+    if (k == topo::LinkKind::Network) return HopClass::Net;
+    if (k == topo::LinkKind::Pcie || k == topo::LinkKind::InterSocket) h = HopClass::Pci;
+  }
+  return h;
+}
+
+double Calibration::step_overhead_for(const topo::Graph& g, const std::vector<topo::Edge>& links) const {
+  const double by_class = step_overhead_hw_us[static_cast<std::size_t>(hop_class(g, links))];
+  return by_class >= 0.0 ? by_class : step_overhead_us;
+}
+
+Calibration protocol_calibration(const Calibration& base, Protocol p) {
+  // NCCL's own tables (simulator/nccl_model.cpp), not a copy: [hw][Ring][protocol], [Ring][protocol].
+  const NcclTuningTables& tb = nccl_tuning_tables();
+  constexpr int kRing = static_cast<int>(NcclAlgo::Ring);
+  const int proto = static_cast<int>(p == Protocol::LL ? NcclProto::LL : p == Protocol::LL128 ? NcclProto::LL128 : NcclProto::Simple);
+  constexpr int kLL = static_cast<int>(NcclProto::LL);
+  Calibration c = base;
+  c.protocol = p;
+  if (!base.step_overhead_fixed) {
+    for (int hw : {kNcclHwNvlink, kNcclHwPci, kNcclHwNet})
+      c.step_overhead_hw_us[static_cast<std::size_t>(hw)] = tb.hw_lat_us[hw][kRing][proto] - tb.hw_lat_us[hw][kRing][kLL];
+    c.step_overhead_us = c.step_overhead_hw_us[static_cast<std::size_t>(kNcclHwNvlink)];
+  }
+  if (!base.launch_overhead_fixed) c.launch_overhead_us = tb.base_lat_us[kRing][proto];
+  // Payload per line: LL 4 of 8 bytes (a flag with each 4 B of data), LL128 120 of 128 bytes.
+  c.payload_efficiency = p == Protocol::LL ? 0.5 : p == Protocol::LL128 ? 120.0 / 128.0 : 1.0;
   return c;
 }
 
@@ -62,7 +125,7 @@ Calibration parse_calibration(const std::string& text, const std::string& source
     throw InputError(fmt::format("{}:{}: not valid JSON ({})", source, line, e.what()));
   }
   if (!j.is_object()) throw InputError(fmt::format("{}: expected a JSON object of calibration fields", source));
-  Calibration c = default_calibration();
+  Calibration c = base_calibration();
   c.source = source;
   auto number = [&](const nlohmann::json& v, const std::string& key, double lo, double hi) {
     if (!v.is_number()) throw InputError(fmt::format("{}: '{}' must be a number, got {}", source, key, v.dump()));
@@ -71,8 +134,22 @@ Calibration parse_calibration(const std::string& text, const std::string& source
     return x;
   };
   for (auto& [key, value] : j.items()) {
-    if (key == "step_overhead_us") c.step_overhead_us = number(value, key, 0, 1e6);
-    else if (key == "launch_overhead_us") c.launch_overhead_us = number(value, key, 0, 1e6);
+    if (key == "step_overhead_us") {
+      c.step_overhead_us = number(value, key, 0, 1e6);
+      c.step_overhead_fixed = true;
+    } else if (key == "launch_overhead_us") {
+      c.launch_overhead_us = number(value, key, 0, 1e6);
+      c.launch_overhead_fixed = true;
+    } else if (key == "protocol") {
+      if (!value.is_string())
+        throw InputError(fmt::format("{}: 'protocol' must be a string: auto, LL, LL128 or Simple", source));
+      const std::string name = value.get<std::string>();
+      if (name != "auto") {
+        c.only_protocol = parse_protocol(name);
+        if (!c.only_protocol)
+          throw InputError(fmt::format("{}: 'protocol' = \"{}\": expected auto, LL, LL128 or Simple", source, name));
+      }
+    }
     else if (key == "reduce_gbps") c.reduce_gbps = number(value, key, 0, 1e6);
     else if (key == "comment" || key == "source") continue;
     else if (key == "links" || key == "channel_cap_gbps") {
@@ -99,11 +176,13 @@ Calibration parse_calibration(const std::string& text, const std::string& source
       }
     } else {
       throw InputError(fmt::format("{}: unknown key '{}': expected links, channel_cap_gbps, step_overhead_us, launch_overhead_us, "
-                                   "reduce_gbps or comment",
+                                   "reduce_gbps, protocol or comment",
                                    source, key));
     }
   }
-  return c;
+  // Ready to use as it is: the file's protocol (Simple when it says none or "auto", like the
+  // defaults); `topocoll sim` derives the other protocols from it again.
+  return protocol_calibration(c, c.only_protocol.value_or(Protocol::Simple));
 }
 
 double Calibration::rate_bytes_per_s(const topo::Graph& g, topo::Edge e) const {
@@ -117,7 +196,7 @@ double Calibration::rate_bytes_per_s(const topo::Graph& g, topo::Edge e) const {
       if (g[v].kind == topo::DeviceKind::Gpu && g[v].sm > 0) sm = g[v].sm;
     if (sm > 0) eff = topo::constants::nccl_nvlink_gbps_per_link(sm) / topo::constants::nvlink_gbps_per_link(sm);
   }
-  return l.bw_gbps * 1e9 * eff;
+  return l.bw_gbps * 1e9 * eff * payload_efficiency;
 }
 
 Calibration load_calibration(const std::string& path) {

@@ -4,13 +4,26 @@
 #pragma once
 
 #include <array>
+#include <optional>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "topologies/topology.hpp"
 
 namespace topocoll::sim {
 
+// NCCL's protocols (src/device/prims_{ll,ll128,simple}.h). A protocol is not an engine feature:
+// it is a Calibration derived from the base one (protocol_calibration below).
 enum class Protocol { LL, LL128, Simple };
+std::string_view to_string(Protocol p);
+std::optional<Protocol> parse_protocol(std::string_view s);  // "LL" | "LL128" | "Simple" (any case)
+
+// NCCL's hardware classes of a hop (tuning.cc NCCL_HW_NVLINK / _PCI / _NET).
+enum class HopClass { NvLink = 0, Pci = 1, Net = 2 };
+// A route's class: Net when it crosses a network link, else Pci when it crosses PCIe or an
+// inter-socket link, else NvLink.
+HopClass hop_class(const topo::Graph& g, const std::vector<topo::Edge>& links);
 
 struct LinkCalibration {
   double efficiency = 1.0;      // fraction of the link's rate a transfer gets (protocol, headers)
@@ -27,26 +40,55 @@ struct Calibration {
   // One channel (one CUDA block in NCCL) cannot fill a fast port: a transfer of one channel
   // runs at most at this rate, per link kind (GB/s). 0 = no cap.
   std::array<double, 5> channel_cap_gbps{};
-  // Fixed cost of one operation (a send / recv step) on the GPU: kernel-side work per step.
+  // Fixed cost of one hop of a message (a send / recv step), paid like latency: kernel-side work
+  // per step. `step_overhead_us` for every hop, unless `step_overhead_hw_us` sets the hop's class
+  // (>= 0; index HopClass: nvlink, pci, net).
   double step_overhead_us = 0.0;
+  std::array<double, 3> step_overhead_hw_us{-1.0, -1.0, -1.0};
   // Launch cost of one collective call (kernel launch, proxy wake-up).
   double launch_overhead_us = 0.0;
   // GPU reduction throughput (bytes reduced per second per channel, GB/s) for local reduce ops.
   double reduce_gbps = 0.0;  // 0 = free
+  // Protocol: the fraction of a link's rate that carries payload (LL 1/2: 4 B of data per 8 B
+  // line; LL128 120/128; Simple 1). Multiplies every link's calibrated rate.
+  double payload_efficiency = 1.0;
+  // The protocol this calibration was derived for (protocol_calibration); none for a base one.
+  std::optional<Protocol> protocol;
+  // Which protocols `topocoll sim` runs with this base calibration: none = every protocol NCCL
+  // would enable on the topology, the fastest reported ("auto"); or one. File key "protocol".
+  std::optional<Protocol> only_protocol;
+  // Set by a calibration file that gives them: protocol_calibration keeps them as they are.
+  bool step_overhead_fixed = false, launch_overhead_fixed = false;
   std::string source;        // "defaults" or the file it came from
 
   const LinkCalibration& of(topo::LinkKind k) const { return links[static_cast<std::size_t>(k)]; }
   // The calibrated rate of one link, bytes per second per direction. Every engine uses this.
   double rate_bytes_per_s(const topo::Graph& g, topo::Edge e) const;
   double cap(topo::LinkKind k) const { return channel_cap_gbps[static_cast<std::size_t>(k)]; }
+  // The per-hop overhead of a message on a route with these links (us).
+  double step_overhead_for(const topo::Graph& g, const std::vector<topo::Edge>& links) const;
 };
 
-// The defaults (sources in calibration.cpp and docs/simulator.md).
+// The defaults (sources in calibration.cpp and docs/simulator.md): NCCL's Simple protocol, i.e.
+// protocol_calibration(base_calibration(), Protocol::Simple).
 Calibration default_calibration();
+// The protocol-free part of the defaults: link efficiencies and latencies of the hardware, no
+// per-step or launch overhead (protocol_calibration adds them).
+Calibration base_calibration();
+// `base` under NCCL protocol p, from NCCL 2.22.3's tuning constants (nccl_tuning_tables(), Ring
+// row, as every schedule here moves data in point-to-point steps like NCCL's ring primitives):
+//   step overhead of a hop of class h = hwLat[h][Ring][p] - hwLat[h][Ring][LL] (the topology's
+//     link latencies stand for LL's per-hop latency: topologies/constants.hpp);
+//   launch overhead = baseLat[Ring][p];
+//   payload efficiency = 1/2 (LL), 120/128 (LL128), 1 (Simple).
+// Step and launch overheads a calibration file set explicitly are kept.
+Calibration protocol_calibration(const Calibration& base, Protocol p);
 // An ideal machine: every efficiency 1, no caps, no overheads (closed-form tests).
 Calibration ideal_calibration();
-// Reads a JSON calibration; fields not in the file keep their defaults. Throws InputError with
-// the file, the key and what was expected.
+// Reads a JSON calibration; fields not in the file keep their defaults. The result is derived
+// for the file's "protocol" (Simple when none or "auto"), ready for an engine; protocol_calibration
+// re-derives it for another protocol, keeping what the file set. Throws InputError with the file,
+// the key and what was expected.
 Calibration load_calibration(const std::string& path);
 Calibration parse_calibration(const std::string& text, const std::string& source);
 

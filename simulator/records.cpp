@@ -37,6 +37,12 @@ nlohmann::json to_json(const Record& r) {
                       {"date", r.date},
                       {"machine", r.machine}};
   if (r.wrong) j["wrong"] = *r.wrong;
+  if (r.protocol) j["protocol"] = *r.protocol;
+  if (r.experiment) j["experiment"] = *r.experiment;
+  if (r.spec_hash) j["spec_hash"] = *r.spec_hash;
+  if (r.commit) j["commit"] = *r.commit;
+  if (r.repetition) j["repetition"] = *r.repetition;
+  if (r.point) j["point"] = *r.point;
   return j;
 }
 
@@ -69,6 +75,12 @@ Record record_from_json(const nlohmann::json& j) {
     r.date = j.at("date").get<std::string>();
     r.machine = j.at("machine").get<std::string>();
     if (j.contains("wrong")) r.wrong = j.at("wrong").get<std::uint64_t>();
+    if (j.contains("protocol")) r.protocol = j.at("protocol").get<std::string>();
+    if (j.contains("experiment")) r.experiment = j.at("experiment").get<std::string>();
+    if (j.contains("spec_hash")) r.spec_hash = j.at("spec_hash").get<std::string>();
+    if (j.contains("commit")) r.commit = j.at("commit").get<std::string>();
+    if (j.contains("repetition")) r.repetition = j.at("repetition").get<int>();
+    if (j.contains("point")) r.point = j.at("point").get<std::string>();
   } catch (const nlohmann::json::exception& e) {
     throw InputError(fmt::format("record field missing or of the wrong type: {}", e.what()));
   }

@@ -34,10 +34,17 @@ struct Record {
   double algbw_gbps = 0.0;
   double busbw_gbps = 0.0;
   std::optional<std::uint64_t> wrong;  // measured runs: elements that failed verification
+  std::optional<std::string> protocol;  // simulated: the NCCL protocol of the calibration (LL, LL128, Simple)
   std::string calibration;
   std::string version;               // topocoll version
   std::string date;                  // ISO 8601 UTC
   std::string machine;               // hostname of the machine that produced it
+  // Experiment provenance (`topocoll exp run`; absent elsewhere). docs/records.md.
+  std::optional<std::string> experiment;  // the spec's folder name
+  std::optional<std::string> spec_hash;   // "sha256:<hex>" of the spec file's bytes
+  std::optional<std::string> commit;      // `git describe --always --dirty` of the spec's tree, or "unknown"
+  std::optional<int> repetition;          // 0-based
+  std::optional<std::string> point;       // the point's grid coordinates: the resume key
 };
 
 nlohmann::json to_json(const Record& r);

@@ -69,10 +69,15 @@
 //    handed to the Listener from a kernel timer at the same date, where starting new
 //    activities is safe.
 //  - Comm::set_rate is ignored for host-to-host comms (hence the private cap links above).
-//  - Cost: 3.32 keeps every detached comm in a std::list that CommImpl::finish searches end to
-//    end (std::list::remove), so each completed transfer costs O(transfers in flight); at 1024
-//    GPUs with ~1000 transfers in flight that is most of the run time. Later SimGrid versions
-//    keep them in a set. The run logs the average in flight at info level (TOPOCOLL_LOG=info).
+//  - Cost. 3.32 detaches every host-to-host comm in Comm::sendto_init() itself:
+//    CommImpl::detach() pushes it on maestro's activity list (a std::list), and
+//    CommImpl::finish() takes it off with std::list::remove, which walks the whole list. Each
+//    completed transfer therefore costs O(transfers in flight), whatever the caller does (read
+//    from the disassembly of Debian's libsimgrid.so.3.32: CommImpl::detach, CommImpl::finish;
+//    later SimGrid versions keep them in a set). At 1024 GPUs that walk is a quarter of the run
+//    (docs/simulator.md, "Speed"). Not detaching on our side (start() and holding the handle
+//    until SimGrid is done) changes nothing there and measured 15-20 % slower: kept detach().
+//    The run logs the average in flight at info level (TOPOCOLL_LOG=info).
 #pragma once
 
 #include <cstdint>

@@ -271,8 +271,9 @@ class Execution final : public sg::Listener {
     Router router(t_);
     const auto& g = t_.graph();
     for (Connection& conn : conns_) {
-      conn.latency_s = c_.step_overhead_us * 1e-6;
-      for (topo::Edge e : router.route(conn.src, conn.dst).links)
+      const Route& route = router.route(conn.src, conn.dst);
+      conn.latency_s = c_.step_overhead_for(g, route.links) * 1e-6;
+      for (topo::Edge e : route.links)
         conn.latency_s += (g[e].latency_us + c_.of(g[e].kind).extra_latency_us) * 1e-6;
     }
     if (o_.trace) trace_.reserve(steps_.size());

@@ -397,4 +397,20 @@ TEST_CASE("simgrid: bad schedules are input errors") {
 }
 
 }  // namespace
+
+TEST_CASE("simgrid: protocols as calibrations: LL beats Simple on a ring at 8 B, Simple beats LL at 1 GiB") {
+  const topo::Topology t = topo::Topology::build(topo::make_dgx_h100_node(), 1, topo::FabricSpec{});
+  const Calibration ll = protocol_calibration(base_calibration(), Protocol::LL);
+  const Calibration simple = protocol_calibration(base_calibration(), Protocol::Simple);
+  const algo::Schedule small = generate("ring", t, 8, 2, 512 * 1024);
+  const algo::Schedule large = generate("ring", t, std::uint64_t{1} << 30, 2, 512 * 1024);
+  CHECK(simulate(t, small, ll).time_s < simulate(t, small, simple).time_s);
+  const double ll1g = simulate(t, large, ll).time_s, simple1g = simulate(t, large, simple).time_s;
+  CHECK(simple1g < ll1g);
+  // The engines agree under every protocol.
+  for (const Calibration& c : {ll, simple, protocol_calibration(base_calibration(), Protocol::LL128)})
+    CHECK(simulate(t, large, c).time_s ==
+          doctest::Approx(make_analytic_engine()->run(t, large, c, SimOptions{}).time_s).epsilon(1e-6));
+}
+
 }  // namespace topocoll::sim

@@ -18,6 +18,9 @@ struct SimArgs {
   std::string slice = "512K";
   std::string engine = "analytic";
   std::string calibration;
+  // NCCL protocol(s) to simulate: "" = the calibration file's "protocol", else auto; "auto" =
+  // every protocol NCCL would enable, fastest reported; "LL" | "LL128" | "Simple" = that one.
+  std::string protocol;
   std::string format = "table";  // table | csv | jsonl
   std::string output;
   std::string trace;
