@@ -1,0 +1,182 @@
+// The NCCL baselines of topocoll-bench (contract in bench_nccl.hpp). Built only with NCCL.
+#include "tools/bench_nccl.hpp"
+
+#include <cuda_runtime.h>
+#include <fmt/format.h>
+#include <nccl.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <map>
+#include <stdexcept>
+
+#include "common/errors.hpp"
+#include "runtime/cuda/nccl_transport.hpp"
+#include "runtime/cuda/reducer.hpp"
+#include "runtime/cuda/status.hpp"
+#include "runtime/test_data.hpp"
+
+namespace topocoll::tools {
+
+namespace {
+
+namespace cuda = runtime::cuda;
+
+void check(cudaError_t e, const char* where) { cuda::throw_if_failed(cuda::Status{static_cast<int>(e), where}); }
+
+void check_nccl(ncclResult_t r, const char* where, ncclComm_t comm) {
+  if (r == ncclSuccess) return;
+  const char* last = ncclGetLastError(comm);
+  throw cuda::NcclError(fmt::format("{}: {}{}{}", where, ncclGetErrorString(r), last && *last ? ": " : "", last ? last : ""));
+}
+
+ncclDataType_t nccl_type(algo::DataType t) {
+  switch (t) {
+    case algo::DataType::Int8: return ncclInt8;
+    case algo::DataType::Uint8: return ncclUint8;
+    case algo::DataType::Int32: return ncclInt32;
+    case algo::DataType::Uint32: return ncclUint32;
+    case algo::DataType::Int64: return ncclInt64;
+    case algo::DataType::Uint64: return ncclUint64;
+    case algo::DataType::Float16: return ncclFloat16;
+    case algo::DataType::BFloat16: return ncclBfloat16;
+    case algo::DataType::Float32: return ncclFloat32;
+    case algo::DataType::Float64: return ncclFloat64;
+  }
+  throw InternalError(fmt::format("nccl_type: unknown DataType {}", static_cast<int>(t)));
+}
+
+ncclRedOp_t nccl_op(algo::ReduceOp op) {
+  switch (op) {
+    case algo::ReduceOp::Sum:
+    case algo::ReduceOp::Avg: return ncclSum;  // avg: finish_avg afterwards (see the header)
+    case algo::ReduceOp::Prod: return ncclProd;
+    case algo::ReduceOp::Min: return ncclMin;
+    case algo::ReduceOp::Max: return ncclMax;
+  }
+  throw InternalError(fmt::format("nccl_op: unknown ReduceOp {}", static_cast<int>(op)));
+}
+
+// The NCCL_ALGO each baseline forces ("" = NCCL's own choice).
+std::string forced_algo(const std::string& name) {
+  if (name == "nccl-ring") return "Ring";
+  if (name == "nccl-tree") return "Tree";
+  return "";
+}
+
+class DeviceMemory {
+ public:
+  explicit DeviceMemory(std::size_t bytes) {
+    void* p = nullptr;
+    check(cudaMalloc(&p, std::max<std::size_t>(bytes, 1)), "cudaMalloc");
+    data_ = static_cast<std::byte*>(p);
+  }
+  ~DeviceMemory() { cudaFree(data_); }
+  DeviceMemory(const DeviceMemory&) = delete;
+  DeviceMemory& operator=(const DeviceMemory&) = delete;
+  std::byte* get() const { return data_; }
+
+ private:
+  std::byte* data_ = nullptr;
+};
+
+class Stream {
+ public:
+  Stream() { check(cudaStreamCreateWithFlags(&s_, cudaStreamNonBlocking), "cudaStreamCreateWithFlags"); }
+  ~Stream() { cudaStreamDestroy(s_); }
+  Stream(const Stream&) = delete;
+  Stream& operator=(const Stream&) = delete;
+  cudaStream_t get() const { return s_; }
+
+ private:
+  cudaStream_t s_ = nullptr;
+};
+
+// Picks the GPU before anything allocates on it.
+int select_device(int local_rank) {
+  int devices = 0;
+  check(cudaGetDeviceCount(&devices), "cudaGetDeviceCount");
+  const int device = local_rank % devices;
+  check(cudaSetDevice(device), "cudaSetDevice");
+  return device;
+}
+
+class Baselines final : public NcclBaselines {
+ public:
+  Baselines(MPI_Comm comm, int local_rank, std::uint64_t max_bytes, const std::vector<std::string>& names)
+      : device_(select_device(local_rank)), input_(max_bytes), output_(max_bytes), host_(kHostChunkBytes),
+        expected_(kHostChunkBytes) {
+    MPI_Comm_rank(comm, &rank_);
+    MPI_Comm_size(comm, &ranks_);
+    for (const std::string& name : names)  // other names (mpi) are not ours
+      if (is_nccl_baseline(name) && !comms_.count(name))
+        comms_.emplace(name, std::make_unique<cuda::NcclComm>(comm, forced_algo(name)));
+  }
+
+  std::string describe() const override {
+    cudaDeviceProp prop{};
+    cudaGetDeviceProperties(&prop, device_);
+    const char* env = std::getenv("NCCL_ALGO");
+    return fmt::format("NCCL {}, rank {} on GPU {} ({}); nccl-ring / nccl-tree: NCCL_ALGO=Ring / Tree set at communicator "
+                       "init; nccl: {}; avg = ncclSum + finish_avg",
+                       cuda::nccl_version(), rank_, device_, prop.name,
+                       env ? fmt::format("NCCL_ALGO={} from the environment", env) : std::string("NCCL's own choice"));
+  }
+
+  void fill(algo::DataType t, algo::ReduceOp op, std::uint64_t count, bool in_place) override {
+    const std::size_t elem = algo::size_of(t), chunk = kHostChunkBytes / elem;
+    for (std::uint64_t off = 0; off < count; off += chunk) {
+      const std::size_t c = static_cast<std::size_t>(std::min<std::uint64_t>(chunk, count - off));
+      runtime::fill_input(t, op, rank_, ranks_, off, host_.data(), c);
+      check(cudaMemcpy(input_.get() + off * elem, host_.data(), c * elem, cudaMemcpyHostToDevice), "cudaMemcpy H2D");
+    }
+    if (!in_place && count > 0) check(cudaMemset(output_.get(), 0xA5, count * elem), "cudaMemset");
+    check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+  }
+
+  double run_us(const std::string& name, algo::DataType t, algo::ReduceOp op, std::uint64_t count, bool in_place) override {
+    auto it = comms_.find(name);
+    if (it == comms_.end()) throw InputError(fmt::format("nccl baselines: '{}' was not set up", name));
+    ncclComm_t comm = it->second->get();
+    std::byte* out = in_place ? input_.get() : output_.get();
+    const auto t0 = std::chrono::steady_clock::now();
+    check_nccl(ncclAllReduce(input_.get(), out, count, nccl_type(t), nccl_op(op), comm, stream_.get()), "ncclAllReduce", comm);
+    if (op == algo::ReduceOp::Avg) cuda::throw_if_failed(cuda::finish_avg(t, out, count, ranks_, stream_.get()));
+    check(cudaStreamSynchronize(stream_.get()), "cudaStreamSynchronize");
+    return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+  }
+
+  std::uint64_t count_wrong(algo::DataType t, algo::ReduceOp op, std::uint64_t count, bool in_place) override {
+    const std::size_t elem = algo::size_of(t), chunk = kHostChunkBytes / elem;
+    const std::byte* out = in_place ? input_.get() : output_.get();
+    std::uint64_t wrong = 0;
+    for (std::uint64_t off = 0; off < count; off += chunk) {
+      const std::size_t c = static_cast<std::size_t>(std::min<std::uint64_t>(chunk, count - off));
+      check(cudaMemcpy(host_.data(), out + off * elem, c * elem, cudaMemcpyDeviceToHost), "cudaMemcpy D2H");
+      runtime::fill_expected(t, op, ranks_, off, expected_.data(), c);
+      wrong += runtime::count_wrong(t, host_.data(), expected_.data(), c);
+    }
+    return wrong;
+  }
+
+ private:
+  static constexpr std::size_t kHostChunkBytes = std::size_t{1} << 22;  // host staging for fill / check
+  int device_ = 0;
+  int rank_ = 0, ranks_ = 1;
+  DeviceMemory input_, output_;
+  Stream stream_;
+  std::vector<std::byte> host_, expected_;
+  std::map<std::string, std::unique_ptr<cuda::NcclComm>> comms_;
+};
+
+}  // namespace
+
+bool nccl_available(std::string* why) { return cuda::device_available(why); }
+
+std::unique_ptr<NcclBaselines> make_nccl_baselines(MPI_Comm comm, int local_rank, std::uint64_t max_bytes,
+                                                   const std::vector<std::string>& names) {
+  return std::make_unique<Baselines>(comm, local_rank, max_bytes, names);
+}
+
+}  // namespace topocoll::tools

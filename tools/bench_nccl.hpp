@@ -1,0 +1,91 @@
+// The stock NCCL baselines of topocoll-bench (issue 5): ncclAllReduce on device buffers, in the
+// same run as topocoll's schedules, as `mpi` is MPI_Allreduce.
+//
+//   nccl        ncclAllReduce as NCCL chooses (its tuner; NCCL_ALGO / NCCL_PROTO of the environment
+//               apply as usual)
+//   nccl-ring   ncclAllReduce on a communicator created with NCCL_ALGO=Ring
+//   nccl-tree   ncclAllReduce on a communicator created with NCCL_ALGO=Tree
+//
+// Forcing. NCCL reads NCCL_ALGO when a communicator is initialised (ncclTopoTuneModel in NCCL
+// 2.19-2.28, the tuning cost-model init after; both through ncclGetEnv = getenv at that moment),
+// not once per process; so each forced baseline has its own communicator, created with NCCL_ALGO
+// set around ncclCommInitRank and the previous value restored (runtime/cuda/nccl_transport.hpp).
+// The three coexist in one process.
+//
+// Avg is ncclSum then the CUDA finish_avg (divide once by the rank count), as `mpi` does: NCCL's
+// ncclAvg multiplies each input by 1/p before summing for floating types, which is not the exact
+// sum / p of test_data and would show as #wrong without being a bug. Every other dtype and op is
+// NCCL's own (bf16 included).
+//
+// This header has no CUDA or NCCL types and compiles in every build: TOPOCOLL_HAVE_NCCL (0 or 1,
+// set for topocoll-bench by tools/CMakeLists.txt) selects the real declarations (bench_nccl.cpp)
+// or the stubs at the end, which say that the build has no NCCL.
+#pragma once
+
+#include <mpi.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "algorithms/types.hpp"
+
+namespace topocoll::tools {
+
+// nccl, nccl-ring, nccl-tree.
+bool is_nccl_baseline(const std::string& name);
+inline const std::vector<std::string>& nccl_baseline_names() {
+  static const std::vector<std::string> names = {"nccl", "nccl-ring", "nccl-tree"};
+  return names;
+}
+
+// The device buffers, stream and communicators of the baselines on one rank, bound once (style
+// rule 4); the calls below are the bench loop's: fresh inputs, one timed allreduce, the check.
+class NcclBaselines {
+ public:
+  virtual ~NcclBaselines() = default;
+  // One line for the table's header: NCCL version, this rank's GPU, how algorithms are forced.
+  virtual std::string describe() const = 0;
+  // Rank `rank` of `ranks`: test_data's fill_input into the device input (count elements); out of
+  // place, the output gets the 0xA5 pattern. Waits until done (not part of any timing).
+  virtual void fill(algo::DataType t, algo::ReduceOp op, std::uint64_t count, bool in_place) = 0;
+  // One allreduce of `count` elements with baseline `name` (in place: input == output), waited for
+  // on the host; the microseconds from the call to the end of the stream's work on this rank.
+  virtual double run_us(const std::string& name, algo::DataType t, algo::ReduceOp op, std::uint64_t count,
+                        bool in_place) = 0;
+  // Elements of this rank's output that differ bit for bit from test_data's fill_expected.
+  virtual std::uint64_t count_wrong(algo::DataType t, algo::ReduceOp op, std::uint64_t count, bool in_place) = 0;
+};
+
+#if TOPOCOLL_HAVE_NCCL
+
+// Whether the baselines can run here: false with the reason (no GPU: cudaGetDeviceCount's error).
+bool nccl_available(std::string* why);
+
+// Collective over `comm` (every rank calls it). Uses GPU local_rank % devices; allocates input and
+// output of max_bytes each; creates one communicator per baseline named in `names` (other names,
+// such as mpi, are ignored). Throws std::runtime_error naming the failed call (NCCL refuses two ranks
+// on one GPU: "Duplicate GPU detected").
+std::unique_ptr<NcclBaselines> make_nccl_baselines(MPI_Comm comm, int local_rank, std::uint64_t max_bytes,
+                                                   const std::vector<std::string>& names);
+
+#else
+
+inline bool nccl_available(std::string* why) {
+  if (why) *why = "this topocoll-bench was built without CUDA + NCCL";
+  return false;
+}
+inline std::unique_ptr<NcclBaselines> make_nccl_baselines(MPI_Comm, int, std::uint64_t, const std::vector<std::string>&) {
+  return nullptr;
+}
+
+#endif
+
+inline bool is_nccl_baseline(const std::string& name) {
+  for (const std::string& n : nccl_baseline_names())
+    if (n == name) return true;
+  return false;
+}
+
+}  // namespace topocoll::tools
