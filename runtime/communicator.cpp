@@ -48,15 +48,36 @@ algo::Layout Communicator::layout() const {
   return algo::uniform_layout(nodes_, local_size_);
 }
 
-void Communicator::barrier() const { MPI_Barrier(comm_); }
+void Communicator::barrier() const {
+  if (timeout_.count() <= 0) {
+    MPI_Barrier(comm_);
+    return;
+  }
+  MPI_Request r = MPI_REQUEST_NULL;
+  MPI_Ibarrier(comm_, &r);
+  wait_bounded(r, timeout_, fmt::format("rank {}: barrier", rank_), peers_);
+}
 
 void Communicator::max_over_ranks(std::vector<double>& v) const {
-  if (!v.empty()) MPI_Allreduce(MPI_IN_PLACE, v.data(), static_cast<int>(v.size()), MPI_DOUBLE, MPI_MAX, comm_);
+  if (v.empty()) return;
+  if (timeout_.count() <= 0) {
+    MPI_Allreduce(MPI_IN_PLACE, v.data(), static_cast<int>(v.size()), MPI_DOUBLE, MPI_MAX, comm_);
+    return;
+  }
+  MPI_Request r = MPI_REQUEST_NULL;
+  MPI_Iallreduce(MPI_IN_PLACE, v.data(), static_cast<int>(v.size()), MPI_DOUBLE, MPI_MAX, comm_, &r);
+  wait_bounded(r, timeout_, fmt::format("rank {}: reducing the timings", rank_), peers_);
 }
 
 std::uint64_t Communicator::sum_over_ranks(std::uint64_t v) const {
   std::uint64_t out = 0;
-  MPI_Allreduce(&v, &out, 1, MPI_UINT64_T, MPI_SUM, comm_);
+  if (timeout_.count() <= 0) {
+    MPI_Allreduce(&v, &out, 1, MPI_UINT64_T, MPI_SUM, comm_);
+    return out;
+  }
+  MPI_Request r = MPI_REQUEST_NULL;
+  MPI_Iallreduce(&v, &out, 1, MPI_UINT64_T, MPI_SUM, comm_, &r);
+  wait_bounded(r, timeout_, fmt::format("rank {}: summing the error counts", rank_), peers_);
   return out;
 }
 

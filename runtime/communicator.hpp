@@ -13,10 +13,12 @@
 
 #include <mpi.h>
 
+#include <chrono>
 #include <cstdint>
 #include <vector>
 
 #include "algorithms/layout.hpp"
+#include "runtime/faults.hpp"
 
 namespace topocoll::runtime {
 
@@ -42,6 +44,14 @@ class Communicator {
   // (different ranks per node, or ranks not numbered node by node).
   algo::Layout layout() const;
 
+  // Bounds the communicator's own collectives (barrier, the reductions below): with a timeout,
+  // each is a non-blocking MPI call waited for at most that long (runtime/faults.hpp), and a
+  // JobTimeout names the ranks known to be gone. Without one (the default) they block in MPI.
+  void set_timeout(std::chrono::milliseconds timeout, const PeerTable* peers = nullptr) {
+    timeout_ = timeout;
+    peers_ = peers;
+  }
+
   void barrier() const;
   // Element-wise maximum / sum over all ranks, in place.
   void max_over_ranks(std::vector<double>& v) const;
@@ -52,6 +62,8 @@ class Communicator {
   MPI_Comm node_comm_ = MPI_COMM_NULL;
   int rank_ = 0, size_ = 1, local_rank_ = 0, local_size_ = 1, node_index_ = 0, nodes_ = 1;
   bool uniform_ = true;
+  std::chrono::milliseconds timeout_{0};
+  const PeerTable* peers_ = nullptr;
   std::vector<int> node_of_;
 };
 

@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cstring>
 #include <thread>
-#include <vector>
 
 #include "common/errors.hpp"
 #include "runtime/reducer.hpp"
@@ -22,207 +21,280 @@ void Transport::wait(std::chrono::steady_clock::time_point /*deadline*/) { std::
 
 namespace {
 
-// One operation with its chunks resolved to memory (setup), ready to run (hot path).
-struct BoundOp {
-  const Op* op = nullptr;
-  std::size_t index = 0;          // in the rank's program
-  std::byte* src = nullptr;       // Send, Copy, Reduce
-  std::byte* dst = nullptr;       // Recv, RecvReduce, Copy, Reduce
-  std::size_t count = 0;          // elements
-  std::size_t bytes = 0;
-  bool staged = false;            // Reduce whose src partially overlaps dst: reduce from a copy
-};
+// The "no memory" buffer of zero-element chunks: base_[kNoBuffer] stays null.
+constexpr std::uint8_t kNoBuffer = 3;
 
-struct ChannelState {
-  std::vector<std::size_t> ops;  // indices into bound_, in program order
-  std::size_t next = 0;
-  bool done() const { return next == ops.size(); }
-};
+bool overlap(const std::byte* a, std::size_t a_bytes, const std::byte* b, std::size_t b_bytes) {
+  return a < b + b_bytes && b < a + a_bytes;
+}
 
-bool overlap(const std::byte* a, const std::byte* b, std::size_t bytes) { return a < b + bytes && b < a + bytes; }
-
-class RankExecutor {
- public:
-  RankExecutor(const algo::Schedule& s, int rank, const Buffers& b, Transport& t, const ExecOptions& o)
-      : s_(s), rank_(rank), transport_(t), options_(o), elem_(algo::size_of(s.args().dtype)) {
-    if (rank < 0 || rank >= s.num_ranks())
-      throw InputError(fmt::format("execute: rank {} is not a rank of schedule '{}' (0..{})", rank, s.name(), s.num_ranks() - 1));
-    base_[0] = static_cast<std::byte*>(b.input);
-    base_[1] = static_cast<std::byte*>(b.output);
-    base_[2] = static_cast<std::byte*>(b.scratch);
-    bind();
-    // The one receive callback, bound once: it finishes the receive in current_.
-    deliver_ = [this](const void* data) { finish_recv(*current_, data); };
-  }
-  RankExecutor(const RankExecutor&) = delete;  // deliver_ captures this
-  RankExecutor& operator=(const RankExecutor&) = delete;
-
-  void run() {
-    std::size_t unfinished = 0;
-    for (const ChannelState& ch : channels_) unfinished += ch.done() ? 0 : 1;
-    auto last_progress = std::chrono::steady_clock::now();
-    // Round-robin over the channels: each sweep runs every unfinished channel until it finishes
-    // or blocks on a receive; a sweep that completes no operation waits for a message (or the
-    // deadline of the progress timeout).
-    while (unfinished > 0) {
-      bool progressed = false;
-      for (ChannelState& ch : channels_) {
-        if (ch.done()) continue;
-        while (!ch.done() && step(bound_[ch.ops[ch.next]])) {
-          ++ch.next;
-          progressed = true;
-        }
-        if (ch.done()) --unfinished;
-      }
-      const auto now = std::chrono::steady_clock::now();
-      if (progressed) {
-        last_progress = now;
-        continue;
-      }
-      const auto deadline = last_progress + options_.progress_timeout;
-      if (now >= deadline) throw_timeout();
-      transport_.wait(deadline);
-    }
-    finish();
-  }
-
- private:
-  const algo::Schedule& s_;
-  const int rank_;
-  Transport& transport_;
-  const ExecOptions& options_;
-  const std::size_t elem_;
-  std::byte* base_[3] = {};
-  algo::Program program_;
-  std::vector<BoundOp> bound_;
-  std::vector<ChannelState> channels_;
-  std::vector<std::byte> staging_;  // for staged reduces, sized for the largest in setup
-  const BoundOp* current_ = nullptr;
-  std::function<void(const void*)> deliver_;
-
-  std::string where(const BoundOp& b) const {
-    return fmt::format("rank {} op {} ({})", rank_, b.index, algo::describe(*b.op));
-  }
-
-  std::byte* resolve(const BoundOp& b, const Chunk& c) const {
-    const std::uint64_t size = s_.buffer_count(c.buffer);
-    if (c.end() > size || c.end() < c.offset)
-      throw InputError(fmt::format("execute: {}: {}[{}:{}] is outside the {} buffer of {} elements", where(b),
-                                   algo::to_string(c.buffer), c.offset, c.end(), algo::to_string(c.buffer), size));
-    if (c.count == 0) return nullptr;
-    std::byte* base = base_[static_cast<int>(c.buffer)];
-    if (base == nullptr)
-      throw InputError(fmt::format("execute: {}: the {} buffer is null but the chunk needs {} elements", where(b),
-                                   algo::to_string(c.buffer), c.count));
-    return base + c.offset * elem_;
-  }
-
-  // Setup: fetch the program, check every operation against the schedule's shape, resolve its
-  // chunks to pointers and split the operations per channel.
-  void bind() {
-    program_ = s_.program(rank_);
-    bound_.resize(program_.size());
-    channels_.resize(static_cast<std::size_t>(std::max(s_.num_channels(), 0)));
-    std::size_t staging_bytes = 0;
-    // One pass over the program: validate and resolve each operation.
-    for (std::size_t i = 0; i < program_.size(); ++i) {
-      const Op& op = program_[i];
-      BoundOp& b = bound_[i];
-      b.op = &op;
-      b.index = i;
-      if (op.channel >= channels_.size())
-        throw InputError(fmt::format("execute: {}: channel {} but the schedule has {} channels", where(b), op.channel,
-                                     s_.num_channels()));
-      const bool comm = op.kind == OpKind::Send || op.kind == OpKind::Recv || op.kind == OpKind::RecvReduce;
-      if (comm && (op.peer < 0 || op.peer >= s_.num_ranks() || op.peer == rank_))
-        throw InputError(fmt::format("execute: {}: peer {} is not another rank of 0..{}", where(b), op.peer,
-                                     s_.num_ranks() - 1));
-      if ((op.kind == OpKind::Copy || op.kind == OpKind::Reduce) && op.src.count != op.dst.count)
-        throw InputError(fmt::format("execute: {}: {} elements into {}", where(b), op.src.count, op.dst.count));
-      if (op.kind == OpKind::Send || op.kind == OpKind::Copy || op.kind == OpKind::Reduce) b.src = resolve(b, op.src);
-      if (op.kind != OpKind::Send) b.dst = resolve(b, op.dst);
-      b.count = static_cast<std::size_t>(op.count());
-      b.bytes = b.count * elem_;
-      // The reducer takes identical or disjoint operands; a partial overlap reduces from a copy.
-      b.staged = op.kind == OpKind::Reduce && b.bytes > 0 && b.src != b.dst && overlap(b.src, b.dst, b.bytes);
-      if (b.staged) staging_bytes = std::max(staging_bytes, b.bytes);
-      channels_[op.channel].ops.push_back(i);
-    }
-    staging_.resize(staging_bytes);
-  }
-
-  // Runs one operation; false when it is a receive whose message has not arrived.
-  bool step(const BoundOp& b) {
-    const algo::CollectiveArgs& a = s_.args();
-    const Op& op = *b.op;
-    switch (op.kind) {
-      case OpKind::Send:
-        transport_.post_send(op.peer, op.channel, b.src, b.bytes);
-        return true;
-      case OpKind::Recv:
-      case OpKind::RecvReduce: {
-        current_ = &b;
-        try {
-          return transport_.try_recv(op.peer, op.channel, b.bytes, deliver_);
-        } catch (const InputError& e) {
-          throw InputError(fmt::format("execute: {}: {}", where(b), e.what()));
-        }
-      }
-      case OpKind::Copy:
-        if (b.bytes > 0 && b.src != b.dst) std::memmove(b.dst, b.src, b.bytes);
-        return true;
-      case OpKind::Reduce:
-        if (b.staged) {
-          std::memcpy(staging_.data(), b.src, b.bytes);
-          reduce(a.dtype, a.op, b.dst, staging_.data(), b.count);
-        } else if (b.count > 0) {
-          reduce(a.dtype, a.op, b.dst, b.src, b.count);
-        }
-        return true;
-    }
-    return true;
-  }
-
-  void finish_recv(const BoundOp& b, const void* data) {
-    if (b.bytes == 0) return;
-    if (b.op->kind == OpKind::Recv) std::memcpy(b.dst, data, b.bytes);
-    else reduce(s_.args().dtype, s_.args().op, b.dst, data, b.count);
-  }
-
-  [[noreturn]] void throw_timeout() const {
-    // Report the first channel that waits; count the others.
-    const BoundOp* first = nullptr;
-    std::size_t waiting = 0;
-    for (const ChannelState& ch : channels_) {
-      if (ch.done()) continue;
-      ++waiting;
-      if (first == nullptr) first = &bound_[ch.ops[ch.next]];
-    }
-    TOPOCOLL_ASSERT(first != nullptr, "timeout with every channel finished");
-    const Op& op = *first->op;
-    std::string others = waiting > 1 ? fmt::format(" ({} other channels wait too)", waiting - 1) : "";
-    throw PeerTimeout(fmt::format("rank {}: no progress for {} ms: channel {} op {} ({}) waits for peer {}{}", rank_,
-                                  options_.progress_timeout.count(), op.channel, first->index, algo::describe(op), op.peer,
-                                  others),
-                      rank_, op.peer, op.channel, first->index);
-  }
-
-  // Avg: divide what was accumulated as a sum by the rank count (see executor.hpp).
-  void finish() {
-    const algo::CollectiveArgs& a = s_.args();
-    if (a.op != algo::ReduceOp::Avg || a.count == 0) return;
-    const bool reduces = a.collective == Collective::AllReduce || a.collective == Collective::ReduceScatter ||
-                         (a.collective == Collective::Reduce && rank_ == a.root);
-    if (!reduces) return;
-    if (base_[1] == nullptr) throw InputError(fmt::format("execute: rank {}: the output buffer is null", rank_));
-    finish_avg(a.dtype, base_[1], static_cast<std::size_t>(a.output_count()), a.ranks);
-  }
-};
+bool is_comm(OpKind k) { return k == OpKind::Send || k == OpKind::Recv || k == OpKind::RecvReduce; }
 
 }  // namespace
 
-void execute(const algo::Schedule& s, int rank, const Buffers& b, Transport& t, const ExecOptions& o) {
-  RankExecutor(s, rank, b, t, o).run();
+// ---- setup ------------------------------------------------------------------------------------
+
+std::string Plan::where(std::size_t index) const {
+  return fmt::format("rank {} op {} ({})", rank_, index, algo::describe(program_[index]));
 }
+
+// Fetches the program, checks every operation against the schedule's shape, resolves its chunks
+// to (buffer, byte offset), splits the operations per channel and sizes the staging.
+Plan::Plan(const algo::Schedule& s, int rank)
+    : args_(s.args()), name_(s.name()), rank_(rank), elem_(algo::size_of(s.args().dtype)) {
+  if (rank < 0 || rank >= s.num_ranks())
+    throw InputError(fmt::format("execute: rank {} is not a rank of schedule '{}' (0..{})", rank, s.name(), s.num_ranks() - 1));
+  for (int b = 0; b < 3; ++b) buffer_elements_[b] = s.buffer_count(static_cast<BufferId>(b));
+  program_ = s.program(rank);
+  ops_.resize(program_.size());
+  channels_.resize(static_cast<std::size_t>(std::max(s.num_channels(), 0)));
+  std::vector<std::size_t> recv_reduce_bytes(channels_.size(), 0);
+
+  // A chunk as (buffer, byte offset); zero-element chunks point nowhere.
+  auto resolve = [&](std::size_t i, const Chunk& c, std::uint8_t& buffer, std::size_t& offset) {
+    const std::uint64_t size = buffer_elements_[static_cast<int>(c.buffer)];
+    if (c.end() > size || c.end() < c.offset)
+      throw InputError(fmt::format("execute: {}: {}[{}:{}] is outside the {} buffer of {} elements", where(i),
+                                   algo::to_string(c.buffer), c.offset, c.end(), algo::to_string(c.buffer), size));
+    if (c.count == 0) {
+      buffer = kNoBuffer;
+      offset = 0;
+      return;
+    }
+    buffer = static_cast<std::uint8_t>(c.buffer);
+    offset = static_cast<std::size_t>(c.offset) * elem_;
+    if (!needs_buffer_[buffer]) {
+      needs_buffer_[buffer] = true;
+      first_user_[buffer] = static_cast<std::uint32_t>(i);
+    }
+  };
+
+  // One pass over the program: validate and resolve each operation.
+  for (std::size_t i = 0; i < program_.size(); ++i) {
+    const Op& op = program_[i];
+    BoundOp& b = ops_[i];
+    b.kind = op.kind;
+    b.peer = op.peer;
+    b.channel = static_cast<int>(op.channel);
+    if (op.channel >= channels_.size())
+      throw InputError(fmt::format("execute: {}: channel {} but the schedule has {} channels", where(i), op.channel, s.num_channels()));
+    if (is_comm(op.kind) && (op.peer < 0 || op.peer >= s.num_ranks() || op.peer == rank_))
+      throw InputError(fmt::format("execute: {}: peer {} is not another rank of 0..{}", where(i), op.peer, s.num_ranks() - 1));
+    if ((op.kind == OpKind::Copy || op.kind == OpKind::Reduce) && op.src.count != op.dst.count)
+      throw InputError(fmt::format("execute: {}: {} elements into {}", where(i), op.src.count, op.dst.count));
+    if (op.kind == OpKind::Send || op.kind == OpKind::Copy || op.kind == OpKind::Reduce) resolve(i, op.src, b.src_buffer, b.src_offset);
+    if (op.kind != OpKind::Send) resolve(i, op.dst, b.dst_buffer, b.dst_offset);
+    b.count = static_cast<std::size_t>(op.count());
+    b.bytes = b.count * elem_;
+    if (op.kind == OpKind::RecvReduce) recv_reduce_bytes[op.channel] = std::max(recv_reduce_bytes[op.channel], b.bytes);
+    channels_[op.channel].ops.push_back(static_cast<std::uint32_t>(i));
+  }
+  // One receive-reduce slice per channel (a channel has one receive posted at a time), each
+  // aligned to 64 bytes so the reducer's loads stay aligned.
+  std::size_t staging = 0;
+  for (std::size_t c = 0; c < channels_.size(); ++c) {
+    channels_[c].staging_offset = staging;
+    staging += (recv_reduce_bytes[c] + 63) / 64 * 64;
+  }
+  recv_staging_.resize(staging + 64);
+}
+
+// ---- run --------------------------------------------------------------------------------------
+
+void Plan::run(const Buffers& buffers, Transport& t, const ExecOptions& o) {
+  base_[0] = static_cast<std::byte*>(buffers.input);
+  base_[1] = static_cast<std::byte*>(buffers.output);
+  base_[2] = static_cast<std::byte*>(buffers.scratch);
+  base_[kNoBuffer] = nullptr;
+  for (int b = 0; b < 3; ++b)
+    if (needs_buffer_[b] && base_[b] == nullptr) {
+      const Op& op = program_[first_user_[b]];
+      throw InputError(fmt::format("execute: {}: the {} buffer is null but the chunk needs {} elements", where(first_user_[b]),
+                                   algo::to_string(static_cast<BufferId>(b)), op.count()));
+    }
+  {
+    // The staging base, rounded up to 64 bytes.
+    const auto raw = reinterpret_cast<std::uintptr_t>(recv_staging_.data());
+    staging_base_ = recv_staging_.data() + ((64 - raw % 64) % 64);
+  }
+  std::size_t unfinished = 0;
+  for (Channel& ch : channels_) {
+    ch.next = 0;
+    ch.posted = false;
+    ch.request = Transport::kDone;
+    ch.blocked_on = -1;
+    unfinished += ch.done() ? 0 : 1;
+  }
+  in_flight_ = 0;
+
+  auto last_progress = std::chrono::steady_clock::now();
+  // Round-robin over the channels: each sweep runs every unfinished channel until it finishes or
+  // its current op is not ready; a sweep that completes no operation waits for the transport (or
+  // the deadline of the progress timeout).
+  while (unfinished > 0) {
+    bool progressed = false;
+    for (Channel& ch : channels_) {
+      if (ch.done()) continue;
+      while (!ch.done() && step(ch, ch.ops[ch.next], t)) {
+        ++ch.next;
+        ch.blocked_on = -1;
+        progressed = true;
+      }
+      if (ch.done()) --unfinished;
+    }
+    const auto now = std::chrono::steady_clock::now();
+    if (progressed) {
+      last_progress = now;
+      continue;
+    }
+    const auto deadline = last_progress + o.progress_timeout;
+    if (now >= deadline) throw_timeout(o);
+    // Poll (the tests in step() progress the transport) for a while before handing the core back.
+    if (now - last_progress < o.spin) continue;
+    t.wait(deadline);
+  }
+
+  // Every send must have completed before the caller may write its buffers again.
+  while (in_flight_ > 0) {
+    const std::size_t before = in_flight_;
+    retire_sends(t);
+    const auto now = std::chrono::steady_clock::now();
+    if (in_flight_ < before) last_progress = now;
+    if (in_flight_ == 0) break;
+    const auto deadline = last_progress + o.progress_timeout;
+    if (now >= deadline) throw_send_timeout(o);
+    t.wait(deadline);
+  }
+  finish_avg_if_needed();
+}
+
+// Tests the unfinished sends; completed ones leave the window (order kept: oldest first).
+void Plan::retire_sends(Transport& t) {
+  std::size_t w = 0;
+  for (std::size_t r = 0; r < in_flight_; ++r)
+    if (!t.test_send(window_[r].request)) window_[w++] = window_[r];
+  in_flight_ = w;
+}
+
+// True when no unfinished send reads [dst, dst + bytes); else records the peer it waits for.
+bool Plan::clear_to_write(Channel& ch, const std::byte* dst, std::size_t bytes, Transport& t) {
+  if (in_flight_ == 0 || bytes == 0) return true;
+  auto blocking = [&]() -> const InFlight* {
+    for (std::size_t r = 0; r < in_flight_; ++r)
+      if (overlap(window_[r].begin, static_cast<std::size_t>(window_[r].end - window_[r].begin), dst, bytes)) return &window_[r];
+    return nullptr;
+  };
+  if (blocking() == nullptr) return true;
+  retire_sends(t);
+  if (const InFlight* f = blocking()) {
+    ch.blocked_on = f->peer;
+    return false;
+  }
+  return true;
+}
+
+// Runs (or continues) one operation; false when it is not ready.
+bool Plan::step(Channel& ch, std::uint32_t index, Transport& t) {
+  const BoundOp& b = ops_[index];
+  switch (b.kind) {
+    case OpKind::Send: {
+      if (in_flight_ == kSendWindow) {
+        retire_sends(t);
+        if (in_flight_ == kSendWindow) {
+          ch.blocked_on = window_[0].peer;
+          return false;
+        }
+      }
+      const std::byte* src = ptr(b.src_buffer, b.src_offset);
+      const Transport::Request r = t.post_send(b.peer, b.channel, src, b.bytes);
+      if (r != Transport::kDone) window_[in_flight_++] = InFlight{src, src + b.bytes, r, b.peer, b.channel, index};
+      return true;
+    }
+    case OpKind::Recv:
+    case OpKind::RecvReduce: {
+      std::byte* dst = ptr(b.dst_buffer, b.dst_offset);
+      try {
+        if (!ch.posted) {
+          if (!clear_to_write(ch, dst, b.bytes, t)) return false;
+          std::byte* into = b.kind == OpKind::Recv ? dst : staging_base_ + ch.staging_offset;
+          ch.request = t.post_recv(b.peer, b.channel, into, b.bytes);
+          ch.posted = true;
+        }
+        if (ch.request != Transport::kDone && !t.test_recv(ch.request)) return false;
+      } catch (const InputError& e) {
+        throw InputError(fmt::format("execute: {}: {}", where(index), e.what()));
+      }
+      ch.posted = false;
+      ch.request = Transport::kDone;
+      if (b.kind == OpKind::RecvReduce && b.count > 0) reduce(args_.dtype, args_.op, dst, staging_base_ + ch.staging_offset, b.count);
+      return true;
+    }
+    case OpKind::Copy: {
+      std::byte* dst = ptr(b.dst_buffer, b.dst_offset);
+      const std::byte* src = ptr(b.src_buffer, b.src_offset);
+      if (b.bytes == 0 || src == dst) return true;
+      if (!clear_to_write(ch, dst, b.bytes, t)) return false;
+      std::memmove(dst, src, b.bytes);
+      return true;
+    }
+    case OpKind::Reduce: {
+      if (b.count == 0) return true;
+      std::byte* dst = ptr(b.dst_buffer, b.dst_offset);
+      const std::byte* src = ptr(b.src_buffer, b.src_offset);
+      if (!clear_to_write(ch, dst, b.bytes, t)) return false;
+      // The reducer takes identical or disjoint operands; a partial overlap reduces from a copy.
+      if (src != dst && overlap(src, b.bytes, dst, b.bytes)) {
+        if (reduce_staging_.size() < b.bytes) reduce_staging_.resize(b.bytes);  // first use only
+        std::memcpy(reduce_staging_.data(), src, b.bytes);
+        src = reduce_staging_.data();
+      }
+      reduce(args_.dtype, args_.op, dst, src, b.count);
+      return true;
+    }
+  }
+  return true;
+}
+
+[[noreturn]] void Plan::throw_timeout(const ExecOptions& o) const {
+  // Report the first channel that waits; count the others.
+  const Channel* first = nullptr;
+  std::size_t waiting = 0;
+  for (const Channel& ch : channels_) {
+    if (ch.done()) continue;
+    ++waiting;
+    if (first == nullptr) first = &ch;
+  }
+  TOPOCOLL_ASSERT(first != nullptr, "timeout with every channel finished");
+  const std::size_t index = first->ops[first->next];
+  const Op& op = program_[index];
+  // An op held back by an unfinished send waits for that send's peer to receive it.
+  const int peer = first->blocked_on >= 0 ? first->blocked_on : op.peer;
+  const std::string held = first->blocked_on >= 0 ? " (to receive an earlier send)" : "";
+  const std::string others = waiting > 1 ? fmt::format(" ({} other channels wait too)", waiting - 1) : "";
+  throw PeerTimeout(fmt::format("rank {}: no progress for {} ms: channel {} op {} ({}) waits for peer {}{}{}", rank_,
+                                o.progress_timeout.count(), op.channel, index, algo::describe(op), peer, held, others),
+                    rank_, peer, static_cast<int>(op.channel), index);
+}
+
+[[noreturn]] void Plan::throw_send_timeout(const ExecOptions& o) const {
+  const InFlight& f = window_[0];
+  const std::string others = in_flight_ > 1 ? fmt::format(" ({} other sends wait too)", in_flight_ - 1) : "";
+  throw PeerTimeout(fmt::format("rank {}: no progress for {} ms: channel {} op {} ({}) waits for peer {} to receive it{}", rank_,
+                                o.progress_timeout.count(), f.channel, f.op, algo::describe(program_[f.op]), f.peer, others),
+                    rank_, f.peer, f.channel, f.op);
+}
+
+// Avg: divide what was accumulated as a sum by the rank count (see executor.hpp).
+void Plan::finish_avg_if_needed() const {
+  const algo::CollectiveArgs& a = args_;
+  if (a.op != algo::ReduceOp::Avg || a.count == 0) return;
+  const bool reduces = a.collective == Collective::AllReduce || a.collective == Collective::ReduceScatter ||
+                       (a.collective == Collective::Reduce && rank_ == a.root);
+  if (!reduces) return;
+  if (base_[1] == nullptr) throw InputError(fmt::format("execute: rank {}: the output buffer is null", rank_));
+  finish_avg(a.dtype, base_[1], static_cast<std::size_t>(a.output_count()), a.ranks);
+}
+
+void execute(const algo::Schedule& s, int rank, const Buffers& b, Transport& t, const ExecOptions& o) { Plan(s, rank).run(b, t, o); }
 
 }  // namespace topocoll::runtime

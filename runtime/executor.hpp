@@ -1,13 +1,23 @@
 // The executor: runs one rank's program of a Schedule on real buffers over a Transport, under the
 // execution contract of algorithms/schedule.hpp.
 //
-//   setup (once per call)                       run
-//   ─────────────────────                       ───
-//   program(rank) -> ops bound to pointers  ──> round-robin over channels: each channel runs its
-//   (chunks resolved, bounds checked),          ops in order until it finishes or its next op is
-//   ops split per channel, staging buffer       a receive whose message has not arrived; then the
-//   for overlapping local reductions            next channel. No channel progresses for
-//                                               progress_timeout -> PeerTimeout.
+//   Plan (bind once per schedule and rank)       Plan::run (many times, on given buffers)
+//   ──────────────────────────────────────       ────────────────────────────────────────
+//   program(rank) fetched, every op checked     round-robin over channels: each channel runs its
+//   (peer, channel, chunk bounds, sizes),       ops in order until it finishes or its next op is
+//   chunks resolved to (buffer, byte offset),   not ready (a receive not arrived, a write into a
+//   ops split per channel, one receive-reduce   region an unfinished send still reads, a full
+//   staging slice per channel                   window of sends); pointer = base + offset per run.
+//                                               No channel progresses for progress_timeout ->
+//                                               PeerTimeout. At the end: wait for every send.
+//
+// Zero copy. A send is posted straight from its source chunk and a receive straight into its
+// destination chunk; a receive-reduce receives into its channel's staging slice (sized in setup to
+// the channel's largest receive-reduce) and reduces from there. Because the transport may read a
+// send's source until the send completes (contract rule 2: "holds back later writes"), the
+// executor keeps the rank's unfinished sends in a bounded window (kSendWindow) and an op that
+// writes a region overlapping one of them (recv, recv_reduce, copy, reduce) waits until that send
+// has completed; a send waits while the window is full.
 //
 // Buffers and in-place calls. The executor reads and writes exactly the pointers it is given; the
 // caller expresses NCCL's in-place aliasing through them (the same aliasing as the verifier's
@@ -27,29 +37,43 @@
 
 #include <chrono>
 #include <cstddef>
-#include <functional>
+#include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "algorithms/schedule.hpp"
 
 namespace topocoll::runtime {
 
 // Posts byte transfers to a peer on a channel. Matching is FIFO per (source, destination, channel).
+// Requests are small handles owned by the transport; each is tested until it reports completion,
+// after which the handle is released (and may be handed out again).
+//
+//   post_send ──> test_send ... true       post_recv(dst) ──> test_recv ... true (data in dst)
+//
+// At most one receive is posted per (peer, channel) at a time (the executor posts only a channel's
+// current operation), so transports may match receives to messages in posting order.
 class Transport {
  public:
+  using Request = std::uint32_t;
+  static constexpr Request kDone = UINT32_MAX;  // completed when posted: nothing to test
+
   virtual ~Transport() = default;
-  // `data` may be reused when this returns (the transport copies it or completes the transfer).
-  virtual void post_send(int peer, int channel, const void* data, std::size_t bytes) = 0;
-  // Non-blocking: if the next message from `peer` on `channel` has arrived, hands it to `deliver`
-  // (which copies or reduces it into place before returning) and returns true; otherwise false.
-  // A message of another size than `bytes` breaks the contract: the transport throws.
-  virtual bool try_recv(int peer, int channel, std::size_t bytes,
-                        const std::function<void(const void* data)>& deliver) = 0;
+  // Starts sending `bytes` at `data` to `peer` on `channel`. `data` must not be written until the
+  // send completed (post_send returned kDone, or test_send returned true).
+  virtual Request post_send(int peer, int channel, const void* data, std::size_t bytes) = 0;
+  // True when the send has completed (progresses the transport); the request is then released.
+  virtual bool test_send(Request r) = 0;
+  // Starts receiving the next message from `peer` on `channel` into `dst` (exactly `bytes`).
+  virtual Request post_recv(int peer, int channel, void* dst, std::size_t bytes) = 0;
+  // True when the message is in `dst`; the request is then released. A message of another size
+  // than the receive breaks the contract: the transport throws InputError.
+  virtual bool test_recv(Request r) = 0;
   // Called by the executor when no channel can progress: blocks until a message may have arrived
-  // for this rank or until `deadline`, whichever is first. Spurious returns are allowed. The
-  // default yields the thread (a polling transport needs nothing more); a transport that can be
-  // aborted throws from here.
+  // or a send may have completed, or until `deadline`, whichever is first. Spurious returns are
+  // allowed. The default yields the thread (a polling transport needs nothing more); a transport
+  // that can be aborted throws from here.
   virtual void wait(std::chrono::steady_clock::time_point deadline);
 };
 
@@ -61,6 +85,10 @@ struct Buffers {
 
 struct ExecOptions {
   std::chrono::milliseconds progress_timeout{60000};  // no channel progresses this long: PeerTimeout
+  // Stalled shorter than this, the executor polls the transport without calling Transport::wait
+  // (which may yield the core: a rank that yields while its peer's reply is microseconds away can
+  // lose the core for a scheduler slice, milliseconds, when other processes want it).
+  std::chrono::microseconds spin{50};
 };
 
 // A peer made no progress within the timeout. The message names the rank, the peer it waits for,
@@ -79,10 +107,82 @@ class PeerTimeout : public std::runtime_error {
   std::size_t op_index_;
 };
 
-// Runs rank `rank`'s program of `s` on `b` over `t` and returns when every channel has finished.
-// Throws InputError for a program the buffers cannot hold (bad peer, channel or chunk, a null
-// buffer that a chunk needs, a message of the wrong size), PeerTimeout when stalled; exceptions of
-// the transport pass through.
+// One rank's program of a schedule, bound once and run many times (style rule 4: bind in setup,
+// execute in run). The plan copies what it needs from the schedule; the schedule may go away.
+class Plan {
+ public:
+  static constexpr std::size_t kSendWindow = 64;  // unfinished sends per rank
+
+  // Throws InputError for a program that does not fit the schedule's shape (bad rank, peer,
+  // channel or chunk, matched sizes that differ).
+  Plan(const algo::Schedule& s, int rank);
+
+  // Runs the program on `b` over `t` and returns when every channel has finished and every send
+  // has completed. Throws InputError for a null buffer that a chunk needs or a message of the
+  // wrong size, PeerTimeout when stalled; exceptions of the transport pass through. Allocates
+  // nothing after the first run (the staging copy of a partially overlapping local reduce is
+  // sized on first use).
+  void run(const Buffers& b, Transport& t, const ExecOptions& o = {});
+
+  int rank() const { return rank_; }
+  const std::string& name() const { return name_; }
+
+ private:
+  struct BoundOp {
+    algo::OpKind kind{};
+    std::uint8_t src_buffer = 0, dst_buffer = 0;  // algo::BufferId
+    int peer = -1;
+    int channel = 0;
+    std::size_t src_offset = 0, dst_offset = 0;  // bytes
+    std::size_t count = 0, bytes = 0;
+  };
+  struct Channel {
+    std::vector<std::uint32_t> ops;  // indices into ops_, in program order
+    std::size_t staging_offset = 0;  // its receive-reduce slice in recv_staging_
+    // Run state.
+    std::size_t next = 0;
+    bool posted = false;
+    Transport::Request request = Transport::kDone;
+    int blocked_on = -1;  // the peer of the send the current op waits for, or -1
+    bool done() const { return next == ops.size(); }
+  };
+  struct InFlight {
+    const std::byte* begin = nullptr;
+    const std::byte* end = nullptr;
+    Transport::Request request = Transport::kDone;
+    int peer = -1, channel = 0;
+    std::uint32_t op = 0;
+  };
+
+  bool step(Channel& ch, std::uint32_t index, Transport& t);
+  bool clear_to_write(Channel& ch, const std::byte* dst, std::size_t bytes, Transport& t);
+  void retire_sends(Transport& t);
+  std::byte* ptr(std::uint8_t buffer, std::size_t offset) const { return base_[buffer] + offset; }
+  std::string where(std::size_t index) const;
+  [[noreturn]] void throw_timeout(const ExecOptions& o) const;
+  [[noreturn]] void throw_send_timeout(const ExecOptions& o) const;
+  void finish_avg_if_needed() const;
+
+  algo::CollectiveArgs args_;
+  std::string name_;
+  int rank_ = 0;
+  std::size_t elem_ = 1;
+  algo::Program program_;  // for error messages
+  std::vector<BoundOp> ops_;
+  std::vector<Channel> channels_;
+  std::uint64_t buffer_elements_[3] = {};
+  bool needs_buffer_[3] = {};
+  std::uint32_t first_user_[3] = {};       // the first op that needs each buffer (error messages)
+  std::vector<std::byte> recv_staging_;    // every channel's receive-reduce slice
+  std::vector<std::byte> reduce_staging_;  // partially overlapping local reduces
+  std::byte* base_[4] = {};                // set per run; [3]: zero-element chunks
+  std::byte* staging_base_ = nullptr;      // recv_staging_, 64-byte aligned
+  InFlight window_[kSendWindow];
+  std::size_t in_flight_ = 0;
+};
+
+// Runs rank `rank`'s program of `s` on `b` over `t` and returns when every channel has finished:
+// Plan(s, rank).run(b, t, o), for callers that run a schedule once.
 void execute(const algo::Schedule& s, int rank, const Buffers& b, Transport& t, const ExecOptions& o = {});
 
 }  // namespace topocoll::runtime

@@ -7,8 +7,9 @@
 //   ...                                  ┘            └─ ...
 //
 // A send copies its bytes into the destination's mailbox (a recycled buffer, so steady state does
-// not allocate); a receive takes the front of its (source, channel) queue and delivers it outside
-// the lock. Each mailbox counts arrivals under its mutex, so a rank waiting for "anything new"
+// not allocate) and completes at once (post_send returns kDone); a posted receive remembers its
+// destination, and test_recv takes the front of its (source, channel) queue and copies it into
+// place outside the lock. Each mailbox counts arrivals under its mutex, so a rank waiting for "anything new"
 // sleeps on its condition variable instead of spinning (64 rank threads on 2 cores stay cheap).
 #pragma once
 
@@ -61,14 +62,27 @@ class InprocFabric {
 class InprocTransport final : public Transport {
  public:
   InprocTransport(InprocFabric& fabric, int rank);
-  void post_send(int peer, int channel, const void* data, std::size_t bytes) override;
-  bool try_recv(int peer, int channel, std::size_t bytes, const std::function<void(const void* data)>& deliver) override;
+  Request post_send(int peer, int channel, const void* data, std::size_t bytes) override;  // always kDone
+  bool test_send(Request r) override;
+  Request post_recv(int peer, int channel, void* dst, std::size_t bytes) override;
+  bool test_recv(Request r) override;
   void wait(std::chrono::steady_clock::time_point deadline) override;
 
+  // Without posting: when the next message from `peer` on `channel` has arrived, copies it into
+  // `dst` and returns true; else false. InputError when it has another size than `bytes`.
+  bool try_recv(int peer, int channel, void* dst, std::size_t bytes);
+
  private:
+  struct PostedRecv {
+    int peer = -1, channel = 0;
+    void* dst = nullptr;
+    std::size_t bytes = 0;
+  };
   InprocFabric& fabric_;
   int rank_;
   std::uint64_t seen_arrivals_ = 0;  // mailbox arrivals when wait() last returned
+  std::vector<PostedRecv> posted_;   // indexed by Request; reused through free_
+  std::vector<Request> free_;
   InprocFabric::Mailbox& mailbox(int rank) const;
 };
 

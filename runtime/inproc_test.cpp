@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <cstdint>
@@ -28,8 +29,7 @@ using Clock = std::chrono::steady_clock;
 // Receives one int from `peer` on `channel`, or nullopt-like -1 when none has arrived.
 std::int64_t recv_int(InprocTransport& t, int peer, int channel) {
   std::int64_t value = -1;
-  const bool got = t.try_recv(peer, channel, sizeof value, [&](const void* data) { std::memcpy(&value, data, sizeof value); });
-  return got ? value : -1;
+  return t.try_recv(peer, channel, &value, sizeof value) ? value : -1;
 }
 
 void send_int(InprocTransport& t, int peer, int channel, std::int64_t value) { t.post_send(peer, channel, &value, sizeof value); }
@@ -97,7 +97,8 @@ TEST_CASE("inproc transport: FIFO per (source, destination, channel)") {
   }
   SUBCASE("a message of another size than the receive is an error") {
     send_int(r0, 2, 0, 1);
-    CHECK_THROWS_WITH_AS(r2.try_recv(0, 0, 4, [](const void*) {}),
+    std::int32_t small = 0;
+    CHECK_THROWS_WITH_AS(r2.try_recv(0, 0, &small, 4),
                          doctest::Contains("rank 2 receives 4 bytes from rank 0 on channel 0, but the next message has 8 bytes"),
                          InputError);
   }
@@ -214,4 +215,92 @@ TEST_CASE("run_inproc: exceptions from rank threads reach the caller") {
                          doctest::Contains("rank 0 op 0 (recv(peer 1, output[0:4]) ch 0): inproc: rank 0 receives 16 bytes"),
                          InputError);
   }
+}
+
+namespace {
+
+// A zero-copy transport stand-in: a send is only recorded when posted, and its bytes are copied
+// into the in-process fabric later: when the executor tests it a second time, or one per wait().
+// Until then the executor must not write its source (contract rule 2), or the peer would receive
+// the overwritten data.
+class LateCopyTransport final : public Transport {
+ public:
+  LateCopyTransport(InprocFabric& fabric, int rank) : inner_(fabric, rank) {}
+  Request post_send(int peer, int channel, const void* data, std::size_t bytes) override {
+    pending_.push_back(Pending{peer, channel, data, bytes, 0, false});
+    return static_cast<Request>(pending_.size() - 1);
+  }
+  bool test_send(Request r) override {
+    if (++pending_[r].tests < 2) return false;
+    forward_through(r);
+    return true;
+  }
+  Request post_recv(int peer, int channel, void* dst, std::size_t bytes) override { return inner_.post_recv(peer, channel, dst, bytes); }
+  bool test_recv(Request r) override { return inner_.test_recv(r); }
+  void wait(std::chrono::steady_clock::time_point deadline) override {
+    for (std::size_t r = 0; r < pending_.size(); ++r)
+      if (!pending_[r].sent) {
+        forward_through(static_cast<Request>(r));
+        return;
+      }
+    inner_.wait(std::min(deadline, Clock::now() + std::chrono::milliseconds(5)));
+  }
+  std::size_t sends() const { return pending_.size(); }
+
+ private:
+  struct Pending {
+    int peer, channel;
+    const void* data;
+    std::size_t bytes;
+    int tests;
+    bool sent;
+  };
+  // Sends go out in posting order (FIFO per stream), copied now, not when posted.
+  void forward_through(Request r) {
+    for (std::size_t i = 0; i <= r; ++i)
+      if (!pending_[i].sent) {
+        inner_.post_send(pending_[i].peer, pending_[i].channel, pending_[i].data, pending_[i].bytes);
+        pending_[i].sent = true;
+      }
+  }
+  InprocTransport inner_;
+  std::vector<Pending> pending_;
+};
+
+}  // namespace
+
+TEST_CASE("executor: writes wait for unfinished sends of the same region (zero-copy transports)") {
+  // Each rank sends output[0:4] and then reduces the peer's output[0:4] into it, on one channel:
+  // the receive-reduce may only write output[0:4] once the send has completed. A plan is bound
+  // once and run three times, in place (the allreduce's input is its output).
+  std::vector<Program> programs(2);
+  for (int r = 0; r < 2; ++r) {
+    ProgramBuilder b(programs[static_cast<std::size_t>(r)]);
+    b.copy({BufferId::Input, 0, 4}, {BufferId::Output, 0, 4}, 0);
+    b.send(1 - r, {BufferId::Output, 0, 4}, 0);
+    b.recv_reduce(1 - r, {BufferId::Output, 0, 4}, 0);
+  }
+  const Schedule s = Schedule::from_programs("send-then-overwrite", args_of(Collective::AllReduce, 4, 2), 1, 0, std::move(programs));
+  REQUIRE(verify(s).ok());
+  InprocFabric fabric(2);
+  std::array<std::array<std::int32_t, 4>, 2> buf{};
+  std::array<std::size_t, 2> sends{};
+  auto rank_main = [&](int r) {
+    LateCopyTransport t(fabric, r);
+    Plan plan(s, r);
+    for (int run = 0; run < 3; ++run) {
+      for (int i = 0; i < 4; ++i) buf[static_cast<std::size_t>(r)][static_cast<std::size_t>(i)] = (r + 1) * 10 + i + run;
+      void* p = buf[static_cast<std::size_t>(r)].data();
+      plan.run(Buffers{p, p, nullptr}, t);
+      // Rank r holds (r + 1) * 10 + i + run: the sum is 30 + 2i + 2 run.
+      const std::array<std::int32_t, 4> want = {30 + 2 * run, 32 + 2 * run, 34 + 2 * run, 36 + 2 * run};
+      CHECK(buf[static_cast<std::size_t>(r)] == want);
+    }
+    sends[static_cast<std::size_t>(r)] = t.sends();
+  };
+  std::thread rank1(rank_main, 1);
+  rank_main(0);
+  rank1.join();
+  CHECK(sends[0] == 3);
+  CHECK(sends[1] == 3);
 }

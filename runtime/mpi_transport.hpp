@@ -1,21 +1,18 @@
-// The MPI point-to-point transport (issue 5, part 1): runtime::Transport over MPI_Isend/MPI_Irecv.
+// The MPI point-to-point transport (issue 5): runtime::Transport over MPI_Isend/MPI_Irecv, zero
+// copy on topocoll's side.
 //
-//   post_send(peer, ch, data, n)   copy data into a staging buffer from the pool, MPI_Isend it
-//                                  with tag = ch; the buffer returns to the pool when MPI_Test
-//                                  says the send completed (so `data` is reusable at once, as the
-//                                  Transport contract wants)
-//   try_recv(peer, ch, n, deliver) the first call for (peer, ch) posts an MPI_Irecv of n bytes into
-//                                  a pool buffer; this and later calls MPI_Test it; when complete,
-//                                  deliver(buffer), the buffer goes back to the pool
-//   wait(deadline)                 tests the pending sends (MPI progresses inside its calls) and
-//                                  yields the core (ranks are often oversubscribed here)
+//   post_send(peer, ch, data, n)   MPI_Isend straight from `data`, tag = ch (the executor holds
+//                                  back writes to `data` until test_send says it completed)
+//   post_recv(peer, ch, dst, n)    MPI_Irecv of n bytes straight into `dst`
+//   test_send / test_recv          MPI_Test; a completed request's slot returns to the free list
+//   wait(deadline)                 yields the core (ranks are often oversubscribed here); MPI
+//                                  progresses inside the tests
 //
 // FIFO per (source, destination, channel) is MPI's non-overtaking rule for one (source, tag,
 // communicator). The transport works on its own duplicate of the communicator, with
-// MPI_ERRORS_RETURN, so a message of the wrong size is an InputError here (truncation or short
-// count), not an abort of the job. Pool buffers are kept and reused: steady state allocates
-// nothing. Cost: each message is copied twice (send staging and receive staging) on top of MPI's
-// own copies; receiving straight into place is for a later slice.
+// MPI_ERRORS_RETURN, so a message of the wrong size is an InputError here (a longer one is MPI's
+// truncation error, a shorter one a short count), not an abort of the job. Request slots are kept
+// and reused: steady state allocates nothing.
 #pragma once
 
 #include <mpi.h>
@@ -35,35 +32,32 @@ class MpiTransport final : public Transport {
   MpiTransport(const MpiTransport&) = delete;
   MpiTransport& operator=(const MpiTransport&) = delete;
 
-  void post_send(int peer, int channel, const void* data, std::size_t bytes) override;
-  bool try_recv(int peer, int channel, std::size_t bytes, const std::function<void(const void* data)>& deliver) override;
+  Request post_send(int peer, int channel, const void* data, std::size_t bytes) override;
+  bool test_send(Request r) override;
+  Request post_recv(int peer, int channel, void* dst, std::size_t bytes) override;
+  bool test_recv(Request r) override;
   void wait(std::chrono::steady_clock::time_point deadline) override;
 
-  // Blocks until every posted send has completed (call before freeing the job, e.g. MPI_Finalize).
+  // Blocks until every posted send has completed (the executor already waits for its sends; this
+  // is for callers that post by hand).
   void flush();
   int rank() const { return rank_; }
   int size() const { return size_; }
 
  private:
-  struct PendingRecv {
-    bool active = false;
+  struct Slot {
     MPI_Request request = MPI_REQUEST_NULL;
-    std::size_t buffer = 0;  // index into buffers_
+    bool send = false;
+    int peer = -1, channel = 0;
     std::size_t bytes = 0;
   };
-  std::size_t acquire(std::size_t bytes);  // a free pool buffer of at least `bytes`
-  void release(std::size_t buffer);
-  void progress_sends();
-  PendingRecv& pending(int peer, int channel);
+  Request acquire();
+  void check_peer(int peer, std::size_t bytes, const char* what) const;
 
   MPI_Comm comm_ = MPI_COMM_NULL;
   int rank_ = 0, size_ = 1;
-  std::vector<std::vector<std::byte>> buffers_;  // the pool
-  std::vector<std::size_t> free_;                // indices of free pool buffers
-  std::vector<MPI_Request> send_requests_;       // in flight
-  std::vector<std::size_t> send_buffers_;        // parallel to send_requests_
-  std::vector<int> completed_;                   // scratch for MPI_Testsome
-  std::vector<std::vector<PendingRecv>> recvs_;  // [peer][channel]
+  std::vector<Slot> slots_;     // indexed by Request
+  std::vector<Request> free_;   // free slots
 };
 
 }  // namespace topocoll::runtime

@@ -4,9 +4,11 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <optional>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -15,10 +17,16 @@
 #include "common/errors.hpp"
 #include "runtime/communicator.hpp"
 #include "runtime/executor.hpp"
+#include "runtime/faults.hpp"
 #include "runtime/mpi_transport.hpp"
+#if TOPOCOLL_HAVE_UCX
+#include "runtime/ucx_transport.hpp"
+#endif
 #include "runtime/reducer.hpp"
 #include "runtime/test_data.hpp"
 #include "simulator/records.hpp"
+#include "tools/bench_nccl.hpp"
+#include "tools/bench_topology.hpp"
 #include <fstream>
 
 namespace topocoll::tools {
@@ -75,6 +83,30 @@ std::string time_str(double us) {
   return fmt::format("{:7.2f}", us);
 }
 
+// The transport of --backend (validated before): MPI point-to-point or UCX.
+std::unique_ptr<runtime::Transport> make_transport(const BenchArgs& a, MPI_Comm comm, std::string& note) {
+#if TOPOCOLL_HAVE_UCX
+  if (a.backend == "ucx") {
+    runtime::UcxOptions options;
+    options.bulk_bytes = parse_size(a.ucx_bulk, "--ucx-bulk");
+    auto ucx = std::make_unique<runtime::UcxTransport>(comm, options);
+    note = "UCX: " + ucx->memory_support() + "\n# UCX: " +
+           (options.bulk_bytes ? fmt::format("messages >= {} B over an endpoint without peer-failure handling (CMA allowed)", options.bulk_bytes)
+                               : std::string("every message over peer-failure endpoints (shared memory or tcp, no CMA)"));
+    return ucx;
+  }
+#endif
+  note = "MPI point-to-point transport (MPI_Isend / MPI_Irecv, zero copy on topocoll's side)";
+  return std::make_unique<runtime::MpiTransport>(comm);
+}
+
+// Which point-to-point layer (PML) Open MPI uses, as far as the process can tell: mpirun passes
+// --mca pml X to its ranks as OMPI_MCA_pml.
+std::string mpi_pml() {
+  if (const char* pml = std::getenv("OMPI_MCA_pml"); pml != nullptr && *pml != '\0') return fmt::format("{} (OMPI_MCA_pml)", pml);
+  return "as configured by mpirun (OMPI_MCA_pml not set: the MPI library's default selection)";
+}
+
 struct Point {
   double time_us = 0;
   std::uint64_t wrong = 0;
@@ -83,17 +115,19 @@ struct Point {
 }  // namespace
 
 std::vector<const algo::Algorithm*> validate_bench_args(const BenchArgs& a) {
-  if (a.backend != "mpi") {
-    if (a.backend == "ucx" || a.backend == "nccl")
-      throw InputError(fmt::format("--backend {}: not built yet in this version: expected mpi", a.backend));
-    throw InputError(fmt::format("--backend {}: expected mpi", a.backend));
-  }
+  const std::string backends = std::string(TOPOCOLL_HAVE_UCX ? "mpi, ucx" : "mpi") + (TOPOCOLL_HAVE_NCCL ? " or nccl" : "");
+  if (a.backend == "nccl" && !TOPOCOLL_HAVE_NCCL)
+    throw InputError(fmt::format("--backend nccl: this topocoll-bench was built without CUDA + NCCL: expected {}", backends));
+  if (a.backend == "ucx" && !TOPOCOLL_HAVE_UCX)
+    throw InputError("--backend ucx: this topocoll-bench was built without UCX (pkg-config ucx not found): expected mpi");
+  if (a.backend != "mpi" && a.backend != "ucx" && a.backend != "nccl") throw InputError(fmt::format("--backend {}: expected {}", a.backend, backends));
   if (a.format != "table" && a.format != "jsonl") throw InputError(fmt::format("--format {}: expected table or jsonl", a.format));
   if (a.iters < 1) throw InputError(fmt::format("-n {}: expected at least 1 iteration", a.iters));
   if (a.warmup < 0) throw InputError(fmt::format("-w {}: expected 0 or more warmup iterations", a.warmup));
   if (a.channels < 1 || a.channels > 64) throw InputError(fmt::format("--channels {}: expected 1 to 64", a.channels));
   if (!(a.timeout_s > 0)) throw InputError(fmt::format("--timeout {}: expected seconds > 0", a.timeout_s));
   if (parse_size(a.slice, "--slice") == 0) throw InputError("--slice 0: expected at least 1 byte");
+  parse_size(a.ucx_bulk, "--ucx-bulk");
   const algo::DataType dtype = algo::parse_dtype(a.dtype);
   algo::parse_op(a.op);
   size_sweep(a, algo::size_of(dtype));
@@ -106,10 +140,15 @@ std::vector<const algo::Algorithm*> validate_bench_args(const BenchArgs& a) {
     const std::string name = a.algorithm.substr(start, end - start);
     start = end + 1;
     if (name.empty()) throw InputError(fmt::format("--algorithm '{}': empty name in the list", a.algorithm));
-    if (name == "mpi") {
+    if (name == "mpi" || is_nccl_baseline(name)) {  // stock baselines: nullptr, named by bench_command
+      if (is_nccl_baseline(name) && a.backend != "nccl")
+        throw InputError(fmt::format("--algorithm {}: an NCCL baseline; it runs with --backend nccl", name));
       out.push_back(nullptr);
       continue;
     }
+    if (a.backend == "nccl")
+      throw InputError(fmt::format("--algorithm {}: --backend nccl runs the baselines nccl, nccl-ring, nccl-tree and mpi only "
+                                   "(topocoll's schedules on GPU buffers need the executor's device-memory hook)", name));
     if (name == "all") {
       for (const algo::Algorithm* alg : algo::select_algorithms("all", algo::Collective::AllReduce)) out.push_back(alg);
       out.push_back(nullptr);
@@ -137,9 +176,23 @@ int bench_command(const BenchArgs& a, std::ostream& out) {
   exec.progress_timeout = std::chrono::milliseconds(static_cast<std::int64_t>(a.timeout_s * 1000.0));
 
   runtime::Communicator comm;
-  const algo::Layout layout = comm.layout();  // InputError on every rank alike
+  // The process behind every rank, so that a stall can say which are gone; the communicator's own
+  // barriers and reductions give up after the progress timeout too (runtime/faults.hpp).
+  const runtime::PeerTable peers = runtime::PeerTable::gather(comm.comm());
+  comm.set_timeout(exec.progress_timeout, &peers);
+  comm.layout();  // ranks numbered node by node, the same number per node: InputError on every rank alike
+  const JobLayout job = job_layout(BenchTopology{a.topology, a.nodes > 0 ? std::optional<int>(a.nodes) : std::nullopt, a.fabric},
+                                   JobShape{comm.size(), comm.nodes(), comm.ranks_per_node()});
+  const algo::Layout& layout = job.layout;
   const int rank = comm.rank(), ranks = comm.size();
-  runtime::MpiTransport transport(comm.comm());
+  // More ranks on this node than cores: a stalled rank hands its core back at once (its peer may
+  // be the one waiting for it) instead of polling for exec.spin first.
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  const bool oversubscribed = static_cast<unsigned>(comm.local_size()) > cores;
+  if (oversubscribed) exec.spin = std::chrono::microseconds(0);
+  std::string transport_note;  // a header line about the transport, rank 0 prints it
+  std::unique_ptr<runtime::Transport> transport_owner = make_transport(a, comm.comm(), transport_note);
+  runtime::Transport& transport = *transport_owner;
 
   // Buffers for the largest size, touched once here (page faults stay out of the timings).
   const std::uint64_t max_count = sizes.back() / elem;
@@ -157,7 +210,7 @@ int bench_command(const BenchArgs& a, std::ostream& out) {
   sim::Record base;
   base.kind = "measured";
   base.engine = a.backend;
-  base.topology = "mpi";
+  base.topology = job.name;
   base.nodes = comm.nodes();
   base.ranks = ranks;
   base.dtype = std::string(algo::to_string(dtype));
@@ -169,18 +222,40 @@ int bench_command(const BenchArgs& a, std::ostream& out) {
   if (sink && a.format == "table") {
     *sink << fmt::format("# topocoll-bench: backend {}, {} ranks on {} node{} ({} per node), host {}\n", a.backend, ranks, comm.nodes(),
                          comm.nodes() == 1 ? "" : "s", layout.ranks_per_node(), base.machine);
+    *sink << fmt::format("# topology: {}\n", job.description);
     *sink << fmt::format("# iters {} warmup {} check {}; time = median over iterations of the max over ranks\n", a.iters, a.warmup,
                          a.check);
     *sink << fmt::format("# busbw = algbw * 2(p-1)/p = algbw * {:.4f} (nccl-tests' allreduce factor)\n", factor);
+    if (!transport_note.empty()) *sink << "# " << transport_note << "\n";
+    *sink << fmt::format("# {} ranks on this node, {} cores: {}\n", comm.local_size(), cores,
+                         oversubscribed ? "oversubscribed, a stalled rank yields at once"
+                                        : fmt::format("a stalled rank polls {} us before it yields", exec.spin.count()));
+    *sink << "# MPI (the mpi algorithm, and the bootstrap): PML " << mpi_pml() << "\n";
+  }
+
+  // --backend nccl: every entry of --algorithm is a stock baseline (validated); their names, in order.
+  std::vector<std::string> baseline_names;
+  std::unique_ptr<NcclBaselines> nccl;
+  if (a.backend == "nccl") {
+    for (std::size_t s = 0, e = 0; s <= a.algorithm.size(); s = e + 1) {
+      e = std::min(a.algorithm.find(',', s), a.algorithm.size());
+      baseline_names.push_back(a.algorithm.substr(s, e - s));
+    }
+    if (std::string why; !nccl_available(&why)) throw InputError("--backend nccl: no usable GPU: " + why);
+    nccl = make_nccl_baselines(comm.comm(), comm.local_rank(), sizes.back(), baseline_names);
+    if (sink && a.format == "table") *sink << "# " << nccl->describe() << "\n";
   }
 
   std::vector<double> times(static_cast<std::size_t>(a.iters));
   std::uint64_t total_wrong = 0;
-  for (const algo::Algorithm* alg : algorithms) {
-    const std::string name = alg ? alg->name : "mpi";
+  for (std::size_t ai = 0; ai < algorithms.size(); ++ai) {
+    const algo::Algorithm* alg = algorithms[ai];
+    const std::string name = alg ? alg->name : baseline_names.empty() ? "mpi" : baseline_names[ai];
+    const bool is_nccl = is_nccl_baseline(name);
     if (sink && a.format == "table") {
       *sink << fmt::format("#\n# {}: {}\n", name,
                            alg ? fmt::format("{} (channels {}, slice {} B)", alg->description, a.channels, tuning.slice_bytes)
+                           : is_nccl ? fmt::format("ncclAllReduce on GPU buffers{}", name == "nccl" ? "" : name == "nccl-ring" ? ", NCCL_ALGO=Ring" : ", NCCL_ALGO=Tree")
                                : std::string("MPI_Allreduce of the MPI library, same buffers"));
       *sink << "#                                                              out-of-place                       in-place          \n"
                "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n"
@@ -192,12 +267,16 @@ int bench_command(const BenchArgs& a, std::ostream& out) {
     for (std::uint64_t bytes : sizes) {
       const algo::CollectiveArgs args = algo::CollectiveArgs::allreduce(bytes / elem, dtype, op, ranks);
       std::optional<algo::Schedule> sched;
+      std::optional<runtime::Plan> plan;  // bound once, run for every iteration
       std::string unsupported;
       if (alg) {
         const algo::Support s = alg->supports(layout, args, tuning);
         if (!s.ok) unsupported = s.reason;
-        else sched.emplace(alg->generate(layout, args, tuning));
-      } else if (!mpi_type(dtype)) {
+        else {
+          sched.emplace(alg->generate(layout, args, tuning));
+          plan.emplace(*sched, rank);
+        }
+      } else if (!is_nccl && !mpi_type(dtype)) {
         unsupported = fmt::format("MPI has no {} type", algo::to_string(dtype));
       }
       if (!unsupported.empty()) {
@@ -205,6 +284,9 @@ int bench_command(const BenchArgs& a, std::ostream& out) {
         continue;
       }
       if (sched && scratch.size() < sched->scratch_count() * elem) scratch.resize(sched->scratch_count() * elem);
+      // Every rank must be about to run the same call: an InputError on every rank otherwise.
+      runtime::check_same_call(comm.comm(), {args, name, alg ? a.channels : 0, alg ? tuning.slice_bytes : 0},
+                               exec.progress_timeout, &peers);
 
       Point points[2];
       for (int ip = 0; ip < 2; ++ip) {
@@ -214,17 +296,22 @@ int bench_command(const BenchArgs& a, std::ostream& out) {
         auto run_once = [&] {
           if (sched) {
             try {
-              runtime::execute(*sched, rank, runtime::Buffers{in, outp, scratch.data()}, transport, exec);
+              plan->run(runtime::Buffers{in, outp, scratch.data()}, transport, exec);
             } catch (const std::exception& e) {
               // Not an input error of the command: only this rank may see it.
-              throw std::runtime_error(fmt::format("rank {}: {} at {} B{}: {}", rank, name, bytes, in_place ? " in place" : "", e.what()));
+              const std::string gone = peers.describe_gone();
+              throw std::runtime_error(fmt::format("rank {}: {} at {} B{}: {}{}", rank, name, bytes, in_place ? " in place" : "", e.what(),
+                                                   gone.empty() ? std::string() : "; " + gone));
             }
+          } else if (is_nccl) {
+            nccl->run_us(name, dtype, op, args.count, in_place);
           } else {
             MPI_Allreduce(in_place ? MPI_IN_PLACE : in, outp, static_cast<int>(args.count), *mpi_type(dtype), mpi_op(op), comm.comm());
             if (op == algo::ReduceOp::Avg) runtime::finish_avg(dtype, outp, args.count, ranks);
           }
         };
         auto fresh = [&] {
+          if (is_nccl) return nccl->fill(dtype, op, args.count, in_place);
           runtime::fill_input(dtype, op, rank, ranks, 0, in, args.count);
           if (!in_place) std::memset(outp, 0xA5, args.count * elem);
         };
@@ -246,9 +333,9 @@ int bench_command(const BenchArgs& a, std::ostream& out) {
           fresh();
           comm.barrier();
           run_once();
-          std::uint64_t wrong = 0;
+          std::uint64_t wrong = is_nccl ? nccl->count_wrong(dtype, op, args.count, in_place) : 0;
           const std::uint64_t chunk = expected.size() / elem;
-          for (std::uint64_t off = 0; off < args.count; off += chunk) {
+          for (std::uint64_t off = 0; !is_nccl && off < args.count; off += chunk) {
             const std::uint64_t c = std::min(chunk, args.count - off);
             runtime::fill_expected(dtype, op, ranks, off, expected.data(), c);
             wrong += runtime::count_wrong(dtype, static_cast<const std::byte*>(outp) + off * elem, expected.data(), c);
@@ -290,7 +377,6 @@ int bench_command(const BenchArgs& a, std::ostream& out) {
     }
   }
   if (sink && a.format == "table") *sink << "#\n";
-  transport.flush();
   comm.barrier();
   if (sink_owner) sink_owner->close();
   return total_wrong ? 1 : 0;

@@ -10,6 +10,7 @@
 #include <CLI/CLI.hpp>
 
 #include "common/errors.hpp"
+#include "runtime/faults.hpp"
 #include "tools/bench_command.hpp"
 
 namespace {
@@ -19,6 +20,7 @@ Examples:
   mpirun -np 4 topocoll-bench --algorithm ring,dbt,hierarchical,mpi -b 8 -e 128M -f 2
   mpirun -np 2 topocoll-bench -a all -b 8 -e 64K -f 4 -n 5 -w 1 -d int32 -o max
   mpirun -np 2 topocoll-bench -a ring,mpi -b 1M -e 256M --format jsonl -O measured.jsonl
+  mpirun -np 4 --mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any topocoll-bench --backend ucx -a all
 As root, and with more ranks than cores: mpirun --oversubscribe --allow-run-as-root ...)";
 
 // Before MPI_Init the launcher's environment says which rank we are: only rank 0 reports bad input.
@@ -33,7 +35,7 @@ bool launcher_rank0() {
 int main(int argc, char** argv) {
   CLI::App app{"topocoll-bench: measured allreduce of topocoll's schedules and MPI_Allreduce (nccl-tests table)"};
   topocoll::tools::BenchArgs a;
-  app.add_option("--backend", a.backend, "transport: mpi (ucx and nccl: later)")->default_val("mpi");
+  app.add_option("--backend", a.backend, "transport of topocoll's schedules: mpi or ucx (nccl: CUDA+NCCL builds only); the mpi algorithm is MPI_Allreduce in every backend")->default_val("mpi");
   app.add_option("--algorithm,-a", a.algorithm, "allreduce algorithms and/or mpi: comma list or 'all'")
       ->default_val("ring,dbt,hierarchical,mpi");
   app.add_option("-b,--minbytes", a.min_bytes, "smallest size (8, 1K, 1M, 1G)")->default_val("8");
@@ -45,7 +47,15 @@ int main(int argc, char** argv) {
   app.add_option("-d,--datatype", a.dtype, "data type")->default_val("float");
   app.add_option("-o,--op", a.op, "reduction: sum prod min max avg")->default_val("sum");
   app.add_option("--channels", a.channels, "channels of topocoll's schedules")->default_val(2);
+  app.add_option("--ucx-bulk", a.ucx_bulk,
+                 "ucx backend, experimental: messages of this many bytes or more go over an endpoint without peer-failure "
+                 "handling, which may use CMA (one copy); 0: none. 64K hung with dbt at 4 MiB on 2 ranks (UCX 1.13.1)")
+      ->default_val("0");
   app.add_option("--slice", a.slice, "pipelining slice in bytes")->default_val("1M");
+  app.add_option("--topology", a.topology,
+                 "the job's topology: preset, NCCL XML or YAML spec; its GPUs must match the ranks (default: detected from MPI)");
+  app.add_option("--nodes", a.nodes, "nodes of --topology (presets: default 1)");
+  app.add_option("--fabric", a.fabric, "fabric of --topology: single-switch | rail-fat-tree | fat-tree");
   app.add_option("--timeout", a.timeout_s, "progress timeout in seconds")->default_val(60);
   app.add_option("--format", a.format, "table | jsonl")->default_val("table");
   app.add_option("-O,--output", a.output, "output file (default stdout; rank 0 writes)");
@@ -70,6 +80,7 @@ int main(int argc, char** argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   int rc = 0;
   try {
+    topocoll::runtime::arm_test_kill(rank);  // TOPOCOLL_TEST_KILL (tools/fault_test.sh); unset: nothing
     rc = topocoll::tools::bench_command(a, std::cout);
   } catch (const topocoll::InputError& e) {
     // Raised alike on every rank (the job's layout, an unsupported algorithm): a clean exit.
@@ -77,11 +88,15 @@ int main(int argc, char** argv) {
     MPI_Finalize();
     return 2;
   } catch (const std::exception& e) {
-    // Possibly on this rank only: the others may wait for it, so abort the job.
+    // Possibly on this rank only (a peer died or stalled, a message of the wrong size): say so
+    // and leave at once, without MPI_Finalize (messages may be in flight). mpirun ends the job
+    // on a non-zero exit; a launcher that does not (mpirun --enable-recovery) lets every other
+    // rank run into its own progress timeout and report what it waits for. Not MPI_Abort: it
+    // would kill the others before they can say which rank is gone.
     std::fprintf(stderr, "topocoll-bench: error: %s\n", e.what());
     std::fflush(stderr);
-    MPI_Abort(MPI_COMM_WORLD, 1);
-    return 1;
+    std::fflush(stdout);
+    std::_Exit(1);
   }
   MPI_Finalize();
   return rc;

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
-# CTest script for topocoll-bench over the MPI transport: every allreduce algorithm and the
-# MPI_Allreduce baseline with 2, 3, 4 and 8 ranks (oversubscribed on CI's 2 cores), small and odd
-# sizes, a few dtypes / ops; #wrong must be 0 on every row and every run must exit 0. Then bad input.
+# CTest script for topocoll-bench over each backend it was built with (mpi; ucx when UCX was
+# found): every allreduce algorithm and the MPI_Allreduce baseline with 2, 3, 4 and 8 ranks
+# (oversubscribed on CI's 2 cores), small and odd sizes, a few dtypes / ops; #wrong must be 0 on
+# every row and every run must exit 0. Then JSONL records and bad input.
+# The ucx backend runs under Open MPI's UCX PML (so `mpi` is MPI_Allreduce over UCX too), with
+# the flags Debian's Open MPI needs to accept a machine with only shared memory and loopback TCP.
 # Usage: mpi_bench_test.sh BUILD_BIN_DIR
 set -u
 bin="$1/topocoll-bench"
@@ -13,14 +16,27 @@ fail() { echo "FAIL: $*"; failed=$((failed + 1)); }
 ok() { passed=$((passed + 1)); }
 mpi=(mpirun --oversubscribe --allow-run-as-root)
 [ "$(id -u)" = 0 ] || mpi=(mpirun --oversubscribe)
+ucx_pml=(--mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any -x UCX_TLS=self,sm,tcp -x UCX_WARN_UNUSED_ENV_VARS=n)
 
-# run_ok NP BLOCKS ARGS...: exit 0, BLOCKS "Out of bounds values : 0 OK" footers, every data row
-# with #wrong 0 out of place and in place, and at least one data row.
+# Is the ucx backend built? (validated before MPI_Init: no mpirun needed)
+backends=(mpi)
+"$bin" --backend ucx -a nosuch >"$tmp/out" 2>"$tmp/err"
+if grep -q "built without UCX" "$tmp/err"; then echo "mpi-bench: no ucx backend in this build: testing mpi only"
+else backends+=(ucx); fi
+
+# launcher BACKEND: the mpirun command line for it (into the array `launch`).
+launcher() {
+  if [ "$1" = ucx ]; then launch=("${mpi[@]}" "${ucx_pml[@]}"); else launch=("${mpi[@]}"); fi
+}
+
+# run_ok BACKEND NP BLOCKS ARGS...: exit 0, BLOCKS "Out of bounds values : 0 OK" footers, every
+# data row with #wrong 0 out of place and in place, and at least one data row.
 run_ok() {
-  local np="$1" blocks="$2"; shift 2
-  timeout 60 "${mpi[@]}" -np "$np" "$bin" "$@" >"$tmp/out" 2>"$tmp/err"
+  local backend="$1" np="$2" blocks="$3"; shift 3
+  launcher "$backend"
+  timeout 60 "${launch[@]}" -np "$np" "$bin" --backend "$backend" "$@" >"$tmp/out" 2>"$tmp/err"
   local rc=$?
-  local what="-np $np $*"
+  local what="--backend $backend -np $np $*"
   if [ "$rc" -ne 0 ]; then fail "$what: exit $rc: $(head -c 600 "$tmp/err")"; return; fi
   local oks rows bad
   oks=$(grep -c '^# Out of bounds values : 0 OK$' "$tmp/out")
@@ -34,24 +50,41 @@ run_ok() {
 
 small=(-b 8 -e 64K -f 4 -n 2 -w 1)
 odd=(-b 4004 -e 4004 -n 2 -w 1)  # 1001 floats: splits unevenly over ranks and channels
-for np in 2 3 4 8; do
-  run_ok "$np" 5 -a all "${small[@]}"
-  run_ok "$np" 5 -a all "${odd[@]}"
-done
-run_ok 3 5 -a all -b 7 -e 1003 -f 11 -n 1 -w 0 -d int8 -o max
-run_ok 4 5 -a all -b 8 -e 8K -f 8 -n 1 -w 0 -d double -o prod --channels 3
-run_ok 3 5 -a all -b 8 -e 8K -f 8 -n 1 -w 0 -d int32 -o avg
-run_ok 2 5 -a all -b 2 -e 2002 -f 10 -n 1 -w 0 -d half -o sum      # mpi: no fp16 type, rows say so
-run_ok 2 2 -a ring,mpi -b 3M -e 3M -n 1 -w 0 --slice 256K          # several slices in flight
+for backend in "${backends[@]}"; do
+  start=$SECONDS
+  for np in 2 3 4 8; do
+    run_ok "$backend" "$np" 5 -a all "${small[@]}"
+    run_ok "$backend" "$np" 5 -a all "${odd[@]}"
+  done
+  run_ok "$backend" 3 5 -a all -b 7 -e 1003 -f 11 -n 1 -w 0 -d int8 -o max
+  run_ok "$backend" 4 5 -a all -b 8 -e 8K -f 8 -n 1 -w 0 -d double -o prod --channels 3
+  run_ok "$backend" 3 5 -a all -b 8 -e 8K -f 8 -n 1 -w 0 -d int32 -o avg
+  run_ok "$backend" 2 5 -a all -b 2 -e 2002 -f 10 -n 1 -w 0 -d half -o sum      # mpi: no fp16 type, rows say so
+  run_ok "$backend" 2 2 -a ring,mpi -b 3M -e 3M -n 1 -w 0 --slice 256K          # several slices in flight
+  run_ok "$backend" 4 2 -a dbt,mpi -b 1M -e 1M -n 1 -w 0 --slice 64K --channels 4  # many sends in flight
 
-# JSONL: one measured record per size and placement, wrong 0.
-if timeout 60 "${mpi[@]}" -np 2 "$bin" -a ring,mpi -b 8 -e 1K -f 4 -n 1 -w 0 --format jsonl -O "$tmp/rec.jsonl" >"$tmp/out" 2>"$tmp/err"; then
-  n=$(grep -c '"kind":"measured"' "$tmp/rec.jsonl")
-  w=$(grep -c '"wrong":0' "$tmp/rec.jsonl")
-  e=$(grep -c '"engine":"mpi"' "$tmp/rec.jsonl")
-  if [ "$n" -eq 16 ] && [ "$w" -eq 16 ] && [ "$e" -eq 16 ]; then ok; else fail "jsonl: $n measured, $w wrong:0, $e engine mpi; expected 16"; fi
-else
-  fail "jsonl run: exit $?: $(head -c 300 "$tmp/err")"
+  # JSONL: one measured record per size and placement, wrong 0, engine = the backend.
+  launcher "$backend"
+  if timeout 60 "${launch[@]}" -np 2 "$bin" --backend "$backend" -a ring,mpi -b 8 -e 1K -f 4 -n 1 -w 0 --format jsonl \
+      -O "$tmp/rec.jsonl" >"$tmp/out" 2>"$tmp/err"; then
+    n=$(grep -c '"kind":"measured"' "$tmp/rec.jsonl")
+    w=$(grep -c '"wrong":0' "$tmp/rec.jsonl")
+    e=$(grep -c "\"engine\":\"$backend\"" "$tmp/rec.jsonl")
+    if [ "$n" -eq 16 ] && [ "$w" -eq 16 ] && [ "$e" -eq 16 ]; then ok
+    else fail "jsonl ($backend): $n measured, $w wrong:0, $e engine $backend; expected 16"; fi
+  else
+    fail "jsonl run ($backend): exit $?: $(head -c 300 "$tmp/err")"
+  fi
+  echo "mpi-bench: backend $backend: $((SECONDS - start)) s"
+done
+
+# The table header names the transport and the PML MPI_Allreduce runs over.
+if [[ " ${backends[*]} " == *" ucx "* ]]; then
+  launcher ucx
+  timeout 60 "${launch[@]}" -np 2 "$bin" --backend ucx -a ring -b 8 -e 8 -n 1 -w 0 >"$tmp/out" 2>"$tmp/err"
+  if grep -q '^# UCX: GPU memory .*supported by this UCX build (memory types: host' "$tmp/out" &&
+     grep -q '^# MPI (the mpi algorithm, and the bootstrap): PML ucx' "$tmp/out"; then ok
+  else fail "ucx header: $(grep '^# [UM]' "$tmp/out") $(head -c 300 "$tmp/err")"; fi
 fi
 
 # Bad input: exit 2 and exactly one line (without mpirun: the whole stderr; under mpirun: rank 0's).
@@ -63,9 +96,32 @@ timeout 60 "${mpi[@]}" -np 2 "$bin" -a nosuch >"$tmp/out" 2>"$tmp/err"
 rc=$?
 if [ "$rc" -eq 2 ] && [ "$(grep -c '^topocoll-bench: error' "$tmp/err")" -eq 1 ]; then ok
 else fail "unknown algorithm under mpirun: exit $rc, stderr: $(cat "$tmp/err")"; fi
-"$bin" --backend ucx >"$tmp/out" 2>"$tmp/err"
+# --topology: the topology's layout (pcie-8gpu: a NUMA-aware ring order across the two sockets),
+# checked against the job.
+run_ok mpi 8 2 -a ring,dbt -b 8 -e 64K -f 32 -n 1 -w 0 --topology pcie-8gpu
+timeout 60 "${mpi[@]}" -np 2 "$bin" --topology dgx-h100 -b 8 -e 8 >"$tmp/out" 2>"$tmp/err"
 rc=$?
-if [ "$rc" -eq 2 ] && [ "$(wc -l <"$tmp/err")" -eq 1 ]; then ok; else fail "--backend ucx: exit $rc, stderr: $(cat "$tmp/err")"; fi
+if [ "$rc" -eq 2 ] && [ "$(grep -c '^topocoll-bench: error' "$tmp/err")" -eq 1 ] &&
+   grep -q "topology dgx-h100: 8 ranks (8 per node on 1 node), but the job has 2 ranks (2 per node on 1 node)" "$tmp/err"; then ok
+else fail "--topology dgx-h100 with 2 ranks: exit $rc, stderr: $(head -c 400 "$tmp/err")"; fi
+
+# --backend nccl runs the stock NCCL baselines only (topocoll's schedules on GPU buffers are not
+# wired yet); without NCCL in the build, or without a GPU, it says so.
+"$bin" --backend nccl -a ring >"$tmp/out" 2>"$tmp/err"
+rc=$?
+if [ "$rc" -eq 2 ] && [ "$(wc -l <"$tmp/err")" -eq 1 ] &&
+   grep -q "backend nccl runs the baselines nccl, nccl-ring, nccl-tree and mpi only\|built without CUDA + NCCL" "$tmp/err"; then ok
+else fail "--backend nccl -a ring: exit $rc, stderr: $(cat "$tmp/err")"; fi
+if ! nvidia-smi -L >/dev/null 2>&1; then
+  timeout 60 "${mpi[@]}" -np 1 "$bin" --backend nccl -a nccl -b 8 -e 8 >"$tmp/out" 2>"$tmp/err"
+  rc=$?
+  if [ "$rc" -eq 2 ] && grep -q "no usable GPU\|built without CUDA + NCCL" "$tmp/err"; then ok
+  else fail "--backend nccl -a nccl without a GPU: exit $rc, stderr: $(head -c 400 "$tmp/err")"; fi
+fi
+"$bin" --backend tcp >"$tmp/out" 2>"$tmp/err"
+rc=$?
+if [ "$rc" -eq 2 ] && [ "$(wc -l <"$tmp/err")" -eq 1 ] && grep -q "backend tcp: expected mpi" "$tmp/err"; then ok
+else fail "--backend tcp: exit $rc, stderr: $(cat "$tmp/err")"; fi
 
 echo "mpi-bench: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]
