@@ -1,7 +1,12 @@
 // topocoll: the command line over the library.
 //   topocoll topo show|check|export|path|presets ...
 // Exit status: 0 success (check: even when it finds problems), 2 bad input, 1 internal error.
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
+#include <vector>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -13,6 +18,7 @@
 
 #include "common/errors.hpp"
 #include "tools/algo_commands.hpp"
+#include "tools/exp_command.hpp"
 #include "tools/sim_command.hpp"
 #include "tools/topo_commands.hpp"
 
@@ -46,10 +52,28 @@ void add_topology_flags(CLI::App* cmd, topocoll::tools::TopoArgs& a, bool requir
 
 }  // namespace
 
+// `topocoll bench ARGS...` runs topocoll-bench, installed next to this executable: MPI lives in
+// that program only (libsimgrid, linked here, defines MPI_Init & co. for SMPI). exec keeps the
+// process id and the environment, so `mpirun -np 4 topocoll bench ...` works as it reads.
+int exec_bench(int argc, char** argv) {
+  std::string self(4096, '\0');
+  const ssize_t n = readlink("/proc/self/exe", self.data(), self.size() - 1);
+  std::string dir = n > 0 ? self.substr(0, static_cast<std::size_t>(n)) : std::string(argv[0]);
+  dir = dir.substr(0, dir.find_last_of('/') + 1);
+  const std::string bench = dir + "topocoll-bench";
+  std::vector<char*> args{const_cast<char*>(bench.c_str())};
+  for (int i = 2; i < argc; ++i) args.push_back(argv[i]);
+  args.push_back(nullptr);
+  execv(bench.c_str(), args.data());
+  std::fprintf(stderr, "topocoll: error: bench: cannot run %s: %s (built only when MPI is found)\n", bench.c_str(), std::strerror(errno));
+  return 2;
+}
+
 int main(int argc, char** argv) {
+  if (argc > 1 && std::string(argv[1]) == "bench") return exec_bench(argc, argv);
   CLI::App app{"topocoll: topology-aware collective algorithms (topologies, schedules, simulation, runtime)"};
   app.require_subcommand(1);
-  app.footer("Commands: topo (show|check|export|path|presets), algorithms, verify, schedule export. Each has --help with examples.");
+  app.footer("Commands: topo (show|check|export|path|presets), algorithms, verify, schedule export, sim, exp (run|compare), bench (runs topocoll-bench: measured, under mpirun). Each has --help with examples.");
   CLI::App* topo = app.add_subcommand("topo", "inspect, check and export cluster topologies");
   topo->require_subcommand(1);
   topo->footer(kTopoExamples);
@@ -125,11 +149,32 @@ The trace covers one run: the first algorithm at the largest size.)";
   simc->add_option("--slice", sim_args.slice, "pipelining slice in bytes")->default_val("512K");
   simc->add_option("--engine", sim_args.engine, "simgrid | analytic")->default_val("analytic");
   simc->add_option("--calibration", sim_args.calibration, "calibration JSON file (docs/simulator.md)");
+  simc->add_option("--protocol", sim_args.protocol, "NCCL protocol: auto | LL | LL128 | Simple (default: the calibration's, else auto)");
   simc->add_option("--format", sim_args.format, "table | csv | jsonl")->default_val("table");
   simc->add_option("-o,--output", sim_args.output, "output file (default stdout)");
   simc->add_option("--trace", sim_args.trace, "write a Chrome-trace / Perfetto timeline JSON");
   simc->add_flag("--no-nccl-model", sim_args.no_nccl_model, "skip the stock-NCCL reference model");
   simc->footer(kSimExamples);
+
+  constexpr const char* kExpExamples = R"(
+Examples:
+  topocoll exp run experiments/ring-vs-dbt-vs-hierarchical/experiment.yaml
+  topocoll exp run experiments/field-scenarios/experiment.yaml -o /tmp/field --fresh
+  topocoll exp compare experiments/field-scenarios/records.jsonl /tmp/field/records.jsonl
+Spec format, resumption and provenance: docs/experiments.md.)";
+  topocoll::tools::ExpArgs exp_args;
+  CLI::App* expc = app.add_subcommand("exp", "experiments: run a checked-in spec, compare record files");
+  expc->require_subcommand(1);
+  expc->footer(kExpExamples);
+  CLI::App* exprun = expc->add_subcommand("run", "run an experiment spec's grid into DIR/records.jsonl (NAME.yaml: records-NAME.jsonl), resumable");
+  exprun->add_option("spec", exp_args.spec, "experiments/NAME/experiment.yaml")->required();
+  exprun->add_option("-o,--output", exp_args.output_dir, "output folder (default: the spec's folder)");
+  exprun->add_flag("--fresh", exp_args.fresh, "start over: remove the records file first");
+  exprun->add_flag("-q,--quiet", exp_args.quiet, "no progress on stderr");
+  exprun->footer(kExpExamples);
+  CLI::App* expcmp = expc->add_subcommand("compare", "same points, same values? (date, machine, commit ignored); exit 1 if not");
+  expcmp->add_option("files", exp_args.compare, "two records.jsonl files")->required()->expected(2);
+  expcmp->footer(kExpExamples);
 
   try {
     app.parse(argc, argv);
@@ -150,6 +195,8 @@ The trace covers one run: the first algorithm at the largest size.)";
     if (*list) return topocoll::tools::topo_presets(std::cout);
     if (*algs) return topocoll::tools::algorithms_list(std::cout);
     if (*simc) return topocoll::tools::sim_command(sim_args, std::cout);
+    if (*exprun) return topocoll::tools::exp_run(exp_args, std::cout);
+    if (*expcmp) return topocoll::tools::exp_compare(exp_args, std::cout);
     if (*verify) return topocoll::tools::verify_command(algo_args, std::cout);
     if (*sexport) return topocoll::tools::schedule_export(algo_args, std::cout);
   } catch (const topocoll::InputError& e) {
