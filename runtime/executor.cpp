@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <thread>
 
@@ -296,5 +297,17 @@ void Plan::finish_avg_if_needed() const {
 }
 
 void execute(const algo::Schedule& s, int rank, const Buffers& b, Transport& t, const ExecOptions& o) { Plan(s, rank).run(b, t, o); }
+
+ExecOptions ExecOptions::from_environment() {
+  ExecOptions o;
+  const char* v = std::getenv("TOPOCOLL_TIMEOUT");
+  if (v == nullptr || *v == '\0') return o;
+  char* end = nullptr;
+  const double seconds = std::strtod(v, &end);
+  if (end == v || *end != '\0' || !(seconds > 0) || seconds > 1e6)
+    throw InputError(fmt::format("TOPOCOLL_TIMEOUT='{}': expected the progress timeout in seconds, a number > 0 (e.g. 30)", v));
+  o.progress_timeout = std::chrono::milliseconds(static_cast<std::int64_t>(seconds * 1000.0 + 0.5));
+  return o;
+}
 
 }  // namespace topocoll::runtime

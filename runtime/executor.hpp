@@ -89,6 +89,10 @@ struct ExecOptions {
   // (which may yield the core: a rank that yields while its peer's reply is microseconds away can
   // lose the core for a scheduler slice, milliseconds, when other processes want it).
   std::chrono::microseconds spin{50};
+
+  // The defaults, with TOPOCOLL_TIMEOUT (seconds, > 0; e.g. 30 or 2.5) for progress_timeout when
+  // set. Throws InputError naming the value when it is not a positive number.
+  static ExecOptions from_environment();
 };
 
 // A peer made no progress within the timeout. The message names the rank, the peer it waits for,

@@ -10,6 +10,7 @@
 #include <CLI/CLI.hpp>
 
 #include "common/errors.hpp"
+#include "runtime/executor.hpp"
 #include "runtime/faults.hpp"
 #include "tools/bench_command.hpp"
 
@@ -56,7 +57,14 @@ int main(int argc, char** argv) {
                  "the job's topology: preset, NCCL XML or YAML spec; its GPUs must match the ranks (default: detected from MPI)");
   app.add_option("--nodes", a.nodes, "nodes of --topology (presets: default 1)");
   app.add_option("--fabric", a.fabric, "fabric of --topology: single-switch | rail-fat-tree | fat-tree");
-  app.add_option("--timeout", a.timeout_s, "progress timeout in seconds")->default_val(60);
+  double env_timeout_s = 60;  // TOPOCOLL_TIMEOUT, when set, is --timeout's default
+  try {
+    env_timeout_s = static_cast<double>(topocoll::runtime::ExecOptions::from_environment().progress_timeout.count()) / 1000.0;
+  } catch (const std::exception& e) {
+    if (launcher_rank0()) std::fprintf(stderr, "topocoll-bench: error: %s\n", e.what());
+    return 2;
+  }
+  app.add_option("--timeout", a.timeout_s, "progress timeout in seconds (default: TOPOCOLL_TIMEOUT, else 60)")->default_val(env_timeout_s);
   app.add_option("--format", a.format, "table | jsonl")->default_val("table");
   app.add_option("-O,--output", a.output, "output file (default stdout; rank 0 writes)");
   app.footer(kExamples);

@@ -34,11 +34,11 @@ else fail "different counts, unchecked: exit $rc: $(head -c 600 "$tmp/err")"; fi
 
 # 3. and 4.: rank 1 of 4 kills itself 1.5 s into a long run of 4 MiB ring allreduces (each a few
 # ms: it dies inside one, or between two with the others already inside the next).
-bench=("$bindir/topocoll-bench" -a ring -b 4M -e 4M -n 100000 -w 0 -c 0 --timeout 3)
+bench=("$bindir/topocoll-bench" -a ring -b 4M -e 4M -n 100000 -w 0 -c 0)
 budget=13  # the progress timeout (3 s) + 10 s
 
 start=$(date +%s.%N)
-TOPOCOLL_TEST_KILL=1:1500 timeout 60 "${mpi[@]}" -x TOPOCOLL_TEST_KILL -np 4 "${bench[@]}" >"$tmp/out" 2>"$tmp/err"
+TOPOCOLL_TEST_KILL=1:1500 timeout 60 "${mpi[@]}" -x TOPOCOLL_TEST_KILL -np 4 "${bench[@]}" --timeout 3 >"$tmp/out" 2>"$tmp/err"
 rc=$?
 secs=$(awk -v a="$(date +%s.%N)" -v b="$start" 'BEGIN { printf "%.1f", a - b - 1.5 }')
 if [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] && grep -q 'rank 1 .*\(exited on signal 9\|no longer running\)' "$tmp/err" &&
@@ -53,7 +53,9 @@ echo \$? > "$tmp/rc.\$OMPI_COMM_WORLD_RANK"
 EOF
 chmod +x "$tmp/rank.sh"
 start=$(date +%s.%N)
-TOPOCOLL_TEST_KILL=1:1500 timeout 60 "${mpi[@]}" --enable-recovery -x TOPOCOLL_TEST_KILL -np 4 "$tmp/rank.sh" "${bench[@]}" >"$tmp/out" 2>"$tmp/err"
+# (the timeout from the environment here: TOPOCOLL_TIMEOUT=3 instead of --timeout 3)
+TOPOCOLL_TIMEOUT=3 TOPOCOLL_TEST_KILL=1:1500 timeout 60 "${mpi[@]}" --enable-recovery -x TOPOCOLL_TEST_KILL -x TOPOCOLL_TIMEOUT \
+  -np 4 "$tmp/rank.sh" "${bench[@]}" >"$tmp/out" 2>"$tmp/err"
 rc=$?
 secs=$(awk -v a="$(date +%s.%N)" -v b="$start" 'BEGIN { printf "%.1f", a - b - 1.5 }')
 good=0

@@ -118,6 +118,10 @@ if ! nvidia-smi -L >/dev/null 2>&1; then
   if [ "$rc" -eq 2 ] && grep -q "no usable GPU\|built without CUDA + NCCL" "$tmp/err"; then ok
   else fail "--backend nccl -a nccl without a GPU: exit $rc, stderr: $(head -c 400 "$tmp/err")"; fi
 fi
+TOPOCOLL_TIMEOUT=soon "$bin" -a ring >"$tmp/out" 2>"$tmp/err"
+rc=$?
+if [ "$rc" -eq 2 ] && [ "$(wc -l <"$tmp/err")" -eq 1 ] && grep -q "TOPOCOLL_TIMEOUT='soon': expected the progress timeout in seconds" "$tmp/err"; then ok
+else fail "TOPOCOLL_TIMEOUT=soon: exit $rc, stderr: $(cat "$tmp/err")"; fi
 "$bin" --backend tcp >"$tmp/out" 2>"$tmp/err"
 rc=$?
 if [ "$rc" -eq 2 ] && [ "$(wc -l <"$tmp/err")" -eq 1 ] && grep -q "backend tcp: expected mpi" "$tmp/err"; then ok
