@@ -43,6 +43,7 @@
 #include <vector>
 
 #include "algorithms/schedule.hpp"
+#include "common/errors.hpp"
 
 namespace topocoll::runtime {
 
@@ -75,6 +76,36 @@ class Transport {
   // allowed. The default yields the thread (a polling transport needs nothing more); a transport
   // that can be aborted throws from here.
   virtual void wait(std::chrono::steady_clock::time_point deadline);
+};
+
+// The request slots of a transport: a Slot per Request, indexed by it, reused once released, so a
+// transport in steady state allocates nothing. at() checks the handle (a bug in the caller, an
+// InputError naming `what`).
+template <typename Slot>
+class RequestSlots {
+ public:
+  Transport::Request acquire(const Slot& s) {
+    Transport::Request r;
+    if (!free_.empty()) {
+      r = free_.back();
+      free_.pop_back();
+    } else {
+      r = static_cast<Transport::Request>(slots_.size());
+      slots_.emplace_back();
+    }
+    slots_[r] = s;
+    return r;
+  }
+  const Slot& at(Transport::Request r, const char* what) const {
+    if (r >= slots_.size())
+      throw InputError(std::string(what) + ": request " + std::to_string(r) + " was never posted");
+    return slots_[r];
+  }
+  void release(Transport::Request r) { free_.push_back(r); }
+
+ private:
+  std::vector<Slot> slots_;
+  std::vector<Transport::Request> free_;
 };
 
 struct Buffers {

@@ -79,23 +79,13 @@ bool InprocTransport::test_send(Request /*r*/) { return true; }  // sends comple
 
 Transport::Request InprocTransport::post_recv(int peer, int channel, void* dst, std::size_t bytes) {
   mailbox(peer);  // checks the peer
-  Request r;
-  if (!free_.empty()) {
-    r = free_.back();
-    free_.pop_back();
-  } else {
-    r = static_cast<Request>(posted_.size());
-    posted_.emplace_back();
-  }
-  posted_[r] = PostedRecv{peer, channel, dst, bytes};
-  return r;
+  return posted_.acquire(PostedRecv{peer, channel, dst, bytes});
 }
 
 bool InprocTransport::test_recv(Request r) {
-  if (r >= posted_.size()) throw InputError(fmt::format("inproc: rank {}: test_recv of request {} that was never posted", rank_, r));
-  const PostedRecv& p = posted_[r];
+  const PostedRecv& p = posted_.at(r, "inproc: test_recv");
   if (!try_recv(p.peer, p.channel, p.dst, p.bytes)) return false;
-  free_.push_back(r);
+  posted_.release(r);
   return true;
 }
 

@@ -81,8 +81,7 @@ class InprocTransport final : public Transport {
   InprocFabric& fabric_;
   int rank_;
   std::uint64_t seen_arrivals_ = 0;  // mailbox arrivals when wait() last returned
-  std::vector<PostedRecv> posted_;   // indexed by Request; reused through free_
-  std::vector<Request> free_;
+  RequestSlots<PostedRecv> posted_;
   InprocFabric::Mailbox& mailbox(int rank) const;
 };
 

@@ -10,19 +10,14 @@
 #include "simulator/records.hpp"
 #include "simulator/routes.hpp"
 #include "simulator/trace.hpp"
+#include "simulator/testing.hpp"
 #include "topologies/load.hpp"
 
 using namespace topocoll;
 
 namespace {
 
-topo::Topology load(const std::string& preset, int nodes, topo::FabricKind fabric = topo::FabricKind::SingleSwitch) {
-  topo::TopologyOptions o{preset};
-  o.nodes = nodes;
-  o.fabric = fabric;
-  o.merge_nvswitch_planes = true;
-  return topo::load_topology(o);
-}
+using sim::testing::load;
 
 double simulate(const topo::Topology& t, const std::string& alg, std::uint64_t bytes, int channels, std::uint64_t slice,
                 const sim::Calibration& c = sim::ideal_calibration()) {

@@ -8,19 +8,14 @@
 #include "simulator/engine.hpp"
 #include "simulator/nccl_model.hpp"
 #include "simulator/routes.hpp"
+#include "simulator/testing.hpp"
 #include "topologies/load.hpp"
 
 using namespace topocoll;
 
 namespace {
 
-topo::Topology load(const std::string& preset, int nodes, topo::FabricKind fabric = topo::FabricKind::SingleSwitch) {
-  topo::TopologyOptions o{preset};
-  o.nodes = nodes;
-  o.fabric = fabric;
-  o.merge_nvswitch_planes = true;
-  return topo::load_topology(o);
-}
+using sim::testing::load;
 
 double ring_time(const topo::Topology& t, std::uint64_t bytes, const sim::Calibration& c, sim::Engine& engine) {
   algo::CollectiveArgs a;

@@ -79,20 +79,11 @@ Transport::Request DeviceTransport::post_recv(int peer, int channel, void* dst, 
   if (peer < 0 || peer >= fabric_.ranks())
     throw InputError(fmt::format("device inproc: rank {}: peer {} is not a rank of the fabric (0..{})", rank_, peer,
                                  fabric_.ranks() - 1));
-  Request r;
-  if (!free_.empty()) {
-    r = free_.back();
-    free_.pop_back();
-  } else {
-    r = static_cast<Request>(posted_.size());
-    posted_.emplace_back();
-  }
-  posted_[r] = PostedRecv{peer, channel, dst, bytes};
-  return r;
+  return posted_.acquire(PostedRecv{peer, channel, dst, bytes});
 }
 
 bool DeviceTransport::test_recv(Request r) {
-  const PostedRecv p = posted_.at(r);
+  const PostedRecv p = posted_.at(r, "device inproc: test_recv");
   DeviceFabric::Message m;
   {
     std::lock_guard<std::mutex> lock(fabric_.mu_);
@@ -104,7 +95,7 @@ bool DeviceTransport::test_recv(Request r) {
     m = it->second.front();
     it->second.pop_front();
   }
-  free_.push_back(r);
+  posted_.release(r);
   // The sender's copy first, then ours, then the message's memory goes back to the pool.
   check(cudaStreamWaitEvent(stream_, m.ready, 0), "cudaStreamWaitEvent");
   check(cudaEventDestroy(m.ready), "cudaEventDestroy");  // released once it has completed

@@ -82,8 +82,7 @@ class DeviceTransport final : public Transport {
   DeviceFabric& fabric_;
   int rank_;
   Stream stream_;
-  std::vector<PostedRecv> posted_;  // indexed by Request; reused through free_
-  std::vector<Request> free_;
+  RequestSlots<PostedRecv> posted_;
 };
 
 // Runs schedule `s` with every rank's buffers in the current device's memory, all ranks driven by
