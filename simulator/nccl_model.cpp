@@ -9,6 +9,7 @@
 #include <iterator>
 #include <limits>
 #include <map>
+#include <optional>
 #include <set>
 #include <tuple>
 
@@ -711,6 +712,24 @@ NcclPrediction nccl_choice(const NcclGraphEstimate& g, std::uint64_t bytes) {
   for (const NcclPrediction& p : all)
     if (p.time_us < best->time_us) best = &p;
   return *best;
+}
+
+std::vector<Protocol> select_protocols(const NcclGraphEstimate& nccl, const Calibration& calib, const std::string& requested,
+                                       const std::string& what) {
+  std::optional<Protocol> only = calib.only_protocol;
+  if (!requested.empty() && requested != "auto") {
+    only = parse_protocol(requested);
+    if (!only) throw InputError(fmt::format("{} {}: expected auto, LL, LL128 or Simple", what, requested));
+  } else if (requested == "auto") {
+    only.reset();
+  }
+  if (only) return {*only};
+  const bool ll128 = nccl.ranks > 1 &&
+                     nccl_tune_model(nccl).enabled[static_cast<int>(NcclAlgo::Ring)][static_cast<int>(NcclProto::LL128)];
+  std::vector<Protocol> protocols{Protocol::LL};
+  if (ll128) protocols.push_back(Protocol::LL128);
+  protocols.push_back(Protocol::Simple);
+  return protocols;
 }
 
 }  // namespace topocoll::sim

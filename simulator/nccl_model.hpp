@@ -31,6 +31,7 @@
 #include <string_view>
 #include <vector>
 
+#include "simulator/calibration.hpp"
 #include "topologies/paths.hpp"
 #include "topologies/topology.hpp"
 
@@ -118,5 +119,13 @@ double nccl_algo_time_us(const NcclGraphEstimate& g, const NcclTuneResult& m, Nc
 
 std::string_view to_string(NcclAlgo a);
 std::string_view to_string(NcclProto p);
+
+// The protocols a simulation runs each schedule under, as `topocoll sim` and `topocoll exp run`
+// pick them: `requested` ("LL" | "LL128" | "Simple") when given, else the calibration's own
+// protocol, else ("" or "auto") every protocol NCCL would enable on this topology: LL and Simple
+// always, LL128 by NCCL's own rule (nccl_tune_model on `nccl`). InputError naming `what` and the
+// value for an unknown protocol.
+std::vector<Protocol> select_protocols(const NcclGraphEstimate& nccl, const Calibration& calib, const std::string& requested,
+                                       const std::string& what);
 
 }  // namespace topocoll::sim

@@ -125,6 +125,7 @@ if expect_ok sim --topology pcie-8gpu --algorithm dbt -b 64K -e 64K --trace "$tm
 fi
 expect_error "unknown engine 'ns3': expected simgrid or analytic" sim --topology dgx-h100 --engine ns3
 expect_error "-b 1Q: unknown suffix 'Q'" sim --topology dgx-h100 -b 1Q
+expect_error "--protocol XX: expected auto, LL, LL128 or Simple" sim --topology dgx-h100 --protocol XX
 expect_error "-b 1G is larger than -e 1M" sim --topology dgx-h100 -b 1G -e 1M
 expect_error "-f 1: expected a number > 1" sim --topology dgx-h100 -f 1
 expect_error "unknown algorithm 'tree'" sim --topology dgx-h100 --algorithm tree

@@ -642,19 +642,7 @@ void run_simulated(const ExpSpec& s, const std::string& commit, const Existing& 
         // Protocols, exactly as `topocoll sim` picks them: the spec's `protocol`, else the
         // calibration file's, else "auto": every protocol NCCL would enable on this topology (LL
         // and Simple; LL128 by NCCL's rule), each schedule run under each, the fastest kept.
-        std::optional<sim::Protocol> only = calib.only_protocol;
-        if (!s.protocol.empty() && s.protocol != "auto") only = sim::parse_protocol(s.protocol);
-        else if (s.protocol == "auto") only.reset();
-        std::vector<sim::Protocol> protocols;
-        if (only) {
-          protocols = {*only};
-        } else {
-          const bool ll128 = nccl.ranks > 1 && sim::nccl_tune_model(nccl).enabled[static_cast<int>(sim::NcclAlgo::Ring)]
-                                                                                 [static_cast<int>(sim::NcclProto::LL128)];
-          protocols = {sim::Protocol::LL};
-          if (ll128) protocols.push_back(sim::Protocol::LL128);
-          protocols.push_back(sim::Protocol::Simple);
-        }
+        const std::vector<sim::Protocol> protocols = sim::select_protocols(nccl, calib, s.protocol, "protocol");
         std::vector<sim::Calibration> calibs;
         for (sim::Protocol p : protocols) calibs.push_back(sim::protocol_calibration(calib, p));
 

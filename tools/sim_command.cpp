@@ -52,24 +52,8 @@ int sim_command(const SimArgs& a, std::ostream& out) {
   // Protocols: --protocol, else the calibration file's "protocol", else "auto": every protocol
   // NCCL would enable on this topology (LL and Simple always; LL128 by NCCL's own rule, see
   // nccl_model.cpp), each schedule run under each, the fastest reported with its protocol.
-  std::vector<sim::Protocol> protocols;
-  std::optional<sim::Protocol> only = calib.only_protocol;
-  if (!a.protocol.empty() && a.protocol != "auto") {
-    only = sim::parse_protocol(a.protocol);
-    if (!only) throw InputError(fmt::format("--protocol {}: expected auto, LL, LL128 or Simple", a.protocol));
-  } else if (a.protocol == "auto") {
-    only.reset();
-  }
-  if (only) {
-    protocols = {*only};
-  } else {
-    const sim::NcclGraphEstimate est = nccl ? *nccl : sim::estimate_nccl_graph(t);
-    const bool ll128 = est.ranks > 1 && sim::nccl_tune_model(est).enabled[static_cast<int>(sim::NcclAlgo::Ring)]
-                                                                       [static_cast<int>(sim::NcclProto::LL128)];
-    protocols = {sim::Protocol::LL};
-    if (ll128) protocols.push_back(sim::Protocol::LL128);
-    protocols.push_back(sim::Protocol::Simple);
-  }
+  const std::vector<sim::Protocol> protocols =
+      sim::select_protocols(nccl ? *nccl : sim::estimate_nccl_graph(t), calib, a.protocol, "--protocol");
   std::vector<sim::Calibration> calibs;
   for (sim::Protocol p : protocols) calibs.push_back(sim::protocol_calibration(calib, p));
   std::string protocol_note;
