@@ -1,4 +1,5 @@
-// Allreduce algorithms: ring, double binary tree, hierarchical (inner ring or dbt).
+// Allreduce algorithms: ring, double binary tree, hierarchical (inner ring or dbt), recursive
+// doubling.
 // Cost sheets in docs/algorithms.md use the names below: p ranks, N nodes, g ranks per node,
 // K channels, S bytes.
 #include <algorithm>
@@ -320,6 +321,132 @@ CostSheet cost_hierarchical(const Layout& l, const CollectiveArgs& a, const Tuni
   return cs;
 }
 
+// ---------------------------------------------------------------------------------------------
+// recursive-doubling: the latency algorithm (MPICH's, Open MPI's for small messages). Over the
+// flat order of channel c: with m the largest power of two <= p and r = p - m, the first 2r
+// positions pair up and the even one folds its data into the odd one; the m remaining
+// positions exchange the whole buffer with the partner at distance 1, 2, 4, ... (log2 m steps),
+// reducing what they receive; then each odd one of the first 2r hands the result back.
+//
+//   p = 6, m = 4, r = 2:  fold 0->1, 2->3 | exchange 3<->1... over {1, 3, 4, 5} | unfold 1->0, 3->2
+//
+// Each step moves the whole buffer, so channels only split the data: a channel carries at least
+// kRdMinChannelBytes (fewer channels for small messages, where each one would add a message).
+inline constexpr std::uint64_t kRdMinChannelBytes = 4096;
+
+int rd_channels(const CollectiveArgs& a, const Tuning& t) {
+  const std::uint64_t bytes = a.count * size_of(a.dtype);
+  const std::uint64_t fit = std::max<std::uint64_t>(1, bytes / kRdMinChannelBytes);
+  return static_cast<int>(std::min<std::uint64_t>(static_cast<std::uint64_t>(std::max(1, t.channels)), fit));
+}
+
+// One position's part of recursive doubling, as group positions (-1: none).
+struct RdRole {
+  int fold_to = -1;       // even position of the first 2r: sends its data here, then waits
+  int fold_from = -1;     // odd position of the first 2r: reduces this one's data first
+  std::vector<int> partners;  // exchange partners, in step order
+};
+
+RdRole rd_role(int p, int pos) {
+  int m = 1;
+  while (m * 2 <= p) m *= 2;
+  const int r = p - m;
+  RdRole role;
+  if (pos < 2 * r && pos % 2 == 0) {
+    role.fold_to = pos + 1;
+    return role;
+  }
+  if (pos < 2 * r) role.fold_from = pos - 1;
+  // Virtual index among the m that exchange, and back.
+  const int v = pos < 2 * r ? pos / 2 : pos - r;
+  auto position = [r](int u) { return u < r ? 2 * u + 1 : u + r; };
+  for (int mask = 1; mask < m; mask <<= 1) role.partners.push_back(position(v ^ mask));
+  return role;
+}
+
+// Longest chain of dependent transfers (the verifier's logical clock): a step's send leaves at
+// the sender's clock, a receive moves the receiver's clock past it. The fold overlaps the first
+// exchange of the positions that do not fold, so a non-power of two costs log2 m + 1 or + 2.
+std::uint64_t rd_steps(int p) {
+  std::vector<std::uint64_t> clock(static_cast<std::size_t>(p), 0);
+  std::vector<RdRole> roles;
+  for (int pos = 0; pos < p; ++pos) roles.push_back(rd_role(p, pos));
+  auto at = [&clock](int q) -> std::uint64_t& { return clock[static_cast<std::size_t>(q)]; };
+  for (int pos = 0; pos < p; ++pos)
+    if (roles[static_cast<std::size_t>(pos)].fold_from >= 0) at(pos) = 1;
+  const std::size_t log_m = roles.back().partners.size();
+  for (std::size_t step = 0; step < log_m; ++step) {
+    const std::vector<std::uint64_t> sent = clock;
+    for (int pos = 0; pos < p; ++pos) {
+      const RdRole& role = roles[static_cast<std::size_t>(pos)];
+      if (role.fold_to < 0) at(pos) = std::max(at(pos), sent[static_cast<std::size_t>(role.partners[step])] + 1);
+    }
+  }
+  for (int pos = 0; pos < p; ++pos)
+    if (roles[static_cast<std::size_t>(pos)].fold_to >= 0) at(pos) = at(roles[static_cast<std::size_t>(pos)].fold_to) + 1;
+  return *std::max_element(clock.begin(), clock.end());
+}
+
+Schedule make_recursive_doubling(const Layout& l, const CollectiveArgs& a, const Tuning& t) {
+  const int K = rd_channels(a, t);
+  auto order = std::make_shared<std::vector<std::vector<int>>>();  // [channel]: the flat order
+  for (int c = 0; c < K; ++c) order->push_back(flat_ring(l, c));
+  const std::uint64_t se = slice_elems(a, t);
+  const int depth = std::max(1, t.pipeline_depth);
+  return Schedule("recursive-doubling", a, K, 0, [order, a, K, se, depth](int rank, Program& out) {
+    ProgramBuilder b(out);
+    for (int c = 0; c < K; ++c) {
+      const std::vector<int>& group = (*order)[static_cast<std::size_t>(c)];
+      const int p = static_cast<int>(group.size());
+      const int pos = static_cast<int>(std::find(group.begin(), group.end(), rank) - group.begin());
+      const Chunk data = as_chunk(BufferId::Output, channel_range(a.count, K, c));
+      const std::uint64_t n = slice_count(data.count, se);
+      b.copy(as_chunk(BufferId::Input, channel_range(a.count, K, c)), data, c);
+      const RdRole role = rd_role(p, pos);
+      auto peer = [&group](int q) { return group[static_cast<std::size_t>(q)]; };
+      if (role.fold_to >= 0) {
+        for (std::uint64_t k = 0; k < n; ++k) b.send(peer(role.fold_to), slice(data, n, k), c);
+        for (std::uint64_t k = 0; k < n; ++k) b.recv(peer(role.fold_to), slice(data, n, k), c);
+        continue;
+      }
+      if (role.fold_from >= 0)
+        for (std::uint64_t k = 0; k < n; ++k) b.recv_reduce(peer(role.fold_from), slice(data, n, k), c);
+      for (int q : role.partners) pairwise_exchange(b, peer(q), data, true, c, se, depth);
+      if (role.fold_from >= 0)
+        for (std::uint64_t k = 0; k < n; ++k) b.send(peer(role.fold_from), slice(data, n, k), c);
+    }
+  });
+}
+
+CostSheet cost_recursive_doubling(const Layout& l, const CollectiveArgs& a, const Tuning& t) {
+  CostSheet cs;
+  cs.busbw_factor = busbw_factor(a.collective, l.ranks);
+  if (l.ranks == 1 || a.count == 0) return cs;
+  const int K = rd_channels(a, t);
+  std::vector<double> sent(static_cast<std::size_t>(l.ranks), 0.0), inter(static_cast<std::size_t>(l.ranks), 0.0);
+  for (int c = 0; c < K; ++c) {
+    const std::vector<int> group = flat_ring(l, c);
+    const double bytes = static_cast<double>(channel_range(a.count, K, c).count * size_of(a.dtype));
+    for (int pos = 0; pos < l.ranks; ++pos) {
+      const RdRole role = rd_role(l.ranks, pos);
+      const int me = group[static_cast<std::size_t>(pos)];
+      auto add = [&](int q) {
+        const int other = group[static_cast<std::size_t>(q)];
+        sent[static_cast<std::size_t>(me)] += bytes;
+        if (l.node_of[static_cast<std::size_t>(other)] != l.node_of[static_cast<std::size_t>(me)])
+          inter[static_cast<std::size_t>(me)] += bytes;
+      };
+      if (role.fold_to >= 0) add(role.fold_to);
+      for (int q : role.partners) add(q);
+      if (role.fold_from >= 0) add(role.fold_from);
+    }
+  }
+  cs.steps = rd_steps(l.ranks);
+  cs.bytes_sent = static_cast<std::uint64_t>(std::llround(*std::max_element(sent.begin(), sent.end())));
+  cs.inter_bytes_sent = static_cast<std::uint64_t>(std::llround(*std::max_element(inter.begin(), inter.end())));
+  return cs;
+}
+
 Support always(const Layout&, const CollectiveArgs&, const Tuning&) { return Support::yes(); }
 
 }  // namespace
@@ -337,6 +464,10 @@ void register_allreduce(std::vector<Algorithm>& out) {
                  Collective::AllReduce, supports_hierarchical,
                  [](const Layout& l, const CollectiveArgs& a, const Tuning& t) { return cost_hierarchical(l, a, t, Inner::Dbt); },
                  [](const Layout& l, const CollectiveArgs& a, const Tuning& t) { return make_hierarchical(l, a, t, Inner::Dbt); }});
+  out.push_back({"recursive-doubling",
+                 "the latency algorithm: whole-buffer exchanges at distance 1, 2, 4, ... (log2 p steps; non-powers of two fold in "
+                 "and out)",
+                 Collective::AllReduce, always, cost_recursive_doubling, make_recursive_doubling});
 }
 
 }  // namespace topocoll::algo

@@ -64,6 +64,11 @@ void ring_allgather(ProgramBuilder& b, const std::vector<int>& ring, int pos, co
               false, channel, slice_elems, window);
 }
 
+void pairwise_exchange(ProgramBuilder& b, int peer, const Chunk& data, bool reduce, int channel, std::uint64_t slice_elems,
+                       int window) {
+  ring_step(b, peer, peer, data, data, reduce, channel, slice_elems, window);
+}
+
 TreeLinks btree(int n, int r) {
   TreeLinks t;
   int bit = 1;

@@ -32,6 +32,12 @@ void ring_reduce_scatter(ProgramBuilder& b, const std::vector<int>& ring, int po
 void ring_allgather(ProgramBuilder& b, const std::vector<int>& ring, int pos, const std::vector<Chunk>& segment, int channel,
                     std::uint64_t slice_elems, int window = 1);
 
+// Pairwise exchange with one peer (a step of recursive doubling): send `data` to `peer` and
+// receive the peer's `data` into it (reduced when `reduce`), slice by slice, the sends running
+// `window` slices ahead of the receives. Both peers run the same step, so neither waits first.
+void pairwise_exchange(ProgramBuilder& b, int peer, const Chunk& data, bool reduce, int channel, std::uint64_t slice_elems,
+                       int window = 1);
+
 // A rank's place in a rooted tree: its parent (-1 at the root) and children, as ranks.
 struct TreeLinks {
   int parent = -1;

@@ -119,7 +119,7 @@ TEST_CASE("registry: names, descriptions, lookup") {
   CHECK(find_algorithm("ring").collective == Collective::AllReduce);
   CHECK_THROWS_WITH_AS(find_algorithm("rign"), doctest::Contains("unknown algorithm 'rign': expected one of ring, dbt"),
                        topocoll::InputError);
-  CHECK(select_algorithms("all", Collective::AllReduce).size() == 4);
+  CHECK(select_algorithms("all", Collective::AllReduce).size() == 5);
   CHECK(select_algorithms("ring,dbt", std::nullopt).size() == 2);
   CHECK_THROWS_AS(select_algorithms("ring,,dbt", std::nullopt), topocoll::InputError);
 }

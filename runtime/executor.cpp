@@ -49,7 +49,7 @@ Plan::Plan(const algo::Schedule& s, int rank)
   program_ = s.program(rank);
   ops_.resize(program_.size());
   channels_.resize(static_cast<std::size_t>(std::max(s.num_channels(), 0)));
-  std::vector<std::size_t> recv_reduce_bytes(channels_.size(), 0);
+  std::vector<std::size_t> recv_bytes(channels_.size(), 0);
 
   // A chunk as (buffer, byte offset); zero-element chunks point nowhere.
   auto resolve = [&](std::size_t i, const Chunk& c, std::uint8_t& buffer, std::size_t& offset) {
@@ -87,15 +87,15 @@ Plan::Plan(const algo::Schedule& s, int rank)
     if (op.kind != OpKind::Send) resolve(i, op.dst, b.dst_buffer, b.dst_offset);
     b.count = static_cast<std::size_t>(op.count());
     b.bytes = b.count * elem_;
-    if (op.kind == OpKind::RecvReduce) recv_reduce_bytes[op.channel] = std::max(recv_reduce_bytes[op.channel], b.bytes);
+    if (op.kind == OpKind::RecvReduce || op.kind == OpKind::Recv) recv_bytes[op.channel] = std::max(recv_bytes[op.channel], b.bytes);
     channels_[op.channel].ops.push_back(static_cast<std::uint32_t>(i));
   }
-  // One receive-reduce slice per channel (a channel has one receive posted at a time), each
-  // aligned to 64 bytes so the reducer's loads stay aligned.
+  // One receive slice per channel (a channel has one receive posted at a time), each aligned to
+  // 64 bytes so the reducer's loads stay aligned.
   std::size_t staging = 0;
   for (std::size_t c = 0; c < channels_.size(); ++c) {
     channels_[c].staging_offset = staging;
-    staging += (recv_reduce_bytes[c] + 63) / 64 * 64;
+    staging += (recv_bytes[c] + 63) / 64 * 64;
   }
   recv_staging_.resize(staging + 64);
 }
@@ -213,21 +213,34 @@ bool Plan::step(Channel& ch, std::uint32_t index, Transport& t) {
     }
     case OpKind::Recv:
     case OpKind::RecvReduce: {
+      // A receive is posted at once, never held back: its peer may be waiting for it before it
+      // can finish the very send that holds our destination (two ranks exchanging one region,
+      // as recursive doubling does, deadlock otherwise under a rendezvous protocol). A receive-
+      // reduce always lands in the channel's staging slice; a plain receive lands in place
+      // unless an unfinished send still reads the destination, then in staging too. Only the
+      // write into the destination waits for such a send.
       std::byte* dst = ptr(b.dst_buffer, b.dst_offset);
+      std::byte* staging = staging_base_ + ch.staging_offset;
       try {
         if (!ch.posted) {
-          if (!clear_to_write(ch, dst, b.bytes, t)) return false;
-          std::byte* into = b.kind == OpKind::Recv ? dst : staging_base_ + ch.staging_offset;
-          ch.request = t.post_recv(b.peer, b.channel, into, b.bytes);
+          ch.staged = b.kind == OpKind::RecvReduce || !clear_to_write(ch, dst, b.bytes, t);
+          ch.blocked_on = -1;
+          ch.request = t.post_recv(b.peer, b.channel, ch.staged ? staging : dst, b.bytes);
           ch.posted = true;
         }
-        if (ch.request != Transport::kDone && !t.test_recv(ch.request)) return false;
+        if (ch.request != Transport::kDone) {
+          if (!t.test_recv(ch.request)) return false;
+          ch.request = Transport::kDone;  // received; the write below may still wait
+        }
       } catch (const InputError& e) {
         throw InputError(fmt::format("execute: {}: {}", where(index), e.what()));
       }
+      if (ch.staged && b.count > 0) {
+        if (!clear_to_write(ch, dst, b.bytes, t)) return false;
+        if (b.kind == OpKind::RecvReduce) reduce(args_.dtype, args_.op, dst, staging, b.count);
+        else std::memcpy(dst, staging, b.bytes);
+      }
       ch.posted = false;
-      ch.request = Transport::kDone;
-      if (b.kind == OpKind::RecvReduce && b.count > 0) reduce(args_.dtype, args_.op, dst, staging_base_ + ch.staging_offset, b.count);
       return true;
     }
     case OpKind::Copy: {

@@ -6,18 +6,20 @@
 //   program(rank) fetched, every op checked     round-robin over channels: each channel runs its
 //   (peer, channel, chunk bounds, sizes),       ops in order until it finishes or its next op is
 //   chunks resolved to (buffer, byte offset),   not ready (a receive not arrived, a write into a
-//   ops split per channel, one receive-reduce   region an unfinished send still reads, a full
+//   ops split per channel, one receive          region an unfinished send still reads, a full
 //   staging slice per channel                   window of sends); pointer = base + offset per run.
 //                                               No channel progresses for progress_timeout ->
 //                                               PeerTimeout. At the end: wait for every send.
 //
 // Zero copy. A send is posted straight from its source chunk and a receive straight into its
 // destination chunk; a receive-reduce receives into its channel's staging slice (sized in setup to
-// the channel's largest receive-reduce) and reduces from there. Because the transport may read a
-// send's source until the send completes (contract rule 2: "holds back later writes"), the
-// executor keeps the rank's unfinished sends in a bounded window (kSendWindow) and an op that
-// writes a region overlapping one of them (recv, recv_reduce, copy, reduce) waits until that send
-// has completed; a send waits while the window is full.
+// the channel's largest receive) and reduces from there. Because the transport may read a send's
+// source until the send completes (contract rule 2: "holds back later writes"), the executor
+// keeps the rank's unfinished sends in a bounded window (kSendWindow) and the write of an op into
+// a region overlapping one of them (recv, recv_reduce, copy, reduce) waits until that send has
+// completed; a send waits while the window is full. Receives are posted at once even then (a
+// plain receive whose destination is still being sent lands in the staging slice): the peer may
+// need our receive to finish its own send, as two ranks exchanging one region do.
 //
 // Buffers and in-place calls. The executor reads and writes exactly the pointers it is given; the
 // caller expresses NCCL's in-place aliasing through them (the same aliasing as the verifier's
@@ -173,10 +175,11 @@ class Plan {
   };
   struct Channel {
     std::vector<std::uint32_t> ops;  // indices into ops_, in program order
-    std::size_t staging_offset = 0;  // its receive-reduce slice in recv_staging_
+    std::size_t staging_offset = 0;  // its receive slice in recv_staging_
     // Run state.
     std::size_t next = 0;
     bool posted = false;
+    bool staged = false;  // the posted receive lands in the staging slice, not in place
     Transport::Request request = Transport::kDone;
     int blocked_on = -1;  // the peer of the send the current op waits for, or -1
     bool done() const { return next == ops.size(); }
@@ -208,7 +211,7 @@ class Plan {
   std::uint64_t buffer_elements_[3] = {};
   bool needs_buffer_[3] = {};
   std::uint32_t first_user_[3] = {};       // the first op that needs each buffer (error messages)
-  std::vector<std::byte> recv_staging_;    // every channel's receive-reduce slice
+  std::vector<std::byte> recv_staging_;    // every channel's receive slice
   std::vector<std::byte> reduce_staging_;  // partially overlapping local reduces
   std::byte* base_[4] = {};                // set per run; [3]: zero-element chunks
   std::byte* staging_base_ = nullptr;      // recv_staging_, 64-byte aligned
