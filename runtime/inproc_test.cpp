@@ -8,15 +8,18 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <thread>
 #include <vector>
 
+#include "algorithms/registry.hpp"
 #include "algorithms/verifier.hpp"
 #include "common/errors.hpp"
 #include "runtime/executor.hpp"
+#include "runtime/test_data.hpp"
 
 using namespace topocoll::runtime;
 using topocoll::InputError;
@@ -303,4 +306,133 @@ TEST_CASE("executor: writes wait for unfinished sends of the same region (zero-c
   rank1.join();
   CHECK(sends[0] == 3);
   CHECK(sends[1] == 3);
+}
+
+namespace {
+
+// A rendezvous-protocol stand-in (UCX and MPI switch to one above their eager limit): a send
+// completes, and its bytes are copied, only once the peer has posted the matching receive. A
+// receive that the executor held back until a send of the same region completed would wait for
+// the peer, and the peer for it.
+struct PostedCounts {
+  // [src][dst][channel]: receives rank dst has posted for messages from src on channel.
+  std::array<std::array<std::array<std::atomic<int>, 4>, 4>, 4> posted{};
+};
+
+class RendezvousTransport final : public Transport {
+ public:
+  RendezvousTransport(InprocFabric& fabric, int rank, PostedCounts& counts) : inner_(fabric, rank), rank_(rank), counts_(counts) {}
+  Request post_send(int peer, int channel, const void* data, std::size_t bytes) override {
+    const int seq = sent_[static_cast<std::size_t>(peer)][static_cast<std::size_t>(channel)]++;
+    pending_.push_back(Pending{peer, channel, data, bytes, seq, false});
+    return static_cast<Request>(pending_.size() - 1);
+  }
+  bool test_send(Request r) override {
+    progress();
+    return pending_[r].sent;
+  }
+  Request post_recv(int peer, int channel, void* dst, std::size_t bytes) override {
+    ++counts_.posted[static_cast<std::size_t>(peer)][static_cast<std::size_t>(rank_)][static_cast<std::size_t>(channel)];
+    return inner_.post_recv(peer, channel, dst, bytes);
+  }
+  bool test_recv(Request r) override {
+    progress();
+    return inner_.test_recv(r);
+  }
+  void wait(std::chrono::steady_clock::time_point deadline) override {
+    progress();
+    inner_.wait(std::min(deadline, Clock::now() + std::chrono::milliseconds(1)));
+  }
+
+ private:
+  struct Pending {
+    int peer, channel;
+    const void* data;
+    std::size_t bytes;
+    int seq;
+    bool sent;
+  };
+  // Every call progresses every send, as UCX's and MPI's progress engines do: a send whose
+  // receive the peer has posted is copied into the fabric (in posting order per peer, channel).
+  void progress() {
+    for (Pending& q : pending_) {
+      if (q.sent) continue;
+      const int posted = counts_.posted[static_cast<std::size_t>(rank_)][static_cast<std::size_t>(q.peer)][static_cast<std::size_t>(q.channel)];
+      if (posted <= q.seq) continue;
+      inner_.post_send(q.peer, q.channel, q.data, q.bytes);
+      q.sent = true;
+    }
+  }
+  InprocTransport inner_;
+  int rank_;
+  PostedCounts& counts_;
+  std::array<std::array<int, 4>, 4> sent_{};
+  std::vector<Pending> pending_;
+};
+
+// Runs `s` (at most 4 ranks and 4 channels) over RendezvousTransport; the outputs per rank.
+RunResult run_rendezvous(const Schedule& s) {
+  const int p = s.num_ranks();
+  InprocFabric fabric(p);
+  PostedCounts counts;
+  RunResult result;
+  result.outputs.resize(static_cast<std::size_t>(p));
+  std::vector<std::string> errors(static_cast<std::size_t>(p));
+  ExecOptions o;
+  o.progress_timeout = std::chrono::milliseconds(3000);
+  auto rank_main = [&](int r) {
+    try {
+      const std::size_t bytes = s.args().count * size_of(s.args().dtype);
+      std::vector<std::byte> in(bytes), out(bytes);
+      topocoll::runtime::fill_input(s.args().dtype, s.args().op, r, p, 0, in.data(), s.args().count);
+      RendezvousTransport t(fabric, r, counts);
+      Plan(s, r).run(Buffers{in.data(), out.data(), nullptr}, t, o);
+      result.outputs[static_cast<std::size_t>(r)] = std::move(out);
+    } catch (const std::exception& e) {
+      errors[static_cast<std::size_t>(r)] = e.what();
+      fabric.abort(e.what());
+    }
+  };
+  std::vector<std::thread> threads;
+  for (int r = 1; r < p; ++r) threads.emplace_back(rank_main, r);
+  rank_main(0);
+  for (auto& th : threads) th.join();
+  for (const std::string& e : errors)
+    if (!e.empty()) throw std::runtime_error(e);
+  return result;
+}
+
+}  // namespace
+
+TEST_CASE("executor: receives are posted while a send of the same region is unfinished (rendezvous transports)") {
+  SUBCASE("two ranks swap one region: send it, then receive the peer's into it") {
+    std::vector<Program> programs(2);
+    for (int r = 0; r < 2; ++r) {
+      ProgramBuilder b(programs[static_cast<std::size_t>(r)]);
+      b.copy({BufferId::Input, 0, 4}, {BufferId::Output, 0, 4}, 0);
+      b.send(1 - r, {BufferId::Output, 0, 4}, 0);
+      b.recv(1 - r, {BufferId::Output, 0, 4}, 0);
+    }
+    const Schedule s = Schedule::from_programs("swap", args_of(Collective::AllReduce, 4, 2), 1, 0, std::move(programs));
+    const RunResult r = run_rendezvous(s);
+    // Each rank ends with the other's input.
+    for (int rank = 0; rank < 2; ++rank) {
+      std::vector<std::byte> want(16);
+      fill_input(DataType::Int32, ReduceOp::Sum, 1 - rank, 2, 0, want.data(), 4);
+      CHECK(r.outputs[static_cast<std::size_t>(rank)] == want);
+    }
+  }
+  SUBCASE("recursive doubling, every rank count up to 4, several slices and channels") {
+    for (int p : {2, 3, 4}) {
+      for (int channels : {1, 3}) {
+        Tuning t;
+        t.channels = channels;
+        t.slice_bytes = 64;  // 16 floats: several slices per exchange
+        CollectiveArgs a = args_of(Collective::AllReduce, 3 * 4096 + 7, p, DataType::Float32);
+        const Schedule s = find_algorithm("recursive-doubling").generate(uniform_layout(1, p), a, t);
+        INFO(fmt::format("p={} channels={} ({} used)", p, channels, s.num_channels()));
+        CHECK(count_wrong_outputs(s, run_rendezvous(s)) == 0);
+      }
+    }
+  }
 }
