@@ -18,6 +18,10 @@ mpi=(mpirun --oversubscribe --allow-run-as-root)
 [ "$(id -u)" = 0 ] || mpi=(mpirun --oversubscribe)
 ucx_pml=(--mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any -x UCX_TLS=self,sm,tcp -x UCX_WARN_UNUSED_ENV_VARS=n)
 
+# Blocks of `-a all`: every registered allreduce algorithm, and mpi.
+all_blocks=$(( $("$1/topocoll" algorithms | awk '$2 == "allreduce"' | wc -l) + 1 ))
+[ "$all_blocks" -ge 6 ] || { echo "FAIL: topocoll algorithms lists $((all_blocks - 1)) allreduce algorithms, expected >= 5"; exit 1; }
+
 # Is the ucx backend built? (validated before MPI_Init: no mpirun needed)
 backends=(mpi)
 "$bin" --backend ucx -a nosuch >"$tmp/out" 2>"$tmp/err"
@@ -53,13 +57,13 @@ odd=(-b 4004 -e 4004 -n 2 -w 1)  # 1001 floats: splits unevenly over ranks and c
 for backend in "${backends[@]}"; do
   start=$SECONDS
   for np in 2 3 4 8; do
-    run_ok "$backend" "$np" 5 -a all "${small[@]}"
-    run_ok "$backend" "$np" 5 -a all "${odd[@]}"
+    run_ok "$backend" "$np" "$all_blocks" -a all "${small[@]}"
+    run_ok "$backend" "$np" "$all_blocks" -a all "${odd[@]}"
   done
-  run_ok "$backend" 3 5 -a all -b 7 -e 1003 -f 11 -n 1 -w 0 -d int8 -o max
-  run_ok "$backend" 4 5 -a all -b 8 -e 8K -f 8 -n 1 -w 0 -d double -o prod --channels 3
-  run_ok "$backend" 3 5 -a all -b 8 -e 8K -f 8 -n 1 -w 0 -d int32 -o avg
-  run_ok "$backend" 2 5 -a all -b 2 -e 2002 -f 10 -n 1 -w 0 -d half -o sum      # mpi: no fp16 type, rows say so
+  run_ok "$backend" 3 "$all_blocks" -a all -b 7 -e 1003 -f 11 -n 1 -w 0 -d int8 -o max
+  run_ok "$backend" 4 "$all_blocks" -a all -b 8 -e 8K -f 8 -n 1 -w 0 -d double -o prod --channels 3
+  run_ok "$backend" 3 "$all_blocks" -a all -b 8 -e 8K -f 8 -n 1 -w 0 -d int32 -o avg
+  run_ok "$backend" 2 "$all_blocks" -a all -b 2 -e 2002 -f 10 -n 1 -w 0 -d half -o sum      # mpi: no fp16 type, rows say so
   run_ok "$backend" 2 2 -a ring,mpi -b 3M -e 3M -n 1 -w 0 --slice 256K          # several slices in flight
   run_ok "$backend" 4 2 -a dbt,mpi -b 1M -e 1M -n 1 -w 0 --slice 64K --channels 4  # many sends in flight
 
