@@ -48,14 +48,19 @@ algo::Layout Communicator::layout() const {
   return algo::uniform_layout(nodes_, local_size_);
 }
 
+// A barrier made non-blocking only for the progress hook has no timeout of its own: a day.
+std::chrono::milliseconds Communicator::bound() const {
+  return timeout_.count() > 0 ? timeout_ : std::chrono::milliseconds(std::chrono::hours(24));
+}
+
 void Communicator::barrier() const {
-  if (timeout_.count() <= 0) {
+  if (timeout_.count() <= 0 && !progress_) {
     MPI_Barrier(comm_);
     return;
   }
   MPI_Request r = MPI_REQUEST_NULL;
   MPI_Ibarrier(comm_, &r);
-  wait_bounded(r, timeout_, fmt::format("rank {}: barrier", rank_), peers_);
+  wait_bounded(r, bound(), fmt::format("rank {}: barrier", rank_), peers_, progress_);
 }
 
 void Communicator::max_over_ranks(std::vector<double>& v) const {
@@ -66,7 +71,7 @@ void Communicator::max_over_ranks(std::vector<double>& v) const {
   }
   MPI_Request r = MPI_REQUEST_NULL;
   MPI_Iallreduce(MPI_IN_PLACE, v.data(), static_cast<int>(v.size()), MPI_DOUBLE, MPI_MAX, comm_, &r);
-  wait_bounded(r, timeout_, fmt::format("rank {}: reducing the timings", rank_), peers_);
+  wait_bounded(r, timeout_, fmt::format("rank {}: reducing the timings", rank_), peers_, progress_);
 }
 
 std::uint64_t Communicator::sum_over_ranks(std::uint64_t v) const {
@@ -77,7 +82,7 @@ std::uint64_t Communicator::sum_over_ranks(std::uint64_t v) const {
   }
   MPI_Request r = MPI_REQUEST_NULL;
   MPI_Iallreduce(&v, &out, 1, MPI_UINT64_T, MPI_SUM, comm_, &r);
-  wait_bounded(r, timeout_, fmt::format("rank {}: summing the error counts", rank_), peers_);
+  wait_bounded(r, timeout_, fmt::format("rank {}: summing the error counts", rank_), peers_, progress_);
   return out;
 }
 

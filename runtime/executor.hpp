@@ -78,6 +78,11 @@ class Transport {
   // allowed. The default yields the thread (a polling transport needs nothing more); a transport
   // that can be aborted throws from here.
   virtual void wait(std::chrono::steady_clock::time_point deadline);
+  // Advances outstanding work without waiting for anything: a rank that has finished its program
+  // but waits elsewhere (an MPI barrier) keeps answering its peers, e.g. the rendezvous
+  // acknowledgement UCX's CMA protocol sends after a receive, without which the peer's send never
+  // completes. Default: nothing to advance.
+  virtual void progress() {}
 };
 
 // The request slots of a transport: a Slot per Request, indexed by it, reused once released, so a

@@ -75,9 +75,11 @@ std::string PeerTable::describe_gone() const {
   return out;
 }
 
-void wait_bounded(MPI_Request& request, std::chrono::milliseconds timeout, const std::string& what, const PeerTable* peers) {
+void wait_bounded(MPI_Request& request, std::chrono::milliseconds timeout, const std::string& what, const PeerTable* peers,
+                  const std::function<void()>& progress) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   for (;;) {
+    if (progress) progress();
     int done = 0;
     if (int rc = MPI_Test(&request, &done, MPI_STATUS_IGNORE); rc != MPI_SUCCESS) {
       char msg[MPI_MAX_ERROR_STRING] = {};
@@ -105,7 +107,8 @@ std::string describe(const CallSignature& s) {
   return out;
 }
 
-void check_same_call(MPI_Comm comm, const CallSignature& mine, std::chrono::milliseconds timeout, const PeerTable* peers) {
+void check_same_call(MPI_Comm comm, const CallSignature& mine, std::chrono::milliseconds timeout, const PeerTable* peers,
+                     const std::function<void()>& progress) {
   // A fixed-size image of the signature; the algorithm name is compared up to 63 characters.
   struct Image {
     std::uint64_t count, slice_bytes;
@@ -128,7 +131,7 @@ void check_same_call(MPI_Comm comm, const CallSignature& mine, std::chrono::mill
   std::vector<Image> all(static_cast<std::size_t>(size));
   MPI_Request req = MPI_REQUEST_NULL;
   MPI_Iallgather(&img, sizeof(Image), MPI_BYTE, all.data(), sizeof(Image), MPI_BYTE, comm, &req);
-  wait_bounded(req, timeout, fmt::format("checking the call ({}) with the other ranks", describe(mine)), peers);
+  wait_bounded(req, timeout, fmt::format("checking the call ({}) with the other ranks", describe(mine)), peers, progress);
 
   // Group the ranks by signature, in rank order of first appearance.
   std::vector<std::pair<std::string, std::vector<int>>> groups;

@@ -26,6 +26,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -61,9 +62,10 @@ class JobTimeout : public std::runtime_error {
 };
 
 // Tests `request` until it completes or `timeout` passes; then throws JobTimeout naming `what`
-// and, when `peers` is given, the ranks known to be gone.
+// and, when `peers` is given, the ranks known to be gone. `progress`, when given, runs between
+// tests (a transport's own progress: see Transport::progress).
 void wait_bounded(MPI_Request& request, std::chrono::milliseconds timeout, const std::string& what,
-                  const PeerTable* peers = nullptr);
+                  const PeerTable* peers = nullptr, const std::function<void()>& progress = {});
 
 // What every rank must agree on for one collective call.
 struct CallSignature {
@@ -77,7 +79,7 @@ std::string describe(const CallSignature& s);  // "1001 float sum ring (2 channe
 // Collective over `comm`: every rank contributes its signature; when any two differ, every rank
 // throws the same InputError listing the distinct signatures and the ranks that passed each.
 void check_same_call(MPI_Comm comm, const CallSignature& mine, std::chrono::milliseconds timeout,
-                     const PeerTable* peers = nullptr);
+                     const PeerTable* peers = nullptr, const std::function<void()>& progress = {});
 
 // Testing hook (tools/fault_test.sh): TOPOCOLL_TEST_KILL="RANK:MS" makes rank RANK kill itself
 // with SIGKILL MS milliseconds after this call, wherever it is (inside a collective, normally).

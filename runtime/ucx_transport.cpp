@@ -276,6 +276,8 @@ bool UcxTransport::test_recv(Request r) {
   return true;
 }
 
+void UcxTransport::progress() { ucp_worker_progress(worker_); }
+
 void UcxTransport::wait(std::chrono::steady_clock::time_point /*deadline*/) {
   if (ucp_worker_progress(worker_) == 0) std::this_thread::yield();
 }

@@ -67,6 +67,7 @@ class UcxTransport final : public Transport {
   Request post_recv(int peer, int channel, void* dst, std::size_t bytes) override;
   bool test_recv(Request r) override;
   void wait(std::chrono::steady_clock::time_point deadline) override;
+  void progress() override;  // ucp_worker_progress
 
   int rank() const { return rank_; }
   int size() const { return size_; }

@@ -193,6 +193,8 @@ int bench_command(const BenchArgs& a, std::ostream& out) {
   std::string transport_note;  // a header line about the transport, rank 0 prints it
   std::unique_ptr<runtime::Transport> transport_owner = make_transport(a, comm.comm(), transport_note);
   runtime::Transport& transport = *transport_owner;
+  // While a rank waits in MPI (barriers, reductions), its transport keeps answering the peers.
+  comm.set_progress([&transport] { transport.progress(); });
 
   // Buffers for the largest size, touched once here (page faults stay out of the timings).
   const std::uint64_t max_count = sizes.back() / elem;
@@ -286,7 +288,7 @@ int bench_command(const BenchArgs& a, std::ostream& out) {
       if (sched && scratch.size() < sched->scratch_count() * elem) scratch.resize(sched->scratch_count() * elem);
       // Every rank must be about to run the same call: an InputError on every rank otherwise.
       runtime::check_same_call(comm.comm(), {args, name, alg ? a.channels : 0, alg ? tuning.slice_bytes : 0},
-                               exec.progress_timeout, &peers);
+                               exec.progress_timeout, &peers, [&transport] { transport.progress(); });
 
       Point points[2];
       for (int ip = 0; ip < 2; ++ip) {

@@ -66,6 +66,12 @@ for backend in "${backends[@]}"; do
   run_ok "$backend" 2 "$all_blocks" -a all -b 2 -e 2002 -f 10 -n 1 -w 0 -d half -o sum      # mpi: no fp16 type, rows say so
   run_ok "$backend" 2 2 -a ring,mpi -b 3M -e 3M -n 1 -w 0 --slice 256K          # several slices in flight
   run_ok "$backend" 4 2 -a dbt,mpi -b 1M -e 1M -n 1 -w 0 --slice 64K --channels 4  # many sends in flight
+  if [ "$backend" = ucx ]; then
+    # UCX's bulk endpoints (CMA rendezvous): a rank that finished its receives and waits in the
+    # barrier must still progress UCX, or the peer's last send never completes (it hung 3 runs
+    # of 3 before Transport::progress ran inside the communicator's waits).
+    run_ok ucx 2 3 -a dbt,ring,recursive-doubling -b 1M -e 16M -f 4 -n 3 -w 1 --ucx-bulk 64K --timeout 20
+  fi
 
   # JSONL: one measured record per size and placement, wrong 0, engine = the backend.
   launcher "$backend"
