@@ -8,7 +8,6 @@
 #include <thread>
 
 #include "common/errors.hpp"
-#include "runtime/reducer.hpp"
 
 namespace topocoll::runtime {
 
@@ -41,8 +40,8 @@ std::string Plan::where(std::size_t index) const {
 
 // Fetches the program, checks every operation against the schedule's shape, resolves its chunks
 // to (buffer, byte offset), splits the operations per channel and sizes the staging.
-Plan::Plan(const algo::Schedule& s, int rank)
-    : args_(s.args()), name_(s.name()), rank_(rank), elem_(algo::size_of(s.args().dtype)) {
+Plan::Plan(const algo::Schedule& s, int rank, MemorySpace& memory)
+    : args_(s.args()), name_(s.name()), rank_(rank), elem_(algo::size_of(s.args().dtype)), memory_(&memory) {
   if (rank < 0 || rank >= s.num_ranks())
     throw InputError(fmt::format("execute: rank {} is not a rank of schedule '{}' (0..{})", rank, s.name(), s.num_ranks() - 1));
   for (int b = 0; b < 3; ++b) buffer_elements_[b] = s.buffer_count(static_cast<BufferId>(b));
@@ -97,7 +96,7 @@ Plan::Plan(const algo::Schedule& s, int rank)
     channels_[c].staging_offset = staging;
     staging += (recv_bytes[c] + 63) / 64 * 64;
   }
-  recv_staging_.resize(staging + 64);
+  recv_staging_ = SpaceBuffer(memory, staging);
 }
 
 // ---- run --------------------------------------------------------------------------------------
@@ -113,11 +112,6 @@ void Plan::run(const Buffers& buffers, Transport& t, const ExecOptions& o) {
       throw InputError(fmt::format("execute: {}: the {} buffer is null but the chunk needs {} elements", where(first_user_[b]),
                                    algo::to_string(static_cast<BufferId>(b)), op.count()));
     }
-  {
-    // The staging base, rounded up to 64 bytes.
-    const auto raw = reinterpret_cast<std::uintptr_t>(recv_staging_.data());
-    staging_base_ = recv_staging_.data() + ((64 - raw % 64) % 64);
-  }
   std::size_t unfinished = 0;
   for (Channel& ch : channels_) {
     ch.next = 0;
@@ -220,7 +214,7 @@ bool Plan::step(Channel& ch, std::uint32_t index, Transport& t) {
       // unless an unfinished send still reads the destination, then in staging too. Only the
       // write into the destination waits for such a send.
       std::byte* dst = ptr(b.dst_buffer, b.dst_offset);
-      std::byte* staging = staging_base_ + ch.staging_offset;
+      std::byte* staging = recv_staging_.data() + ch.staging_offset;
       try {
         if (!ch.posted) {
           ch.staged = b.kind == OpKind::RecvReduce || !clear_to_write(ch, dst, b.bytes, t);
@@ -237,8 +231,8 @@ bool Plan::step(Channel& ch, std::uint32_t index, Transport& t) {
       }
       if (ch.staged && b.count > 0) {
         if (!clear_to_write(ch, dst, b.bytes, t)) return false;
-        if (b.kind == OpKind::RecvReduce) reduce(args_.dtype, args_.op, dst, staging, b.count);
-        else std::memcpy(dst, staging, b.bytes);
+        if (b.kind == OpKind::RecvReduce) memory_->reduce(args_.dtype, args_.op, dst, staging, b.count);
+        else memory_->copy(dst, staging, b.bytes);
       }
       ch.posted = false;
       return true;
@@ -248,7 +242,7 @@ bool Plan::step(Channel& ch, std::uint32_t index, Transport& t) {
       const std::byte* src = ptr(b.src_buffer, b.src_offset);
       if (b.bytes == 0 || src == dst) return true;
       if (!clear_to_write(ch, dst, b.bytes, t)) return false;
-      std::memmove(dst, src, b.bytes);
+      memory_->copy(dst, src, b.bytes);
       return true;
     }
     case OpKind::Reduce: {
@@ -258,11 +252,11 @@ bool Plan::step(Channel& ch, std::uint32_t index, Transport& t) {
       if (!clear_to_write(ch, dst, b.bytes, t)) return false;
       // The reducer takes identical or disjoint operands; a partial overlap reduces from a copy.
       if (src != dst && overlap(src, b.bytes, dst, b.bytes)) {
-        if (reduce_staging_.size() < b.bytes) reduce_staging_.resize(b.bytes);  // first use only
-        std::memcpy(reduce_staging_.data(), src, b.bytes);
+        if (reduce_staging_.size() < b.bytes) reduce_staging_ = SpaceBuffer(*memory_, b.bytes);  // first use only
+        memory_->copy(reduce_staging_.data(), src, b.bytes);
         src = reduce_staging_.data();
       }
-      reduce(args_.dtype, args_.op, dst, src, b.count);
+      memory_->reduce(args_.dtype, args_.op, dst, src, b.count);
       return true;
     }
   }
@@ -306,7 +300,7 @@ void Plan::finish_avg_if_needed() const {
                        (a.collective == Collective::Reduce && rank_ == a.root);
   if (!reduces) return;
   if (base_[1] == nullptr) throw InputError(fmt::format("execute: rank {}: the output buffer is null", rank_));
-  finish_avg(a.dtype, base_[1], static_cast<std::size_t>(a.output_count()), a.ranks);
+  memory_->finish_avg(a.dtype, base_[1], static_cast<std::size_t>(a.output_count()), a.ranks);
 }
 
 void execute(const algo::Schedule& s, int rank, const Buffers& b, Transport& t, const ExecOptions& o) { Plan(s, rank).run(b, t, o); }

@@ -11,6 +11,10 @@
 //                                               No channel progresses for progress_timeout ->
 //                                               PeerTimeout. At the end: wait for every send.
 //
+// Memory. Buffers and staging live in the plan's MemorySpace: host memory by default (memmove and
+// the CPU reducer), or a device's (copies and reductions enqueued on the rank's stream; its
+// transport completes in stream order, so a device send returns kDone and nothing is held back).
+//
 // Zero copy. A send is posted straight from its source chunk and a receive straight into its
 // destination chunk; a receive-reduce receives into its channel's staging slice (sized in setup to
 // the channel's largest receive) and reduces from there. Because the transport may read a send's
@@ -46,6 +50,7 @@
 
 #include "algorithms/schedule.hpp"
 #include "common/errors.hpp"
+#include "runtime/memory_space.hpp"
 
 namespace topocoll::runtime {
 
@@ -156,8 +161,10 @@ class Plan {
   static constexpr std::size_t kSendWindow = 64;  // unfinished sends per rank
 
   // Throws InputError for a program that does not fit the schedule's shape (bad rank, peer,
-  // channel or chunk, matched sizes that differ).
-  Plan(const algo::Schedule& s, int rank);
+  // channel or chunk, matched sizes that differ). The buffers given to run() live in `memory`
+  // (runtime/memory_space.hpp), which does the plan's copies, reductions and staging; it must
+  // outlive the plan.
+  explicit Plan(const algo::Schedule& s, int rank, MemorySpace& memory = host_memory());
 
   // Runs the program on `b` over `t` and returns when every channel has finished and every send
   // has completed. Throws InputError for a null buffer that a chunk needs or a message of the
@@ -180,7 +187,7 @@ class Plan {
   };
   struct Channel {
     std::vector<std::uint32_t> ops;  // indices into ops_, in program order
-    std::size_t staging_offset = 0;  // its receive slice in recv_staging_
+    std::size_t staging_offset = 0;  // its receive slice in recv_staging_ (64-byte aligned)
     // Run state.
     std::size_t next = 0;
     bool posted = false;
@@ -216,10 +223,10 @@ class Plan {
   std::uint64_t buffer_elements_[3] = {};
   bool needs_buffer_[3] = {};
   std::uint32_t first_user_[3] = {};       // the first op that needs each buffer (error messages)
-  std::vector<std::byte> recv_staging_;    // every channel's receive slice
-  std::vector<std::byte> reduce_staging_;  // partially overlapping local reduces
-  std::byte* base_[4] = {};                // set per run; [3]: zero-element chunks
-  std::byte* staging_base_ = nullptr;      // recv_staging_, 64-byte aligned
+  MemorySpace* memory_ = nullptr;
+  SpaceBuffer recv_staging_;    // every channel's receive slice
+  SpaceBuffer reduce_staging_;  // partially overlapping local reduces (first use)
+  std::byte* base_[4] = {};     // set per run; [3]: zero-element chunks
   InFlight window_[kSendWindow];
   std::size_t in_flight_ = 0;
 };

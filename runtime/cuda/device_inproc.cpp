@@ -5,10 +5,13 @@
 
 #include <algorithm>
 #include <cstring>
+#include <exception>
 #include <memory>
 #include <string>
+#include <thread>
 
 #include "common/errors.hpp"
+#include "runtime/cuda/device_memory.hpp"
 #include "runtime/test_data.hpp"
 
 namespace topocoll::runtime::cuda {
@@ -26,8 +29,6 @@ std::uint64_t queue_key(int src, int dst, int channel) {
   return (static_cast<std::uint64_t>(src) << 44) | (static_cast<std::uint64_t>(dst) << 24) |
          static_cast<std::uint64_t>(channel);
 }
-
-bool overlap(const std::byte* a, const std::byte* b, std::size_t bytes) { return a < b + bytes && b < a + bytes; }
 
 }  // namespace
 
@@ -108,6 +109,19 @@ bool DeviceTransport::test_recv(Request r) {
 
 // ---- the runner -------------------------------------------------------------------------------
 
+void DeviceFabric::abort(const std::string& reason) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!aborted_.exchange(true)) abort_reason_ = reason;
+}
+
+void DeviceTransport::wait(std::chrono::steady_clock::time_point /*deadline*/) {
+  if (fabric_.aborted_) {
+    std::lock_guard<std::mutex> lock(fabric_.mu_);
+    throw Aborted(fmt::format("rank {}: aborted: {}", rank_, fabric_.abort_reason_));
+  }
+  std::this_thread::yield();
+}
+
 namespace {
 
 constexpr unsigned char kOutputPoison = 0xA5;
@@ -135,7 +149,8 @@ struct DeviceMemory {
 struct StreamHandle {
   cudaStream_t s = nullptr;
   StreamHandle() { check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreateWithFlags"); }
-  StreamHandle(StreamHandle&& o) noexcept : s(o.s) { o.s = nullptr; }
+  StreamHandle(const StreamHandle&) = delete;
+  StreamHandle& operator=(const StreamHandle&) = delete;
   ~StreamHandle() {
     if (s) cudaStreamDestroy(s);
   }
@@ -146,246 +161,119 @@ std::uint64_t input_offset(const algo::CollectiveArgs& a, int r) {
   return a.collective == Collective::AllGather ? static_cast<std::uint64_t>(r) * a.count : 0;
 }
 
-// One rank: its memory (laid out and aliased as run_inproc does), its program bound to device
-// pointers, per-channel progress.
-struct Rank {
-  struct Bound {
-    OpKind kind{};
-    int peer = -1, channel = 0;
-    std::byte* src = nullptr;
-    std::byte* dst = nullptr;
-    std::size_t count = 0, bytes = 0;
-    std::size_t index = 0;  // in the program
-  };
-  struct Channel {
-    std::vector<std::size_t> ops;
-    std::size_t next = 0;
-    bool posted = false;
-    Transport::Request request = Transport::kDone;
-    std::byte* staging = nullptr;  // receive-reduce slice
-    bool done() const { return next == ops.size(); }
-  };
-  int rank = 0;
-  StreamHandle stream;
-  DeviceMemory input, output, scratch, staging;
-  std::byte* base[3] = {};
+// One rank's memory, laid out and aliased as run_inproc lays it out: the host image is built as
+// run_inproc builds it, then uploaded; in place, one allocation holds input and output.
+struct RankMemory {
+  DeviceMemory input, output, scratch;
+  Buffers buffers;
   std::size_t output_bytes = 0;
-  algo::Program program;
-  std::vector<Bound> ops;
-  std::vector<Channel> channels;
-  std::unique_ptr<DeviceTransport> transport;
 };
 
-// Allocates and fills rank r's buffers: the host image is built as run_inproc builds it, then
-// uploaded; in place, one allocation holds input and output.
-void prepare_memory(const algo::Schedule& s, bool in_place, Rank& rk) {
+RankMemory prepare_memory(const algo::Schedule& s, bool in_place, int r) {
   const algo::CollectiveArgs& a = s.args();
-  const int r = rk.rank;
   const std::size_t elem = algo::size_of(a.dtype);
   const std::size_t in_n = a.input_count(), out_n = a.output_count();
   const std::size_t block = static_cast<std::size_t>(a.count) * static_cast<std::size_t>(r) * elem;
-  rk.output_bytes = out_n * elem;
+  RankMemory m;
+  m.output_bytes = out_n * elem;
   auto upload = [&](DeviceMemory& to, const std::vector<unsigned char>& host) {
     to = DeviceMemory(host.size());
     if (!host.empty()) check(cudaMemcpy(to.data, host.data(), host.size(), cudaMemcpyHostToDevice), "cudaMemcpy H2D");
   };
-  upload(rk.scratch, std::vector<unsigned char>(s.scratch_count() * elem, kScratchPoison));
-  rk.base[2] = rk.scratch.data;
+  upload(m.scratch, std::vector<unsigned char>(s.scratch_count() * elem, kScratchPoison));
+  m.buffers.scratch = m.scratch.data;
   std::vector<unsigned char> host;
   if (!in_place) {
     host.resize(in_n * elem);
     fill_input(a.dtype, a.op, r, a.ranks, input_offset(a, r), host.data(), in_n);
-    upload(rk.input, host);
-    upload(rk.output, std::vector<unsigned char>(out_n * elem, kOutputPoison));
-    rk.base[0] = rk.input.data;
-    rk.base[1] = rk.output.data;
-    return;
+    upload(m.input, host);
+    upload(m.output, std::vector<unsigned char>(out_n * elem, kOutputPoison));
+    m.buffers.input = m.input.data;
+    m.buffers.output = m.output.data;
+    return m;
   }
   switch (a.collective) {
     case Collective::ReduceScatter:  // the output is block r of the input
       host.resize(in_n * elem);
       fill_input(a.dtype, a.op, r, a.ranks, 0, host.data(), in_n);
-      upload(rk.input, host);
-      rk.base[0] = rk.input.data;
-      rk.base[1] = rk.input.data + block;
+      upload(m.input, host);
+      m.buffers.input = m.input.data;
+      m.buffers.output = m.input.data + block;
       break;
     case Collective::AllGather:  // the input is block r of the output
       host.assign(out_n * elem, kOutputPoison);
       fill_input(a.dtype, a.op, r, a.ranks, input_offset(a, r), host.data() + block, in_n);
-      upload(rk.output, host);
-      rk.base[1] = rk.output.data;
-      rk.base[0] = rk.output.data + block;
+      upload(m.output, host);
+      m.buffers.output = m.output.data;
+      m.buffers.input = m.output.data + block;
       break;
     default:  // allreduce, broadcast, reduce: one buffer
       host.resize(out_n * elem);
       fill_input(a.dtype, a.op, r, a.ranks, 0, host.data(), in_n);
-      upload(rk.output, host);
-      rk.base[0] = rk.base[1] = rk.output.data;
+      upload(m.output, host);
+      m.buffers.input = m.buffers.output = m.output.data;
       break;
   }
-}
-
-// Setup: the program's chunks resolved to device pointers (bounds checked), split per channel,
-// one receive-reduce staging slice per channel.
-void bind(const algo::Schedule& s, Rank& rk) {
-  const algo::CollectiveArgs& a = s.args();
-  const std::size_t elem = algo::size_of(a.dtype);
-  rk.program = s.program(rk.rank);
-  rk.ops.resize(rk.program.size());
-  rk.channels.resize(static_cast<std::size_t>(std::max(s.num_channels(), 0)));
-  auto where = [&](std::size_t i) { return fmt::format("rank {} op {} ({})", rk.rank, i, algo::describe(rk.program[i])); };
-  auto resolve = [&](std::size_t i, const algo::Chunk& c) -> std::byte* {
-    if (c.end() > s.buffer_count(c.buffer) || c.end() < c.offset)
-      throw InputError(fmt::format("device inproc: {}: {}[{}:{}] is outside the buffer of {} elements", where(i),
-                                   algo::to_string(c.buffer), c.offset, c.end(), s.buffer_count(c.buffer)));
-    return rk.base[static_cast<int>(c.buffer)] + c.offset * elem;
-  };
-  std::vector<std::size_t> staging_bytes(rk.channels.size(), 0);
-  for (std::size_t i = 0; i < rk.program.size(); ++i) {
-    const algo::Op& op = rk.program[i];
-    Rank::Bound& b = rk.ops[i];
-    if (op.channel >= rk.channels.size())
-      throw InputError(fmt::format("device inproc: {}: channel {} of {}", where(i), op.channel, s.num_channels()));
-    b.kind = op.kind;
-    b.peer = op.peer;
-    b.channel = op.channel;
-    b.index = i;
-    b.count = static_cast<std::size_t>(op.count());
-    b.bytes = b.count * elem;
-    if (op.kind == OpKind::Send || op.kind == OpKind::Copy || op.kind == OpKind::Reduce) b.src = resolve(i, op.src);
-    if (op.kind != OpKind::Send) b.dst = resolve(i, op.dst);
-    if ((op.kind == OpKind::Copy || op.kind == OpKind::Reduce) && op.src.count != op.dst.count)
-      throw InputError(fmt::format("device inproc: {}: {} elements into {}", where(i), op.src.count, op.dst.count));
-    if (op.kind == OpKind::RecvReduce) staging_bytes[op.channel] = std::max(staging_bytes[op.channel], b.bytes);
-    rk.channels[op.channel].ops.push_back(i);
-  }
-  // One allocation for every channel's slice, each slice 256-byte aligned (vector loads).
-  std::size_t total = 0;
-  for (std::size_t& bytes : staging_bytes) {
-    const std::size_t offset = total;
-    total += (bytes + 255) / 256 * 256;
-    bytes = offset;
-  }
-  rk.staging = DeviceMemory(total);
-  for (std::size_t c = 0; c < rk.channels.size(); ++c) rk.channels[c].staging = rk.staging.data + staging_bytes[c];
-}
-
-// Copies `bytes` from src to dst on the stream with memmove semantics (a partial overlap goes
-// through a stream-ordered temporary).
-void copy_async(std::byte* dst, const std::byte* src, std::size_t bytes, cudaStream_t stream) {
-  if (bytes == 0 || dst == src) return;
-  if (!overlap(dst, src, bytes)) {
-    check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream), "cudaMemcpyAsync (copy)");
-    return;
-  }
-  void* tmp = nullptr;
-  check(cudaMallocAsync(&tmp, bytes, stream), "cudaMallocAsync (staging)");
-  check(cudaMemcpyAsync(tmp, src, bytes, cudaMemcpyDeviceToDevice, stream), "cudaMemcpyAsync (staging)");
-  check(cudaMemcpyAsync(dst, tmp, bytes, cudaMemcpyDeviceToDevice, stream), "cudaMemcpyAsync (copy)");
-  check(cudaFreeAsync(tmp, stream), "cudaFreeAsync (staging)");
-}
-
-// Runs one operation of a rank (enqueues its GPU work); false when it is a receive whose message
-// has not been sent yet.
-bool step(const algo::CollectiveArgs& a, Rank& rk, Rank::Channel& ch, const Rank::Bound& b) {
-  cudaStream_t stream = rk.stream.s;
-  switch (b.kind) {
-    case OpKind::Send:
-      rk.transport->post_send(b.peer, b.channel, b.src, b.bytes);
-      return true;
-    case OpKind::Recv:
-    case OpKind::RecvReduce: {
-      if (!ch.posted) {
-        ch.request = rk.transport->post_recv(b.peer, b.channel, b.kind == OpKind::Recv ? b.dst : ch.staging, b.bytes);
-        ch.posted = true;
-      }
-      if (!rk.transport->test_recv(ch.request)) return false;
-      ch.posted = false;
-      if (b.kind == OpKind::RecvReduce) throw_if_failed(reduce(a.dtype, a.op, b.dst, ch.staging, b.count, stream));
-      return true;
-    }
-    case OpKind::Copy:
-      copy_async(b.dst, b.src, b.bytes, stream);
-      return true;
-    case OpKind::Reduce: {
-      if (b.count == 0) return true;
-      if (b.src != b.dst && overlap(b.src, b.dst, b.bytes)) {
-        // The reducer takes identical or disjoint operands: reduce from a stream-ordered copy.
-        void* tmp = nullptr;
-        check(cudaMallocAsync(&tmp, b.bytes, stream), "cudaMallocAsync (staging)");
-        check(cudaMemcpyAsync(tmp, b.src, b.bytes, cudaMemcpyDeviceToDevice, stream), "cudaMemcpyAsync (staging)");
-        throw_if_failed(reduce(a.dtype, a.op, b.dst, tmp, b.count, stream));
-        check(cudaFreeAsync(tmp, stream), "cudaFreeAsync (staging)");
-      } else {
-        throw_if_failed(reduce(a.dtype, a.op, b.dst, b.src, b.count, stream));
-      }
-      return true;
-    }
-  }
-  return true;
+  return m;
 }
 
 }  // namespace
 
-RunResult run_device_inproc(const algo::Schedule& s, bool in_place) {
-  const algo::CollectiveArgs& a = s.args();
+RunResult run_device_inproc(const algo::Schedule& s, bool in_place, const ExecOptions& o) {
   const int p = s.num_ranks();
+  int device = 0;
+  check(cudaGetDevice(&device), "cudaGetDevice");
   DeviceFabric fabric(p);
-  std::vector<Rank> ranks(static_cast<std::size_t>(p));
-  for (int r = 0; r < p; ++r) {
-    Rank& rk = ranks[static_cast<std::size_t>(r)];
-    rk.rank = r;
-    prepare_memory(s, in_place, rk);
-    bind(s, rk);
-    rk.transport = std::make_unique<DeviceTransport>(fabric, r, rk.stream.s);
-  }
+  std::vector<RankMemory> memory;
+  for (int r = 0; r < p; ++r) memory.push_back(prepare_memory(s, in_place, r));
   // The uploads ran on the legacy stream, which the ranks' non-blocking streams do not wait for.
   check(cudaDeviceSynchronize(), "cudaDeviceSynchronize (after the uploads)");
 
-  // Round-robin over ranks, and within a rank over its channels: each channel runs its ops in
-  // order until it finishes or its next op is a receive whose message is not queued yet. Every
-  // message is queued by this thread, so a sweep that starts no op can never be unblocked.
-  std::size_t unfinished = 0;
-  for (const Rank& rk : ranks)
-    for (const Rank::Channel& ch : rk.channels) unfinished += ch.done() ? 0 : 1;
-  while (unfinished > 0) {
-    bool progressed = false;
-    for (Rank& rk : ranks)
-      for (Rank::Channel& ch : rk.channels) {
-        if (ch.done()) continue;
-        while (!ch.done() && step(a, rk, ch, rk.ops[ch.ops[ch.next]])) {
-          ++ch.next;
-          progressed = true;
-        }
-        if (ch.done()) --unfinished;
-      }
-    if (progressed) continue;
-    std::string stuck;
-    for (const Rank& rk : ranks)
-      for (const Rank::Channel& ch : rk.channels)
-        if (!ch.done()) {
-          const std::size_t i = rk.ops[ch.ops[ch.next]].index;
-          stuck += fmt::format("{}rank {} op {} ({})", stuck.empty() ? "" : "; ", rk.rank, i, algo::describe(rk.program[i]));
-        }
-    throw InputError(fmt::format("device inproc: schedule '{}' deadlocks: {}", s.name(), stuck));
-  }
-
-  // Avg: divide what was accumulated as a sum, on the ranks whose output is a reduction.
-  for (Rank& rk : ranks) {
-    const bool reduces = a.collective == Collective::AllReduce || a.collective == Collective::ReduceScatter ||
-                         (a.collective == Collective::Reduce && rk.rank == a.root);
-    if (a.op == algo::ReduceOp::Avg && reduces)
-      throw_if_failed(finish_avg(a.dtype, rk.base[1], static_cast<std::size_t>(a.output_count()), a.ranks, rk.stream.s));
-  }
-
+  // A thread per rank runs the executor's Plan on its own stream, with device memory as the
+  // plan's memory space (device_memory.hpp): the same executor as every other transport.
   RunResult result;
-  result.outputs.reserve(static_cast<std::size_t>(p));
-  for (Rank& rk : ranks) {
-    check(cudaStreamSynchronize(rk.stream.s), "cudaStreamSynchronize");
-    std::vector<std::byte> out(rk.output_bytes);
-    if (!out.empty()) check(cudaMemcpy(out.data(), rk.base[1], out.size(), cudaMemcpyDeviceToHost), "cudaMemcpy D2H");
-    result.outputs.push_back(std::move(out));
+  result.outputs.resize(static_cast<std::size_t>(p));
+  std::vector<std::exception_ptr> errors(static_cast<std::size_t>(p));
+  auto rank_main = [&](int r) {
+    try {
+      check(cudaSetDevice(device), "cudaSetDevice");
+      StreamHandle stream;
+      DeviceSpace space(stream.s);
+      DeviceTransport transport(fabric, r, stream.s);
+      Plan plan(s, r, space);
+      plan.run(memory[static_cast<std::size_t>(r)].buffers, transport, o);
+      check(cudaStreamSynchronize(stream.s), "cudaStreamSynchronize");
+      std::vector<std::byte> out(memory[static_cast<std::size_t>(r)].output_bytes);
+      if (!out.empty())
+        check(cudaMemcpy(out.data(), memory[static_cast<std::size_t>(r)].buffers.output, out.size(), cudaMemcpyDeviceToHost),
+              "cudaMemcpy D2H");
+      result.outputs[static_cast<std::size_t>(r)] = std::move(out);
+    } catch (...) {
+      errors[static_cast<std::size_t>(r)] = std::current_exception();
+      try {
+        throw;
+      } catch (const std::exception& e) {
+        fabric.abort(fmt::format("rank {} failed: {}", r, e.what()));
+      } catch (...) {
+        fabric.abort(fmt::format("rank {} failed", r));
+      }
+    }
+  };
+  std::vector<std::thread> threads;
+  for (int r = 1; r < p; ++r) threads.emplace_back(rank_main, r);
+  rank_main(0);
+  for (std::thread& t : threads) t.join();
+  // The first real failure, not a rank that was only aborted because of it.
+  for (const std::exception_ptr& e : errors) {
+    if (!e) continue;
+    try {
+      std::rethrow_exception(e);
+    } catch (const Aborted&) {
+      continue;
+    }
   }
+  for (const std::exception_ptr& e : errors)
+    if (e) std::rethrow_exception(e);
   return result;
 }
 

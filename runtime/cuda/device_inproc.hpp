@@ -14,20 +14,18 @@
 // data is in dst for everything enqueued on this rank's stream from now on". Host threads never
 // wait for the GPU on the data path.
 //
-// It implements runtime::Transport, but the executor (runtime/executor.hpp) cannot drive it yet:
-// its local copies, reductions and receive-reduce staging are host memcpy / the CPU reducer on
-// host memory. run_device_inproc is therefore a small executor of its own (same contract: channels
-// in order, FIFO per (source, destination, channel), avg finished once) whose local operations are
-// cudaMemcpyAsync and the CUDA reducer on the rank's stream. For the executor to run device
-// buffers itself it needs one hook per rank, a memory space: copy (memmove semantics), reduce,
-// finish_avg and the allocation of its staging slices, all enqueued on the rank's stream (the host
-// versions being today's memmove, runtime::reduce and std::vector). With stream-ordered
-// completion its send window needs nothing more: a device send returns kDone.
+// run_device_inproc runs the executor itself (runtime/executor.hpp), a thread per rank, each
+// rank's Plan bound to device memory (DeviceSpace, device_memory.hpp: copies and reductions on the
+// rank's stream) and driven over a DeviceTransport: the same executor, contract and checks as the
+// host transports. With stream-ordered completion the executor's send window holds nothing.
 #pragma once
 
+#include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <string>
 #include <mutex>
 #include <unordered_map>
 #include <vector>
@@ -60,6 +58,12 @@ class DeviceFabric {
   int ranks_;
   std::mutex mu_;
   std::unordered_map<std::uint64_t, std::deque<Message>> queues_;  // key: (src, dst, channel)
+  std::atomic<bool> aborted_{false};
+  std::string abort_reason_;  // under mu_
+
+ public:
+  // Every rank's next DeviceTransport::wait throws Aborted naming `reason` (a rank failed).
+  void abort(const std::string& reason);
 };
 
 // One rank's view of the fabric; all its GPU work goes on `stream`. Throws CudaError when a CUDA
@@ -71,6 +75,7 @@ class DeviceTransport final : public Transport {
   bool test_send(Request r) override;
   Request post_recv(int peer, int channel, void* dst, std::size_t bytes) override;
   bool test_recv(Request r) override;
+  void wait(std::chrono::steady_clock::time_point deadline) override;  // yields; throws Aborted after abort()
   Stream stream() const { return stream_; }
 
  private:
@@ -85,12 +90,12 @@ class DeviceTransport final : public Transport {
   RequestSlots<PostedRecv> posted_;
 };
 
-// Runs schedule `s` with every rank's buffers in the current device's memory, all ranks driven by
-// the calling thread (round-robin over ranks and their channels; a rank's GPU work in order on
-// its own stream). Inputs, in-place aliasing and output poisoning exactly as run_inproc, so
-// count_wrong_outputs (runtime/inproc.hpp) checks the result. A sweep over every rank in which no
-// operation can start means the schedule deadlocks (nothing else could unblock it): InputError
-// naming each stuck rank's operation. CudaError when a CUDA call fails.
-RunResult run_device_inproc(const algo::Schedule& s, bool in_place);
+// Runs schedule `s` with every rank's buffers in the current device's memory, a thread per rank
+// running the executor on its own stream. Inputs, in-place aliasing and output poisoning exactly
+// as run_inproc, so count_wrong_outputs (runtime/inproc.hpp) checks the result. A schedule that
+// deadlocks stops on the executor's progress timeout (`o`), naming the rank, peer and operation;
+// a failing rank aborts the others and its exception is rethrown here. CudaError when a CUDA
+// call fails.
+RunResult run_device_inproc(const algo::Schedule& s, bool in_place, const ExecOptions& o = {});
 
 }  // namespace topocoll::runtime::cuda

@@ -1,0 +1,58 @@
+#include "runtime/cuda/device_memory.hpp"
+
+#include <cuda_runtime.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace topocoll::runtime::cuda {
+
+namespace {
+
+void check(cudaError_t e, const char* where) { throw_if_failed(Status{static_cast<int>(e), where}); }
+
+bool overlap(const void* a, const void* b, std::size_t bytes) {
+  const auto* x = static_cast<const std::byte*>(a);
+  const auto* y = static_cast<const std::byte*>(b);
+  return x < y + bytes && y < x + bytes;
+}
+
+}  // namespace
+
+DeviceSpace::DeviceSpace(Stream stream) : stream_(stream) { check(cudaGetDevice(&device_), "cudaGetDevice"); }
+
+std::string DeviceSpace::name() const { return fmt::format("cuda device {}", device_); }
+
+void* DeviceSpace::allocate(std::size_t bytes) {
+  void* p = nullptr;
+  check(cudaMalloc(&p, std::max<std::size_t>(bytes, 1)), "cudaMalloc (staging)");  // 256-byte aligned
+  return p;
+}
+
+void DeviceSpace::deallocate(void* p) noexcept {
+  // The stream may still use the memory: cudaFree waits for the device first.
+  cudaFree(p);
+}
+
+void DeviceSpace::copy(void* dst, const void* src, std::size_t bytes) {
+  if (bytes == 0 || dst == src) return;
+  if (!overlap(dst, src, bytes)) {
+    check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream_), "cudaMemcpyAsync (copy)");
+    return;
+  }
+  void* tmp = nullptr;
+  check(cudaMallocAsync(&tmp, bytes, stream_), "cudaMallocAsync (overlapping copy)");
+  check(cudaMemcpyAsync(tmp, src, bytes, cudaMemcpyDeviceToDevice, stream_), "cudaMemcpyAsync (overlapping copy)");
+  check(cudaMemcpyAsync(dst, tmp, bytes, cudaMemcpyDeviceToDevice, stream_), "cudaMemcpyAsync (copy)");
+  check(cudaFreeAsync(tmp, stream_), "cudaFreeAsync (overlapping copy)");
+}
+
+void DeviceSpace::reduce(algo::DataType t, algo::ReduceOp op, void* dst, const void* src, std::size_t count) {
+  throw_if_failed(cuda::reduce(t, op, dst, src, count, stream_));
+}
+
+void DeviceSpace::finish_avg(algo::DataType t, void* data, std::size_t count, int ranks) {
+  throw_if_failed(cuda::finish_avg(t, data, count, ranks, stream_));
+}
+
+}  // namespace topocoll::runtime::cuda
