@@ -160,7 +160,7 @@ void Plan::run(const Buffers& buffers, Transport& t, const ExecOptions& o) {
     if (now >= deadline) throw_send_timeout(o);
     t.wait(deadline);
   }
-  finish_avg_if_needed();
+  finish_avg(args_, rank_, base_[1], *memory_);
 }
 
 // Tests the unfinished sends; completed ones leave the window (order kept: oldest first).
@@ -293,14 +293,13 @@ bool Plan::step(Channel& ch, std::uint32_t index, Transport& t) {
 }
 
 // Avg: divide what was accumulated as a sum by the rank count (see executor.hpp).
-void Plan::finish_avg_if_needed() const {
-  const algo::CollectiveArgs& a = args_;
+void finish_avg(const algo::CollectiveArgs& a, int rank, void* output, MemorySpace& memory) {
   if (a.op != algo::ReduceOp::Avg || a.count == 0) return;
   const bool reduces = a.collective == Collective::AllReduce || a.collective == Collective::ReduceScatter ||
-                       (a.collective == Collective::Reduce && rank_ == a.root);
+                       (a.collective == Collective::Reduce && rank == a.root);
   if (!reduces) return;
-  if (base_[1] == nullptr) throw InputError(fmt::format("execute: rank {}: the output buffer is null", rank_));
-  memory_->finish_avg(a.dtype, base_[1], static_cast<std::size_t>(a.output_count()), a.ranks);
+  if (output == nullptr) throw InputError(fmt::format("execute: rank {}: the output buffer is null", rank));
+  memory.finish_avg(a.dtype, output, static_cast<std::size_t>(a.output_count()), a.ranks);
 }
 
 void execute(const algo::Schedule& s, int rank, const Buffers& b, Transport& t, const ExecOptions& o) { Plan(s, rank).run(b, t, o); }

@@ -211,7 +211,6 @@ class Plan {
   std::string where(std::size_t index) const;
   [[noreturn]] void throw_timeout(const ExecOptions& o) const;
   [[noreturn]] void throw_send_timeout(const ExecOptions& o) const;
-  void finish_avg_if_needed() const;
 
   algo::CollectiveArgs args_;
   std::string name_;
@@ -230,6 +229,10 @@ class Plan {
   InFlight window_[kSendWindow];
   std::size_t in_flight_ = 0;
 };
+
+// Avg's division at the end of a run (see above): on the ranks whose output is a reduction, the
+// output divided by the rank count in `memory`; nothing for other ops.
+void finish_avg(const algo::CollectiveArgs& a, int rank, void* output, MemorySpace& memory);
 
 // Runs rank `rank`'s program of `s` on `b` over `t` and returns when every channel has finished:
 // Plan(s, rank).run(b, t, o), for callers that run a schedule once.

@@ -114,7 +114,7 @@ struct Point {
 
 }  // namespace
 
-std::vector<const algo::Algorithm*> validate_bench_args(const BenchArgs& a) {
+std::vector<BenchEntry> validate_bench_args(const BenchArgs& a) {
   const std::string backends = std::string(TOPOCOLL_HAVE_UCX ? "mpi, ucx" : "mpi") + (TOPOCOLL_HAVE_NCCL ? " or nccl" : "");
   if (a.backend == "nccl" && !TOPOCOLL_HAVE_NCCL)
     throw InputError(fmt::format("--backend nccl: this topocoll-bench was built without CUDA + NCCL: expected {}", backends));
@@ -132,7 +132,7 @@ std::vector<const algo::Algorithm*> validate_bench_args(const BenchArgs& a) {
   algo::parse_op(a.op);
   size_sweep(a, algo::size_of(dtype));
 
-  std::vector<const algo::Algorithm*> out;
+  std::vector<BenchEntry> out;
   std::size_t start = 0;
   while (start <= a.algorithm.size()) {
     std::size_t end = a.algorithm.find(',', start);
@@ -143,28 +143,25 @@ std::vector<const algo::Algorithm*> validate_bench_args(const BenchArgs& a) {
     if (name == "mpi" || is_nccl_baseline(name)) {  // stock baselines: nullptr, named by bench_command
       if (is_nccl_baseline(name) && a.backend != "nccl")
         throw InputError(fmt::format("--algorithm {}: an NCCL baseline; it runs with --backend nccl", name));
-      out.push_back(nullptr);
+      out.push_back({nullptr, name});
       continue;
     }
-    if (a.backend == "nccl")
-      throw InputError(fmt::format("--algorithm {}: --backend nccl runs the baselines nccl, nccl-ring, nccl-tree and mpi only "
-                                   "(topocoll's schedules on GPU buffers need the executor's device-memory hook)", name));
     if (name == "all") {
-      for (const algo::Algorithm* alg : algo::select_algorithms("all", algo::Collective::AllReduce)) out.push_back(alg);
-      out.push_back(nullptr);
+      for (const algo::Algorithm* alg : algo::select_algorithms("all", algo::Collective::AllReduce)) out.push_back({alg, alg->name});
+      out.push_back({nullptr, "mpi"});
       continue;
     }
     const algo::Algorithm* found = nullptr;
     for (const algo::Algorithm& alg : algo::registry())
       if (alg.name == name && alg.collective == algo::Collective::AllReduce) found = &alg;
     if (!found) throw InputError(fmt::format("--algorithm: unknown allreduce algorithm '{}': expected {}", name, allreduce_names()));
-    out.push_back(found);
+    out.push_back({found, name});
   }
   return out;
 }
 
 int bench_command(const BenchArgs& a, std::ostream& out) {
-  const std::vector<const algo::Algorithm*> algorithms = validate_bench_args(a);
+  const std::vector<BenchEntry> algorithms = validate_bench_args(a);
   const algo::DataType dtype = algo::parse_dtype(a.dtype);
   const algo::ReduceOp op = algo::parse_op(a.op);
   const std::size_t elem = algo::size_of(dtype);
@@ -235,24 +232,23 @@ int bench_command(const BenchArgs& a, std::ostream& out) {
     *sink << "# MPI (the mpi algorithm, and the bootstrap): PML " << mpi_pml() << "\n";
   }
 
-  // --backend nccl: every entry of --algorithm is a stock baseline (validated); their names, in order.
-  std::vector<std::string> baseline_names;
+  // --backend nccl: device buffers; the stock baselines, and topocoll's schedules cut into rounds
+  // over NCCL send/recv (bench_nccl.hpp).
+  const bool on_gpu = a.backend == "nccl";
   std::unique_ptr<NcclBaselines> nccl;
-  if (a.backend == "nccl") {
-    for (std::size_t s = 0, e = 0; s <= a.algorithm.size(); s = e + 1) {
-      e = std::min(a.algorithm.find(',', s), a.algorithm.size());
-      baseline_names.push_back(a.algorithm.substr(s, e - s));
-    }
+  if (on_gpu) {
+    std::vector<std::string> names;
+    for (const BenchEntry& e : algorithms) names.push_back(e.name);
     if (std::string why; !nccl_available(&why)) throw InputError("--backend nccl: no usable GPU: " + why);
-    nccl = make_nccl_baselines(comm.comm(), comm.local_rank(), sizes.back(), baseline_names);
+    nccl = make_nccl_baselines(comm.comm(), comm.local_rank(), sizes.back(), names);
     if (sink && a.format == "table") *sink << "# " << nccl->describe() << "\n";
   }
 
   std::vector<double> times(static_cast<std::size_t>(a.iters));
   std::uint64_t total_wrong = 0;
   for (std::size_t ai = 0; ai < algorithms.size(); ++ai) {
-    const algo::Algorithm* alg = algorithms[ai];
-    const std::string name = alg ? alg->name : baseline_names.empty() ? "mpi" : baseline_names[ai];
+    const algo::Algorithm* alg = algorithms[ai].alg;
+    const std::string& name = algorithms[ai].name;
     const bool is_nccl = is_nccl_baseline(name);
     if (sink && a.format == "table") {
       *sink << fmt::format("#\n# {}: {}\n", name,
@@ -276,7 +272,8 @@ int bench_command(const BenchArgs& a, std::ostream& out) {
         if (!s.ok) unsupported = s.reason;
         else {
           sched.emplace(alg->generate(layout, args, tuning));
-          plan.emplace(*sched, rank);
+          if (on_gpu) nccl->bind_schedule(*sched, rank);
+          else plan.emplace(*sched, rank);
         }
       } else if (!is_nccl && !mpi_type(dtype)) {
         unsupported = fmt::format("MPI has no {} type", algo::to_string(dtype));
@@ -298,7 +295,8 @@ int bench_command(const BenchArgs& a, std::ostream& out) {
         auto run_once = [&] {
           if (sched) {
             try {
-              plan->run(runtime::Buffers{in, outp, scratch.data()}, transport, exec);
+              if (on_gpu) nccl->run_schedule_us(in_place);
+              else plan->run(runtime::Buffers{in, outp, scratch.data()}, transport, exec);
             } catch (const std::exception& e) {
               // Not an input error of the command: only this rank may see it.
               const std::string gone = peers.describe_gone();
@@ -313,7 +311,7 @@ int bench_command(const BenchArgs& a, std::ostream& out) {
           }
         };
         auto fresh = [&] {
-          if (is_nccl) return nccl->fill(dtype, op, args.count, in_place);
+          if (on_gpu && (is_nccl || sched)) return nccl->fill(dtype, op, args.count, in_place);
           runtime::fill_input(dtype, op, rank, ranks, 0, in, args.count);
           if (!in_place) std::memset(outp, 0xA5, args.count * elem);
         };
@@ -335,9 +333,10 @@ int bench_command(const BenchArgs& a, std::ostream& out) {
           fresh();
           comm.barrier();
           run_once();
-          std::uint64_t wrong = is_nccl ? nccl->count_wrong(dtype, op, args.count, in_place) : 0;
+          const bool device_output = on_gpu && (is_nccl || sched);
+          std::uint64_t wrong = device_output ? nccl->count_wrong(dtype, op, args.count, in_place) : 0;
           const std::uint64_t chunk = expected.size() / elem;
-          for (std::uint64_t off = 0; !is_nccl && off < args.count; off += chunk) {
+          for (std::uint64_t off = 0; !device_output && off < args.count; off += chunk) {
             const std::uint64_t c = std::min(chunk, args.count - off);
             runtime::fill_expected(dtype, op, ranks, off, expected.data(), c);
             wrong += runtime::count_wrong(dtype, static_cast<const std::byte*>(outp) + off * elem, expected.data(), c);

@@ -44,9 +44,16 @@ struct BenchArgs {
   std::string fabric;            // --fabric (empty: the topology's default)
 };
 
+// One block of the bench: a topocoll algorithm, or a stock baseline (alg null: mpi, nccl,
+// nccl-ring, nccl-tree, named by `name`).
+struct BenchEntry {
+  const algo::Algorithm* alg = nullptr;
+  std::string name;
+};
+
 // Checks the arguments without MPI (so every rank rejects bad input before MPI_Init); throws
-// InputError. Returns the algorithms in the order asked, nullptr standing for `mpi`.
-std::vector<const algo::Algorithm*> validate_bench_args(const BenchArgs& a);
+// InputError. Returns the blocks in the order asked ("all": every allreduce algorithm, then mpi).
+std::vector<BenchEntry> validate_bench_args(const BenchArgs& a);
 
 // Runs the benchmark; MPI must be initialised. Rank 0 writes to `out` (or -O). Returns 0 when
 // every result was right, 1 when an element was wrong.

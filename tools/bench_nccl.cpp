@@ -9,12 +9,15 @@
 #include <chrono>
 #include <cstdlib>
 #include <map>
+#include <optional>
 #include <stdexcept>
 
 #include "common/errors.hpp"
+#include "runtime/cuda/device_memory.hpp"
 #include "runtime/cuda/nccl_transport.hpp"
 #include "runtime/cuda/reducer.hpp"
 #include "runtime/cuda/status.hpp"
+#include "runtime/rounds.hpp"
 #include "runtime/test_data.hpp"
 
 namespace topocoll::tools {
@@ -109,9 +112,38 @@ class Baselines final : public NcclBaselines {
         expected_(kHostChunkBytes) {
     MPI_Comm_rank(comm, &rank_);
     MPI_Comm_size(comm, &ranks_);
-    for (const std::string& name : names)  // other names (mpi) are not ours
+    bool schedules = false;
+    for (const std::string& name : names) {  // mpi is not ours; other names are topocoll's schedules
       if (is_nccl_baseline(name) && !comms_.count(name))
         comms_.emplace(name, std::make_unique<cuda::NcclComm>(comm, forced_algo(name)));
+      schedules = schedules || (!is_nccl_baseline(name) && name != "mpi");
+    }
+    if (schedules) {
+      schedule_comm_ = std::make_unique<cuda::NcclComm>(comm);
+      transport_ = std::make_unique<cuda::NcclTransport>(*schedule_comm_, stream_.get());
+    }
+  }
+
+  void bind_schedule(const algo::Schedule& s, int rank) override {
+    if (!transport_) throw InputError("nccl: no communicator was set up for topocoll's schedules");
+    executor_.reset();
+    const std::size_t scratch = s.scratch_count() * algo::size_of(s.args().dtype);
+    if (!scratch_ || scratch_bytes_ < scratch) {
+      scratch_ = std::make_unique<DeviceMemory>(scratch);
+      scratch_bytes_ = scratch;
+    }
+    std::vector<runtime::RoundPlan> plans = runtime::plan_rounds(s);
+    executor_.emplace(s, rank, std::move(plans[static_cast<std::size_t>(rank)]), space_);
+  }
+
+  double run_schedule_us(bool in_place) override {
+    if (!executor_) throw InputError("nccl: run_schedule_us before bind_schedule");
+    std::byte* out = in_place ? input_.get() : output_.get();
+    cuda::NcclRoundTransport rounds(*transport_);
+    const auto t0 = std::chrono::steady_clock::now();
+    executor_->run(runtime::Buffers{input_.get(), out, scratch_->get()}, rounds);
+    check(cudaStreamSynchronize(stream_.get()), "cudaStreamSynchronize");
+    return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
   }
 
   std::string describe() const override {
@@ -168,6 +200,13 @@ class Baselines final : public NcclBaselines {
   Stream stream_;
   std::vector<std::byte> host_, expected_;
   std::map<std::string, std::unique_ptr<cuda::NcclComm>> comms_;
+  // topocoll's schedules: NCCL's defaults, device memory on the stream, one bound executor.
+  std::unique_ptr<cuda::NcclComm> schedule_comm_;
+  std::unique_ptr<cuda::NcclTransport> transport_;
+  cuda::DeviceSpace space_{stream_.get()};
+  std::unique_ptr<DeviceMemory> scratch_;
+  std::size_t scratch_bytes_ = 0;
+  std::optional<runtime::RoundExecutor> executor_;
 };
 
 }  // namespace

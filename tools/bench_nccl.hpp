@@ -1,5 +1,10 @@
-// The stock NCCL baselines of topocoll-bench (issue 5): ncclAllReduce on device buffers, in the
-// same run as topocoll's schedules, as `mpi` is MPI_Allreduce.
+// The GPU side of topocoll-bench --backend nccl (issue 5): the stock NCCL baselines
+// (ncclAllReduce on device buffers, as `mpi` is MPI_Allreduce) and topocoll's own schedules on the
+// same device buffers, run over NCCL send/recv.
+//
+//   topocoll    the schedule cut into rounds (runtime/rounds.hpp): per round one ncclGroup of the
+//               rank's sends and receives (cuda::NcclTransport), then the CUDA reductions and
+//               copies (cuda::DeviceSpace), all on one stream, on a communicator of NCCL's defaults
 //
 //   nccl        ncclAllReduce as NCCL chooses (its tuner; NCCL_ALGO / NCCL_PROTO of the environment
 //               apply as usual)
@@ -29,6 +34,7 @@
 #include <string>
 #include <vector>
 
+#include "algorithms/schedule.hpp"
 #include "algorithms/types.hpp"
 
 namespace topocoll::tools {
@@ -56,6 +62,11 @@ class NcclBaselines {
                         bool in_place) = 0;
   // Elements of this rank's output that differ bit for bit from test_data's fill_expected.
   virtual std::uint64_t count_wrong(algo::DataType t, algo::ReduceOp op, std::uint64_t count, bool in_place) = 0;
+  // A topocoll schedule: its round plan and this rank's executor on the device buffers, bound once
+  // per size (no communication). Then run_schedule_us runs it once (in place: input == output) and
+  // waits for the stream; the microseconds from the call to the end of the stream's work.
+  virtual void bind_schedule(const algo::Schedule& s, int rank) = 0;
+  virtual double run_schedule_us(bool in_place) = 0;
 };
 
 #if TOPOCOLL_HAVE_NCCL
@@ -64,8 +75,8 @@ class NcclBaselines {
 bool nccl_available(std::string* why);
 
 // Collective over `comm` (every rank calls it). Uses GPU local_rank % devices; allocates input and
-// output of max_bytes each; creates one communicator per baseline named in `names` (other names,
-// such as mpi, are ignored). Throws std::runtime_error naming the failed call (NCCL refuses two ranks
+// output of max_bytes each; creates one communicator per baseline named in `names`, and one of
+// NCCL's defaults for topocoll's schedules when `names` holds any other name than mpi. Throws std::runtime_error naming the failed call (NCCL refuses two ranks
 // on one GPU: "Duplicate GPU detected").
 std::unique_ptr<NcclBaselines> make_nccl_baselines(MPI_Comm comm, int local_rank, std::uint64_t max_bytes,
                                                    const std::vector<std::string>& names);

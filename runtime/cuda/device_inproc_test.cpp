@@ -8,12 +8,16 @@
 #include <fmt/format.h>
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "algorithms/registry.hpp"
 #include "algorithms/testing.hpp"
 #include "common/errors.hpp"
+#include "runtime/cuda/device_memory.hpp"
 #include "runtime/cuda/test_support.hpp"
+#include "runtime/rounds.hpp"
+#include "runtime/test_data.hpp"
 
 using namespace topocoll::algo;
 using namespace topocoll::runtime;
@@ -83,4 +87,83 @@ TEST_CASE("device inproc: every registered allreduce on 2..8 ranks of one GPU is
   }
   MESSAGE(fmt::format("{} one-GPU runs, {} combinations unsupported (with a reason)", runs, unsupported));
   CHECK(runs > 0);
+}
+
+namespace {
+
+// Records one rank's transfers of a round; the test runs every rank's round as one group.
+class RecordingRounds final : public RoundTransport {
+ public:
+  struct Transfer {
+    int peer;
+    const void* src;
+    void* dst;
+    std::size_t bytes;
+  };
+  void send(int peer, const void* src, std::size_t bytes) override { sends.push_back({peer, src, nullptr, bytes}); }
+  void recv(int peer, void* dst, std::size_t bytes) override { recvs.push_back({peer, nullptr, dst, bytes}); }
+  void end_round() override {}
+  std::vector<Transfer> sends, recvs;
+};
+
+}  // namespace
+
+TEST_CASE("device rounds: registered allreduces cut into rounds run on device memory (DeviceSpace), bit-exact") {
+  // What --backend nccl runs, with NCCL's group replaced by device-to-device copies between the
+  // ranks' buffers on one GPU: the round executor's reductions and copies on DeviceSpace.
+  std::size_t runs = 0;
+  for (const char* name : {"ring", "dbt", "recursive-doubling", "hierarchical"})
+    for (int p : {2, 3, 4}) {
+      const Layout layout = uniform_layout(1, p);
+      const std::uint64_t n = 65536 + 7;
+      Tuning t;
+      t.slice_bytes = 16384;
+      const Schedule s = find_algorithm(name).generate(layout, CollectiveArgs::allreduce(n, DataType::Float32, ReduceOp::Sum, p), t);
+      std::vector<RoundPlan> plans = plan_rounds(s);
+      std::vector<std::unique_ptr<tc::DeviceBuffer>> in, out;
+      std::vector<std::unique_ptr<cuda::DeviceSpace>> spaces;
+      std::vector<RoundExecutor> ex;
+      std::vector<RecordingRounds> ts(static_cast<std::size_t>(p));
+      std::vector<float> host(n);
+      for (int r = 0; r < p; ++r) {
+        fill_input(DataType::Float32, ReduceOp::Sum, r, p, 0, host.data(), n);
+        in.push_back(std::make_unique<tc::DeviceBuffer>(n * 4));
+        out.push_back(std::make_unique<tc::DeviceBuffer>(n * 4));
+        in.back()->upload(host.data(), n * 4);
+        spaces.push_back(std::make_unique<cuda::DeviceSpace>(nullptr));
+        ex.emplace_back(s, r, plans[static_cast<std::size_t>(r)], *spaces.back());
+      }
+      for (int r = 0; r < p; ++r)
+        ex[static_cast<std::size_t>(r)].begin(Buffers{in[static_cast<std::size_t>(r)]->bytes(), out[static_cast<std::size_t>(r)]->bytes(), nullptr});
+      for (int k = 0; k < plans.front().rounds; ++k) {
+        for (int r = 0; r < p; ++r) ex[static_cast<std::size_t>(r)].issue(k, ts[static_cast<std::size_t>(r)]);
+        tc::sync();
+        // Per pair of ranks in issue order, as NCCL matches.
+        for (int r = 0; r < p; ++r) {
+          std::vector<std::size_t> next(static_cast<std::size_t>(p), 0);
+          for (const auto& v : ts[static_cast<std::size_t>(r)].recvs) {
+            auto& sends = ts[static_cast<std::size_t>(v.peer)].sends;
+            std::size_t& i = next[static_cast<std::size_t>(v.peer)];
+            while (i < sends.size() && sends[i].peer != r) ++i;
+            REQUIRE(i < sends.size());
+            REQUIRE(sends[i].bytes == v.bytes);
+            REQUIRE(cudaMemcpy(v.dst, sends[i].src, v.bytes, cudaMemcpyDeviceToDevice) == cudaSuccess);
+            ++i;
+          }
+        }
+        for (auto& tr : ts) tr.sends.clear(), tr.recvs.clear();
+        for (int r = 0; r < p; ++r) ex[static_cast<std::size_t>(r)].finish(k, ts[static_cast<std::size_t>(r)]);
+      }
+      for (auto& e : ex) e.end();
+      tc::sync();
+      std::vector<float> want(n), got(n);
+      fill_expected(DataType::Float32, ReduceOp::Sum, p, 0, want.data(), n);
+      for (int r = 0; r < p; ++r) {
+        out[static_cast<std::size_t>(r)]->download(got.data(), n * 4);
+        INFO(fmt::format("{} p={} rank {}", name, p, r));
+        CHECK(tc::count_different(got.data(), want.data(), n, 4) == 0);
+      }
+      ++runs;
+    }
+  CHECK(runs == 12);
 }

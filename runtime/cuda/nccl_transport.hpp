@@ -31,6 +31,7 @@
 
 #include "algorithms/types.hpp"
 #include "runtime/cuda/reducer.hpp"
+#include "runtime/rounds.hpp"
 
 struct ncclComm;
 
@@ -101,6 +102,20 @@ class NcclTransport {
   Stream stream_;
   std::vector<Pending> step_;
   std::vector<void*> staging_;  // per RecvReduce of the step being issued
+};
+
+// A round of a RoundExecutor (runtime/rounds.hpp) as one NCCL step: sends and receives queued,
+// end_round() = end_step() (one group on the stream). The executor does its reductions itself
+// (on a DeviceSpace of the same stream), so recv_reduce is not used here.
+class NcclRoundTransport final : public RoundTransport {
+ public:
+  explicit NcclRoundTransport(NcclTransport& t) : t_(t) {}
+  void send(int peer, const void* src, std::size_t bytes) override { t_.send(peer, src, bytes); }
+  void recv(int peer, void* dst, std::size_t bytes) override { t_.recv(peer, dst, bytes); }
+  void end_round() override { t_.end_step(); }
+
+ private:
+  NcclTransport& t_;
 };
 
 }  // namespace topocoll::runtime::cuda

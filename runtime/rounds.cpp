@@ -1,0 +1,350 @@
+#include "runtime/rounds.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <unordered_map>
+
+#include "common/errors.hpp"
+
+namespace topocoll::runtime {
+
+using algo::BufferId;
+using algo::Chunk;
+using algo::Op;
+using algo::OpKind;
+
+namespace {
+
+bool is_comm(OpKind k) { return k == OpKind::Send || k == OpKind::Recv || k == OpKind::RecvReduce; }
+
+struct OpRef {
+  int rank = -1;
+  std::uint32_t op = 0;
+};
+
+// The matching of algorithms/schedule.hpp (FIFO per source, destination, channel): per rank and
+// op, the op at the other end. InputError for an unmatched transfer or different sizes.
+std::vector<std::vector<OpRef>> match(const algo::Schedule& s, const std::vector<algo::Program>& prog) {
+  const int p = s.num_ranks();
+  auto key = [](int src, int dst, int channel) {
+    return (static_cast<std::uint64_t>(src) << 40) | (static_cast<std::uint64_t>(dst) << 16) | static_cast<std::uint64_t>(channel);
+  };
+  std::unordered_map<std::uint64_t, std::vector<OpRef>> sends, recvs;
+  std::vector<std::vector<OpRef>> partner(static_cast<std::size_t>(p));
+  for (int r = 0; r < p; ++r) {
+    const algo::Program& pr = prog[static_cast<std::size_t>(r)];
+    partner[static_cast<std::size_t>(r)].resize(pr.size());
+    for (std::uint32_t i = 0; i < pr.size(); ++i) {
+      const Op& op = pr[i];
+      if (!is_comm(op.kind)) continue;
+      if (op.peer < 0 || op.peer >= p || op.peer == r)
+        throw InputError(fmt::format("round plan: rank {} op {} ({}): peer {} is not another rank of 0..{}", r, i,
+                                     algo::describe(op), op.peer, p - 1));
+      if (op.kind == OpKind::Send) sends[key(r, op.peer, op.channel)].push_back({r, i});
+      else recvs[key(op.peer, r, op.channel)].push_back({r, i});
+    }
+  }
+  for (auto& [k, list] : sends) {
+    const std::vector<OpRef>& other = recvs[k];
+    for (std::size_t n = 0; n < list.size(); ++n) {
+      const OpRef snd = list[n];
+      const Op& so = prog[static_cast<std::size_t>(snd.rank)][snd.op];
+      if (n >= other.size())
+        throw InputError(fmt::format("round plan: rank {} op {} ({}) has no matching receive on rank {}", snd.rank, snd.op,
+                                     algo::describe(so), so.peer));
+      const OpRef rcv = other[n];
+      const Op& ro = prog[static_cast<std::size_t>(rcv.rank)][rcv.op];
+      if (so.count() != ro.count())
+        throw InputError(fmt::format("round plan: rank {} op {} ({}) sends {} elements, rank {} op {} ({}) receives {}", snd.rank,
+                                     snd.op, algo::describe(so), so.count(), rcv.rank, rcv.op, algo::describe(ro), ro.count()));
+      partner[static_cast<std::size_t>(snd.rank)][snd.op] = rcv;
+      partner[static_cast<std::size_t>(rcv.rank)][rcv.op] = snd;
+    }
+  }
+  for (auto& [k, list] : recvs) {
+    const auto it = sends.find(k);
+    const std::size_t matched = it == sends.end() ? 0 : it->second.size();
+    if (list.size() > matched) {
+      const OpRef rcv = list[matched];
+      throw InputError(fmt::format("round plan: rank {} op {} ({}) has no matching send", rcv.rank, rcv.op,
+                                   algo::describe(prog[static_cast<std::size_t>(rcv.rank)][rcv.op])));
+    }
+  }
+  return partner;
+}
+
+// Chunks that may share memory. Input and output count as one buffer (in place they are), so a
+// plan made here holds for both placements.
+bool may_overlap(const Chunk& a, const Chunk& b) {
+  if (a.count == 0 || b.count == 0) return false;
+  const bool same = a.buffer == b.buffer || (a.buffer != BufferId::Scratch && b.buffer != BufferId::Scratch);
+  if (!same) return false;
+  if (a.buffer != b.buffer) return true;  // input against output: offsets differ per collective and rank
+  return a.offset < b.end() && b.offset < a.end();
+}
+
+// What an op reads and writes (a receive-reduce both; zero-element chunks touch nothing).
+struct Access {
+  Chunk read, write;
+};
+Access access(const Op& op) {
+  switch (op.kind) {
+    case OpKind::Send: return {op.src, {}};
+    case OpKind::Recv: return {{}, op.dst};
+    case OpKind::RecvReduce: return {op.dst, op.dst};
+    case OpKind::Copy: return {op.src, op.dst};
+    case OpKind::Reduce: return {op.src, op.dst};  // dst is read too: covered by the write
+  }
+  return {};
+}
+
+// A dependency of op i on an earlier op j of the same channel: val(i) >= val(j) + delta, where
+// val is a transfer's round and a local op's "after round".
+struct Dep {
+  std::uint32_t on;
+  std::int32_t delta;
+};
+
+// The dependencies of every op of one rank's program (contract rule 6: channels share no written
+// memory, so only the same channel's earlier ops count):
+//   send reading what an earlier receive or local op wrote      one round later
+//   receive writing what an earlier transfer touches            the same round or later (it
+//                                                               lands in staging in that round)
+//   receive touching what an earlier local op touches           one round later
+//   local op touching what an earlier transfer touches          after that transfer's round
+//   local op touching what an earlier local op touches          in the same slot or later
+std::vector<std::vector<Dep>> dependencies(const algo::Program& prog) {
+  std::vector<std::vector<Dep>> deps(prog.size());
+  std::unordered_map<int, std::vector<std::uint32_t>> by_channel;
+  for (std::uint32_t i = 0; i < prog.size(); ++i) {
+    const Op& op = prog[i];
+    const Access ai = access(op);
+    auto& earlier = by_channel[op.channel];
+    for (std::uint32_t j : earlier) {
+      const Op& other = prog[j];
+      const Access aj = access(other);
+      const bool i_reads_j_writes = may_overlap(ai.read, aj.write);
+      const bool conflict = i_reads_j_writes || may_overlap(ai.write, aj.write) || may_overlap(ai.write, aj.read);
+      if (!conflict) continue;
+      const bool i_comm = is_comm(op.kind), j_comm = is_comm(other.kind);
+      std::int32_t delta = 0;
+      if (op.kind == OpKind::Send) delta = 1;       // reads a write: the write's group or slot must be over
+      else if (i_comm && !j_comm) delta = 1;        // a receive after a local op
+      else delta = 0;
+      if (op.kind == OpKind::Send && !i_reads_j_writes) continue;  // a send after a send: no order needed
+      deps[i].push_back({j, delta});
+    }
+    earlier.push_back(i);
+  }
+  return deps;
+}
+
+// One rank's values given the forces of its transfers' partners: program order is a topological
+// order of the dependencies, so one pass is exact. Local ops default to -1 (before round 0).
+void assign(const algo::Program& prog, const std::vector<std::vector<Dep>>& deps, const std::vector<std::int32_t>& force,
+            std::vector<std::int32_t>& val) {
+  val.resize(prog.size());
+  for (std::size_t i = 0; i < prog.size(); ++i) {
+    std::int32_t v = is_comm(prog[i].kind) ? force[i] : -1;
+    for (const Dep& d : deps[i]) v = std::max(v, val[d.on] + d.delta);
+    val[i] = v;
+  }
+}
+
+bool overlap(const std::byte* a, std::size_t a_bytes, const std::byte* b, std::size_t b_bytes) {
+  return a < b + b_bytes && b < a + a_bytes;
+}
+
+}  // namespace
+
+std::vector<RoundPlan> plan_rounds(const algo::Schedule& s) {
+  const int p = s.num_ranks();
+  std::vector<algo::Program> prog;
+  std::size_t comm_ops = 0;
+  for (int r = 0; r < p; ++r) {
+    prog.push_back(s.program(r));
+    for (const Op& op : prog.back()) {
+      if (op.channel >= s.num_channels())
+        throw InputError(fmt::format("round plan: rank {}: {}: channel {} but the schedule has {}", r, algo::describe(op),
+                                     op.channel, s.num_channels()));
+      comm_ops += is_comm(op.kind) ? 1 : 0;
+    }
+  }
+  const std::vector<std::vector<OpRef>> partner = match(s, prog);
+  std::vector<std::vector<std::int32_t>> force(static_cast<std::size_t>(p)), round(static_cast<std::size_t>(p));
+  std::vector<std::vector<std::vector<Dep>>> deps;
+  for (int r = 0; r < p; ++r) {
+    force[static_cast<std::size_t>(r)].assign(prog[static_cast<std::size_t>(r)].size(), 0);
+    deps.push_back(dependencies(prog[static_cast<std::size_t>(r)]));
+  }
+  // Raise each matched pair to the larger side until a sweep changes nothing (Gauss-Seidel: a rank
+  // sees the forces the ranks before it set in the same sweep). Each sweep that changes something
+  // raises some op's round by at least one, and no round can exceed the number of transfers
+  // without a cycle of forces, which a schedule that cannot run in rounds has.
+  const std::size_t max_sweeps = comm_ops + 2;
+  for (std::size_t sweep = 0;; ++sweep) {
+    if (sweep > max_sweeps)
+      throw InputError(fmt::format("round plan: schedule '{}' cannot be cut into rounds (its transfers force each other "
+                                   "into ever later rounds: a cycle a rendezvous transport would deadlock on)",
+                                   s.name()));
+    bool changed = false;
+    for (int r = 0; r < p; ++r) {
+      auto& rr = round[static_cast<std::size_t>(r)];
+      assign(prog[static_cast<std::size_t>(r)], deps[static_cast<std::size_t>(r)], force[static_cast<std::size_t>(r)], rr);
+      const auto& pr = partner[static_cast<std::size_t>(r)];
+      for (std::size_t i = 0; i < rr.size(); ++i) {
+        if (!is_comm(prog[static_cast<std::size_t>(r)][i].kind)) continue;
+        std::int32_t& f = force[static_cast<std::size_t>(pr[i].rank)][pr[i].op];
+        if (rr[i] > f) {
+          f = rr[i];
+          changed = true;
+        }
+      }
+    }
+    if (!changed) break;
+  }
+  std::int32_t rounds = 0;
+  for (int r = 0; r < p; ++r)
+    for (std::size_t i = 0; i < round[static_cast<std::size_t>(r)].size(); ++i)
+      if (is_comm(prog[static_cast<std::size_t>(r)][i].kind)) rounds = std::max(rounds, round[static_cast<std::size_t>(r)][i] + 1);
+  std::vector<RoundPlan> out(static_cast<std::size_t>(p));
+  for (int r = 0; r < p; ++r) {
+    out[static_cast<std::size_t>(r)].rounds = rounds;
+    out[static_cast<std::size_t>(r)].round = std::move(round[static_cast<std::size_t>(r)]);
+  }
+  return out;
+}
+
+// ---- the executor -------------------------------------------------------------------------------
+
+RoundExecutor::RoundExecutor(const algo::Schedule& s, int rank, RoundPlan plan, MemorySpace& memory)
+    : args_(s.args()), rank_(rank), plan_(std::move(plan)), memory_(&memory) {
+  const algo::Program prog = s.program(rank);
+  if (plan_.round.size() != prog.size())
+    throw InputError(fmt::format("round executor: rank {}: a plan of {} ops for a program of {}", rank, plan_.round.size(), prog.size()));
+  const std::size_t elem = algo::size_of(args_.dtype);
+  auto resolve = [&](std::size_t i, const Chunk& c, std::uint8_t& buffer, std::size_t& offset) {
+    const std::uint64_t size = s.buffer_count(c.buffer);
+    if (c.end() > size || c.end() < c.offset)
+      throw InputError(fmt::format("round executor: rank {} op {} ({}): {}[{}:{}] is outside the buffer of {} elements", rank, i,
+                                   algo::describe(prog[i]), algo::to_string(c.buffer), c.offset, c.end(), size));
+    buffer = c.count == 0 ? 3 : static_cast<std::uint8_t>(c.buffer);
+    offset = c.count == 0 ? 0 : static_cast<std::size_t>(c.offset) * elem;
+  };
+  comm_.resize(static_cast<std::size_t>(plan_.rounds));
+  after_.resize(static_cast<std::size_t>(plan_.rounds) + 1);
+  std::vector<std::size_t> round_bytes(static_cast<std::size_t>(plan_.rounds), 0);
+  for (std::uint32_t i = 0; i < prog.size(); ++i) {
+    const Op& op = prog[i];
+    Bound b;
+    b.kind = op.kind;
+    b.peer = op.peer;
+    b.channel = op.channel;
+    b.count = static_cast<std::size_t>(op.count());
+    b.bytes = b.count * elem;
+    if (op.kind == OpKind::Send || op.kind == OpKind::Copy || op.kind == OpKind::Reduce) resolve(i, op.src, b.src_buffer, b.src_offset);
+    if (op.kind != OpKind::Send) resolve(i, op.dst, b.dst_buffer, b.dst_offset);
+    ops_.push_back(b);
+    const std::int32_t k = plan_.round[i];
+    if (is_comm(op.kind)) {
+      if (k < 0 || k >= plan_.rounds) throw InputError(fmt::format("round executor: rank {} op {}: round {} of {}", rank, i, k, plan_.rounds));
+      comm_[static_cast<std::size_t>(k)].push_back(i);
+      if (op.kind != OpKind::Send) round_bytes[static_cast<std::size_t>(k)] += (b.bytes + 63) / 64 * 64;
+    } else {
+      if (k < -1 || k >= plan_.rounds) throw InputError(fmt::format("round executor: rank {} op {}: after round {} of {}", rank, i, k, plan_.rounds));
+      after_[static_cast<std::size_t>(k + 1)].push_back(i);
+    }
+  }
+  // Within a round: channel by channel, program order inside each (both ends of a pair of ranks
+  // then queue the messages between them in the same order).
+  for (auto& list : comm_)
+    std::stable_sort(list.begin(), list.end(), [&](std::uint32_t a, std::uint32_t b) { return ops_[a].channel < ops_[b].channel; });
+  const std::size_t most = round_bytes.empty() ? 0 : *std::max_element(round_bytes.begin(), round_bytes.end());
+  staging_ = SpaceBuffer(memory, most);
+}
+
+void RoundExecutor::begin(const Buffers& b) {
+  base_[0] = static_cast<std::byte*>(b.input);
+  base_[1] = static_cast<std::byte*>(b.output);
+  base_[2] = static_cast<std::byte*>(b.scratch);
+  base_[3] = nullptr;
+  for (const Bound& op : ops_) {
+    const bool reads = op.kind == OpKind::Send || op.kind == OpKind::Copy || op.kind == OpKind::Reduce;
+    if ((reads && op.bytes > 0 && base_[op.src_buffer] == nullptr) || (op.kind != OpKind::Send && op.bytes > 0 && base_[op.dst_buffer] == nullptr))
+      throw InputError(fmt::format("round executor: rank {}: a buffer the program needs is null", rank_));
+  }
+  for (std::uint32_t i : after_[0]) run_local(ops_[i]);
+}
+
+void RoundExecutor::issue(int k, RoundTransport& t) {
+  const std::vector<std::uint32_t>& list = comm_[static_cast<std::size_t>(k)];
+  landed_.clear();
+  landed_at_.clear();
+  std::size_t at = 0;
+  for (std::uint32_t i : list) {
+    const Bound& b = ops_[i];
+    if (b.kind == OpKind::Send) {
+      t.send(b.peer, src(b), b.bytes);
+      continue;
+    }
+    // A receive lands in staging when it reduces, or when another transfer of this round touches
+    // its destination (the group runs them all at once).
+    bool staged = b.kind == OpKind::RecvReduce;
+    for (std::uint32_t j : list) {
+      if (staged) break;
+      if (j == i) continue;
+      const Bound& o = ops_[j];
+      const std::byte* other = o.kind == OpKind::Send ? src(o) : dst(o);
+      staged = overlap(dst(b), b.bytes, other, o.bytes);
+    }
+    if (!staged) {
+      t.recv(b.peer, dst(b), b.bytes);
+      continue;
+    }
+    t.recv(b.peer, staging_.data() + at, b.bytes);
+    landed_.push_back(i);
+    landed_at_.push_back(at);
+    at += (b.bytes + 63) / 64 * 64;
+  }
+}
+
+void RoundExecutor::finish(int k, RoundTransport& t) {
+  t.end_round();
+  // Program order per channel: landed_ follows comm_'s order, which keeps it within a channel.
+  for (std::size_t n = 0; n < landed_.size(); ++n) {
+    const Bound& b = ops_[landed_[n]];
+    std::byte* from = staging_.data() + landed_at_[n];
+    if (b.kind == OpKind::RecvReduce) memory_->reduce(args_.dtype, args_.op, dst(b), from, b.count);
+    else memory_->copy(dst(b), from, b.bytes);
+  }
+  for (std::uint32_t i : after_[static_cast<std::size_t>(k) + 1]) run_local(ops_[i]);
+}
+
+void RoundExecutor::end() { finish_avg(args_, rank_, base_[1], *memory_); }
+
+void RoundExecutor::run(const Buffers& b, RoundTransport& t) {
+  begin(b);
+  for (int k = 0; k < plan_.rounds; ++k) {
+    issue(k, t);
+    finish(k, t);
+  }
+  end();
+}
+
+void RoundExecutor::run_local(const Bound& b) {
+  if (b.bytes == 0) return;
+  if (b.kind == OpKind::Copy) {
+    memory_->copy(dst(b), src(b), b.bytes);
+    return;
+  }
+  const std::byte* from = src(b);
+  if (from != dst(b) && overlap(from, b.bytes, dst(b), b.bytes)) {
+    if (overlap_.size() < b.bytes) overlap_ = SpaceBuffer(*memory_, b.bytes);
+    memory_->copy(overlap_.data(), from, b.bytes);
+    from = overlap_.data();
+  }
+  memory_->reduce(args_.dtype, args_.op, dst(b), from, b.count);
+}
+
+}  // namespace topocoll::runtime

@@ -1,0 +1,152 @@
+// Round plans (runtime/rounds.hpp) for every registered algorithm, run in lockstep on host memory
+// with NCCL's matching rules (per pair of ranks, in issue order, all of a round's transfers at
+// once): bit-exact results prove that the rounds keep every data dependency and that both ends of
+// every transfer issue it in the same round and order; a transfer left unmatched in its round
+// fails the run.
+#include "runtime/rounds.hpp"
+
+#include <doctest/doctest.h>
+#include <fmt/format.h>
+
+#include <cstring>
+#include <deque>
+#include <map>
+#include <stdexcept>
+#include <vector>
+
+#include "algorithms/layout.hpp"
+#include "algorithms/registry.hpp"
+#include "common/errors.hpp"
+#include "runtime/inproc.hpp"
+#include "runtime/test_data.hpp"
+
+using namespace topocoll::algo;
+using namespace topocoll::runtime;
+
+namespace {
+
+// Records a rank's transfers of the current round; the driver runs them as one group.
+class LockstepTransport final : public RoundTransport {
+ public:
+  struct Transfer {
+    int peer;
+    std::byte* data;
+    std::size_t bytes;
+  };
+  void send(int peer, const void* src, std::size_t bytes) override {
+    sends.push_back({peer, const_cast<std::byte*>(static_cast<const std::byte*>(src)), bytes});
+  }
+  void recv(int peer, void* dst, std::size_t bytes) override { recvs.push_back({peer, static_cast<std::byte*>(dst), bytes}); }
+  void end_round() override {}
+  std::vector<Transfer> sends, recvs;
+};
+
+// Every rank's round k as one group: every send's bytes (read now, as the group runs) into a FIFO
+// per (source, destination); then every receive takes the front of its FIFO, which must hold a
+// message of its size; nothing may be left over.
+void run_group(int k, std::vector<LockstepTransport>& ts) {
+  std::map<std::pair<int, int>, std::deque<std::vector<std::byte>>> fifo;
+  for (std::size_t r = 0; r < ts.size(); ++r)
+    for (const auto& s : ts[r].sends) fifo[{static_cast<int>(r), s.peer}].emplace_back(s.data, s.data + s.bytes);
+  for (std::size_t r = 0; r < ts.size(); ++r)
+    for (const auto& v : ts[r].recvs) {
+      auto& q = fifo[{v.peer, static_cast<int>(r)}];
+      if (q.empty()) throw std::runtime_error(fmt::format("round {}: rank {} receives from {}, which sent nothing more", k, r, v.peer));
+      if (q.front().size() != v.bytes)
+        throw std::runtime_error(fmt::format("round {}: rank {} receives {} bytes from {}, the message has {}", k, r, v.bytes, v.peer,
+                                             q.front().size()));
+      std::memcpy(v.data, q.front().data(), v.bytes);
+      q.pop_front();
+    }
+  for (const auto& [pair, q] : fifo)
+    if (!q.empty()) throw std::runtime_error(fmt::format("round {}: {} message(s) from {} to {} not received", k, q.size(), pair.first, pair.second));
+  for (auto& t : ts) t.sends.clear(), t.recvs.clear();
+}
+
+// Out of place, inputs as run_inproc fills them.
+RunResult run_lockstep(const Schedule& s) {
+  const CollectiveArgs& a = s.args();
+  const int p = s.num_ranks();
+  const std::size_t elem = size_of(a.dtype);
+  std::vector<RoundPlan> plans = plan_rounds(s);
+  std::vector<std::vector<std::byte>> in(static_cast<std::size_t>(p)), scratch(static_cast<std::size_t>(p));
+  RunResult result;
+  std::vector<RoundExecutor> ex;
+  std::vector<LockstepTransport> ts(static_cast<std::size_t>(p));
+  for (int r = 0; r < p; ++r) {
+    auto& i = in[static_cast<std::size_t>(r)];
+    i.resize(a.input_count() * elem);
+    fill_input(a.dtype, a.op, r, p, a.collective == Collective::AllGather ? static_cast<std::uint64_t>(r) * a.count : 0, i.data(),
+               a.input_count());
+    result.outputs.emplace_back(a.output_count() * elem, std::byte{0xA5});
+    scratch[static_cast<std::size_t>(r)].resize(s.scratch_count() * elem);
+    ex.emplace_back(s, r, plans[static_cast<std::size_t>(r)]);
+  }
+  for (int r = 0; r < p; ++r)
+    ex[static_cast<std::size_t>(r)].begin(Buffers{in[static_cast<std::size_t>(r)].data(), result.outputs[static_cast<std::size_t>(r)].data(),
+                                                  scratch[static_cast<std::size_t>(r)].data()});
+  const int rounds = plans.front().rounds;
+  for (int k = 0; k < rounds; ++k) {
+    for (int r = 0; r < p; ++r) ex[static_cast<std::size_t>(r)].issue(k, ts[static_cast<std::size_t>(r)]);
+    run_group(k, ts);
+    for (int r = 0; r < p; ++r) ex[static_cast<std::size_t>(r)].finish(k, ts[static_cast<std::size_t>(r)]);
+  }
+  for (auto& e : ex) e.end();
+  return result;
+}
+
+}  // namespace
+
+TEST_CASE("rounds: every registered schedule runs in lockstep rounds, bit-exact, with NCCL's matching") {
+  std::size_t runs = 0;
+  for (const Algorithm& alg : registry())
+    for (int p : {2, 3, 4, 5, 7, 8})
+      for (std::uint64_t n : {std::uint64_t{1}, static_cast<std::uint64_t>(p + 1), std::uint64_t{1009}})
+        for (int channels : {1, 3}) {
+          const Layout layout = p % 2 == 0 && p > 2 ? uniform_layout(2, p / 2) : uniform_layout(1, p);
+          CollectiveArgs a = CollectiveArgs::allreduce(n, DataType::Float32, ReduceOp::Sum, p);
+          a.collective = alg.collective;
+          a.root = p / 2;
+          Tuning t;
+          t.channels = channels;
+          t.slice_bytes = 64;  // many slices: the send-ahead window is in play
+          if (!alg.supports(layout, a, t).ok) continue;
+          const Schedule s = alg.generate(layout, a, t);
+          INFO(fmt::format("{} p={} count={} channels={}", alg.name, p, n, channels));
+          CHECK(count_wrong_outputs(s, run_lockstep(s)) == 0);
+          ++runs;
+        }
+  MESSAGE(fmt::format("{} schedules run in rounds", runs));
+  CHECK(runs > 300);
+}
+
+TEST_CASE("rounds: the plan is the least one (a ring of p ranks with one slice takes 2(p-1) rounds)") {
+  for (int p : {2, 3, 8}) {
+    Tuning t;
+    t.channels = 1;
+    t.slice_bytes = std::uint64_t{1} << 30;
+    const Schedule s = find_algorithm("ring").generate(uniform_layout(1, p), CollectiveArgs::allreduce(64 * p, DataType::Float32, ReduceOp::Sum, p), t);
+    CHECK(plan_rounds(s).front().rounds == 2 * (p - 1));
+  }
+}
+
+TEST_CASE("rounds: avg is divided once, at the end") {
+  Tuning t;
+  t.slice_bytes = 64;
+  const Schedule s = find_algorithm("recursive-doubling").generate(uniform_layout(1, 5), CollectiveArgs::allreduce(999, DataType::Float32, ReduceOp::Avg, 5), t);
+  CHECK(count_wrong_outputs(s, run_lockstep(s)) == 0);
+}
+
+TEST_CASE("rounds: programs that do not match are an InputError naming the op") {
+  std::vector<Program> programs(2);
+  ProgramBuilder(programs[0]).send(1, {BufferId::Input, 0, 4}, 0);
+  const Schedule s = Schedule::from_programs("lonely-send", CollectiveArgs::allreduce(4, DataType::Int32, ReduceOp::Sum, 2), 1, 0,
+                                             std::move(programs));
+  CHECK_THROWS_WITH_AS(plan_rounds(s), doctest::Contains("rank 0 op 0 (send(peer 1, input[0:4]) ch 0) has no matching receive on rank 1"),
+                       topocoll::InputError);
+  std::vector<Program> sizes(2);
+  ProgramBuilder(sizes[0]).send(1, {BufferId::Input, 0, 4}, 0);
+  ProgramBuilder(sizes[1]).recv(0, {BufferId::Output, 0, 3}, 0);
+  const Schedule t = Schedule::from_programs("sizes", CollectiveArgs::allreduce(4, DataType::Int32, ReduceOp::Sum, 2), 1, 0, std::move(sizes));
+  CHECK_THROWS_WITH_AS(plan_rounds(t), doctest::Contains("sends 4 elements"), topocoll::InputError);
+}
