@@ -264,6 +264,15 @@ RoundExecutor::RoundExecutor(const algo::Schedule& s, int rank, RoundPlan plan, 
   staging_ = SpaceBuffer(memory, most);
 }
 
+std::vector<int> RoundExecutor::peers(int k) const {
+  std::vector<int> out;
+  if (k < 0 || k >= plan_.rounds) return out;
+  for (std::uint32_t i : comm_[static_cast<std::size_t>(k)]) out.push_back(ops_[i].peer);
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
 void RoundExecutor::begin(const Buffers& b) {
   base_[0] = static_cast<std::byte*>(b.input);
   base_[1] = static_cast<std::byte*>(b.output);

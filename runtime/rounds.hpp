@@ -62,6 +62,8 @@ class RoundExecutor {
   // Binds rank `rank`'s program (checked as Plan checks it) to its round plan.
   RoundExecutor(const algo::Schedule& s, int rank, RoundPlan plan, MemorySpace& memory = host_memory());
   int rounds() const { return plan_.rounds; }
+  // The peers this rank exchanges with in round k (sorted; error messages of a stalled round).
+  std::vector<int> peers(int k) const;
 
   // The whole program: local ops before round 0, then issue(k) + finish(k) for every round, then
   // avg's division.

@@ -240,7 +240,7 @@ int bench_command(const BenchArgs& a, std::ostream& out) {
     std::vector<std::string> names;
     for (const BenchEntry& e : algorithms) names.push_back(e.name);
     if (std::string why; !nccl_available(&why)) throw InputError("--backend nccl: no usable GPU: " + why);
-    nccl = make_nccl_baselines(comm.comm(), comm.local_rank(), sizes.back(), names);
+    nccl = make_nccl_baselines(comm.comm(), comm.local_rank(), sizes.back(), names, exec.progress_timeout);
     if (sink && a.format == "table") *sink << "# " << nccl->describe() << "\n";
   }
 

@@ -11,6 +11,7 @@
 #include <map>
 #include <optional>
 #include <stdexcept>
+#include <thread>
 
 #include "common/errors.hpp"
 #include "runtime/cuda/device_memory.hpp"
@@ -107,9 +108,10 @@ int select_device(int local_rank) {
 
 class Baselines final : public NcclBaselines {
  public:
-  Baselines(MPI_Comm comm, int local_rank, std::uint64_t max_bytes, const std::vector<std::string>& names)
+  Baselines(MPI_Comm comm, int local_rank, std::uint64_t max_bytes, const std::vector<std::string>& names,
+            std::chrono::milliseconds timeout)
       : device_(select_device(local_rank)), input_(max_bytes), output_(max_bytes), host_(kHostChunkBytes),
-        expected_(kHostChunkBytes) {
+        expected_(kHostChunkBytes), timeout_(timeout) {
     MPI_Comm_rank(comm, &rank_);
     MPI_Comm_size(comm, &ranks_);
     bool schedules = false;
@@ -121,6 +123,7 @@ class Baselines final : public NcclBaselines {
     if (schedules) {
       schedule_comm_ = std::make_unique<cuda::NcclComm>(comm);
       transport_ = std::make_unique<cuda::NcclTransport>(*schedule_comm_, stream_.get());
+      rounds_ = std::make_unique<cuda::NcclRoundTransport>(*transport_);
     }
   }
 
@@ -134,15 +137,25 @@ class Baselines final : public NcclBaselines {
     }
     std::vector<runtime::RoundPlan> plans = runtime::plan_rounds(s);
     executor_.emplace(s, rank, std::move(plans[static_cast<std::size_t>(rank)]), space_);
+    executor_name_ = s.name();
   }
 
   double run_schedule_us(bool in_place) override {
     if (!executor_) throw InputError("nccl: run_schedule_us before bind_schedule");
     std::byte* out = in_place ? input_.get() : output_.get();
-    cuda::NcclRoundTransport rounds(*transport_);
+    rounds_->restart();
     const auto t0 = std::chrono::steady_clock::now();
-    executor_->run(runtime::Buffers{input_.get(), out, scratch_->get()}, rounds);
-    check(cudaStreamSynchronize(stream_.get()), "cudaStreamSynchronize");
+    executor_->run(runtime::Buffers{input_.get(), out, scratch_->get()}, *rounds_);
+    try {
+      transport_->synchronize(timeout_, fmt::format("rank {}: {} over NCCL", rank_, executor_name_));
+    } catch (const cuda::NcclError& e) {
+      // Which round the GPU is stuck in, and so which peers have not matched its transfers.
+      const int k = rounds_->first_unfinished();
+      std::string peers;
+      for (int p : executor_->peers(k)) peers += (peers.empty() ? "" : ",") + std::to_string(p);
+      throw cuda::NcclError(fmt::format("{} (round {} of {} unfinished: its transfers with rank(s) {} never matched)", e.what(), k,
+                                        executor_->rounds(), peers.empty() ? "none" : peers));
+    }
     return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
   }
 
@@ -175,7 +188,7 @@ class Baselines final : public NcclBaselines {
     const auto t0 = std::chrono::steady_clock::now();
     check_nccl(ncclAllReduce(input_.get(), out, count, nccl_type(t), nccl_op(op), comm, stream_.get()), "ncclAllReduce", comm);
     if (op == algo::ReduceOp::Avg) cuda::throw_if_failed(cuda::finish_avg(t, out, count, ranks_, stream_.get()));
-    check(cudaStreamSynchronize(stream_.get()), "cudaStreamSynchronize");
+    wait_bounded(*it->second, fmt::format("rank {}: {} (ncclAllReduce)", rank_, name));
     return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
   }
 
@@ -193,6 +206,22 @@ class Baselines final : public NcclBaselines {
   }
 
  private:
+  // The stream, polled for at most the progress timeout; then the communicator is aborted and an
+  // NcclError names the call (a dead peer never joins the collective).
+  void wait_bounded(cuda::NcclComm& comm, const std::string& what) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout_;
+    for (;;) {
+      const cudaError_t e = cudaStreamQuery(stream_.get());
+      if (e == cudaSuccess) return;
+      if (e != cudaErrorNotReady) check(e, "cudaStreamQuery");
+      if (std::chrono::steady_clock::now() >= deadline) {
+        comm.abort();
+        throw cuda::NcclError(fmt::format("{}: no progress for {} ms; communicator aborted", what, timeout_.count()));
+      }
+      std::this_thread::yield();
+    }
+  }
+
   static constexpr std::size_t kHostChunkBytes = std::size_t{1} << 22;  // host staging for fill / check
   int device_ = 0;
   int rank_ = 0, ranks_ = 1;
@@ -207,6 +236,9 @@ class Baselines final : public NcclBaselines {
   std::unique_ptr<DeviceMemory> scratch_;
   std::size_t scratch_bytes_ = 0;
   std::optional<runtime::RoundExecutor> executor_;
+  std::string executor_name_;
+  std::unique_ptr<cuda::NcclRoundTransport> rounds_;
+  std::chrono::milliseconds timeout_;
 };
 
 }  // namespace
@@ -214,8 +246,8 @@ class Baselines final : public NcclBaselines {
 bool nccl_available(std::string* why) { return cuda::device_available(why); }
 
 std::unique_ptr<NcclBaselines> make_nccl_baselines(MPI_Comm comm, int local_rank, std::uint64_t max_bytes,
-                                                   const std::vector<std::string>& names) {
-  return std::make_unique<Baselines>(comm, local_rank, max_bytes, names);
+                                                   const std::vector<std::string>& names, std::chrono::milliseconds timeout) {
+  return std::make_unique<Baselines>(comm, local_rank, max_bytes, names, timeout);
 }
 
 }  // namespace topocoll::tools

@@ -29,6 +29,7 @@
 
 #include <mpi.h>
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -78,8 +79,11 @@ bool nccl_available(std::string* why);
 // output of max_bytes each; creates one communicator per baseline named in `names`, and one of
 // NCCL's defaults for topocoll's schedules when `names` holds any other name than mpi. Throws std::runtime_error naming the failed call (NCCL refuses two ranks
 // on one GPU: "Duplicate GPU detected").
+// Every wait for the GPU is bounded by `timeout` (the bench's progress timeout): then the
+// communicator is aborted and an NcclError names the call (for a schedule: its unfinished round
+// and the peers of that round).
 std::unique_ptr<NcclBaselines> make_nccl_baselines(MPI_Comm comm, int local_rank, std::uint64_t max_bytes,
-                                                   const std::vector<std::string>& names);
+                                                   const std::vector<std::string>& names, std::chrono::milliseconds timeout);
 
 #else
 
@@ -87,7 +91,8 @@ inline bool nccl_available(std::string* why) {
   if (why) *why = "this topocoll-bench was built without CUDA + NCCL";
   return false;
 }
-inline std::unique_ptr<NcclBaselines> make_nccl_baselines(MPI_Comm, int, std::uint64_t, const std::vector<std::string>&) {
+inline std::unique_ptr<NcclBaselines> make_nccl_baselines(MPI_Comm, int, std::uint64_t, const std::vector<std::string>&,
+                                                          std::chrono::milliseconds) {
   return nullptr;
 }
 

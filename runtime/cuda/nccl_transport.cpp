@@ -6,6 +6,7 @@
 
 #include <cstdlib>
 #include <optional>
+#include <thread>
 
 #include "common/errors.hpp"
 
@@ -67,6 +68,11 @@ NcclComm::NcclComm(MPI_Comm comm, const std::string& force_algo) {
   check_nccl(ncclCommInitRank(&c, size_, id, rank_),
              force_algo.empty() ? "ncclCommInitRank" : "ncclCommInitRank (with NCCL_ALGO forced)");
   comm_ = c;
+}
+
+void NcclComm::abort() {
+  if (comm_) ncclCommAbort(comm_);
+  comm_ = nullptr;
 }
 
 NcclComm::~NcclComm() {
@@ -143,5 +149,47 @@ void NcclTransport::end_step() {
 }
 
 void NcclTransport::synchronize() { check_cuda(cudaStreamSynchronize(stream_), "cudaStreamSynchronize"); }
+
+void NcclTransport::synchronize(std::chrono::milliseconds timeout, const std::string& what) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    const cudaError_t e = cudaStreamQuery(stream_);
+    if (e == cudaSuccess) return;
+    if (e != cudaErrorNotReady) check_cuda(e, "cudaStreamQuery");
+    ncclResult_t async = ncclSuccess;
+    check_nccl(ncclCommGetAsyncError(comm_.get(), &async), "ncclCommGetAsyncError", comm_.get());
+    if (async != ncclSuccess && async != ncclInProgress) {
+      const std::string why = ncclGetErrorString(async);
+      comm_.abort();
+      throw NcclError(fmt::format("{}: NCCL reports {}; communicator aborted", what, why));
+    }
+    if (std::chrono::steady_clock::now() >= deadline) {
+      comm_.abort();
+      throw NcclError(fmt::format("{}: no progress for {} ms; communicator aborted", what, timeout.count()));
+    }
+    std::this_thread::yield();
+  }
+}
+
+NcclRoundTransport::~NcclRoundTransport() {
+  for (CUevent_st* e : events_) cudaEventDestroy(e);
+}
+
+void NcclRoundTransport::end_round() {
+  t_.end_step();
+  if (static_cast<std::size_t>(rounds_) == events_.size()) {
+    cudaEvent_t e = nullptr;
+    check_cuda(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "cudaEventCreateWithFlags");
+    events_.push_back(e);
+  }
+  check_cuda(cudaEventRecord(events_[static_cast<std::size_t>(rounds_)], t_.stream()), "cudaEventRecord");
+  ++rounds_;
+}
+
+int NcclRoundTransport::first_unfinished() const {
+  for (int k = 0; k < rounds_; ++k)
+    if (cudaEventQuery(events_[static_cast<std::size_t>(k)]) != cudaSuccess) return k;
+  return rounds_;
+}
 
 }  // namespace topocoll::runtime::cuda

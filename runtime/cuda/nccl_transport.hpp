@@ -24,6 +24,7 @@
 
 #include <mpi.h>
 
+#include <chrono>
 #include <cstddef>
 #include <stdexcept>
 #include <string>
@@ -34,6 +35,7 @@
 #include "runtime/rounds.hpp"
 
 struct ncclComm;
+struct CUevent_st;
 
 namespace topocoll::runtime::cuda {
 
@@ -61,6 +63,9 @@ class NcclComm {
   NcclComm(const NcclComm&) = delete;
   NcclComm& operator=(const NcclComm&) = delete;
   ncclComm* get() const { return comm_; }
+  // ncclCommAbort: what a rank does when its peers stopped (a bounded wait timed out); the
+  // communicator is unusable afterwards.
+  void abort();
   int rank() const { return rank_; }
   int size() const { return size_; }
   int device() const { return device_; }
@@ -86,6 +91,10 @@ class NcclTransport {
   void end_step();
   // Waits on the host until the stream has run everything enqueued so far.
   void synchronize();
+  // The same, bounded: polls the stream (and NCCL's asynchronous error) for at most `timeout`;
+  // then aborts the communicator and throws NcclError "WHAT: no progress for N ms ..." (a dead or
+  // absent peer never matches our transfers: without a bound the stream would wait forever).
+  void synchronize(std::chrono::milliseconds timeout, const std::string& what);
   Stream stream() const { return stream_; }
 
  private:
@@ -107,15 +116,26 @@ class NcclTransport {
 // A round of a RoundExecutor (runtime/rounds.hpp) as one NCCL step: sends and receives queued,
 // end_round() = end_step() (one group on the stream). The executor does its reductions itself
 // (on a DeviceSpace of the same stream), so recv_reduce is not used here.
+// After each round it records an event, so a stalled run can say which round (and so which
+// peers, RoundExecutor::peers) it is stuck in.
 class NcclRoundTransport final : public RoundTransport {
  public:
   explicit NcclRoundTransport(NcclTransport& t) : t_(t) {}
+  ~NcclRoundTransport() override;
+  NcclRoundTransport(const NcclRoundTransport&) = delete;
+  NcclRoundTransport& operator=(const NcclRoundTransport&) = delete;
   void send(int peer, const void* src, std::size_t bytes) override { t_.send(peer, src, bytes); }
   void recv(int peer, void* dst, std::size_t bytes) override { t_.recv(peer, dst, bytes); }
-  void end_round() override { t_.end_step(); }
+  void end_round() override;  // end_step, then an event for this round
+  // Starts counting rounds again (before each run).
+  void restart() { rounds_ = 0; }
+  // The first round whose group has not completed on the GPU; rounds run so far when all have.
+  int first_unfinished() const;
 
  private:
   NcclTransport& t_;
+  std::vector<CUevent_st*> events_;  // per round, created once and reused
+  int rounds_ = 0;
 };
 
 }  // namespace topocoll::runtime::cuda
