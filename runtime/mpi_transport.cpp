@@ -1,6 +1,8 @@
 #include "runtime/mpi_transport.hpp"
 
+#include <algorithm>
 #include <climits>
+#include <cstdint>
 #include <exception>
 #include <stdexcept>
 #include <thread>
@@ -144,6 +146,67 @@ void MpiTransport::flush() {
       free_.push_back(static_cast<Request>(i));
     }
   }
+}
+
+MpiRoundTransport::MpiRoundTransport(MPI_Comm comm, std::chrono::milliseconds timeout) : timeout_(timeout) {
+  MPI_Comm_dup(comm, &comm_);
+  MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
+  MPI_Comm_rank(comm_, &rank_);
+  MPI_Comm_size(comm_, &size_);
+}
+
+MpiRoundTransport::~MpiRoundTransport() {
+  for (MPI_Request& r : requests_)
+    if (r != MPI_REQUEST_NULL) {
+      MPI_Cancel(&r);
+      MPI_Request_free(&r);
+    }
+  MPI_Comm_free(&comm_);
+}
+
+void MpiRoundTransport::send(int peer, const void* src, std::size_t bytes) {
+  if (peer < 0 || peer >= size_ || peer == rank_ || bytes > static_cast<std::size_t>(INT32_MAX))
+    throw InputError(fmt::format("mpi rounds: rank {}: send of {} bytes to peer {} (0..{}, not itself)", rank_, bytes, peer, size_ - 1));
+  requests_.push_back(MPI_REQUEST_NULL);
+  peers_.push_back(peer);
+  if (MPI_Isend(src, static_cast<int>(bytes), MPI_BYTE, peer, 0, comm_, &requests_.back()) != MPI_SUCCESS)
+    throw std::runtime_error(fmt::format("mpi rounds: rank {}: MPI_Isend to {} failed", rank_, peer));
+}
+
+void MpiRoundTransport::recv(int peer, void* dst, std::size_t bytes) {
+  if (peer < 0 || peer >= size_ || peer == rank_ || bytes > static_cast<std::size_t>(INT32_MAX))
+    throw InputError(fmt::format("mpi rounds: rank {}: receive of {} bytes from peer {} (0..{}, not itself)", rank_, bytes, peer, size_ - 1));
+  requests_.push_back(MPI_REQUEST_NULL);
+  peers_.push_back(peer);
+  if (MPI_Irecv(dst, static_cast<int>(bytes), MPI_BYTE, peer, 0, comm_, &requests_.back()) != MPI_SUCCESS)
+    throw std::runtime_error(fmt::format("mpi rounds: rank {}: MPI_Irecv from {} failed", rank_, peer));
+}
+
+void MpiRoundTransport::end_round() {
+  const int round = round_++;
+  if (requests_.empty()) return;
+  const auto deadline = std::chrono::steady_clock::now() + timeout_;
+  for (;;) {
+    int done = 0;
+    if (MPI_Testall(static_cast<int>(requests_.size()), requests_.data(), &done, MPI_STATUSES_IGNORE) != MPI_SUCCESS)
+      throw InputError(fmt::format("mpi rounds: rank {}: round {}: a transfer failed (a message of another size than expected?)", rank_, round));
+    if (done) break;
+    if (std::chrono::steady_clock::now() >= deadline) {
+      std::vector<int> waiting;
+      for (std::size_t i = 0; i < requests_.size(); ++i)
+        if (requests_[i] != MPI_REQUEST_NULL) waiting.push_back(peers_[i]);
+      std::sort(waiting.begin(), waiting.end());
+      waiting.erase(std::unique(waiting.begin(), waiting.end()), waiting.end());
+      std::string list;
+      for (int p : waiting) list += (list.empty() ? "" : ",") + std::to_string(p);
+      throw PeerTimeout(fmt::format("rank {}: no progress for {} ms in round {}: transfers with rank(s) {} did not complete", rank_,
+                                    timeout_.count(), round, list),
+                        rank_, waiting.empty() ? -1 : waiting.front(), 0, 0);
+    }
+    std::this_thread::yield();
+  }
+  requests_.clear();
+  peers_.clear();
 }
 
 }  // namespace topocoll::runtime

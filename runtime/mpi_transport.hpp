@@ -17,11 +17,13 @@
 
 #include <mpi.h>
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
 
 #include "runtime/executor.hpp"
+#include "runtime/rounds.hpp"
 
 namespace topocoll::runtime {
 
@@ -58,6 +60,31 @@ class MpiTransport final : public Transport {
   int rank_ = 0, size_ = 1;
   std::vector<Slot> slots_;     // indexed by Request
   std::vector<Request> free_;   // free slots
+};
+
+// Rounds over MPI (runtime/rounds.hpp): a round's sends and receives are MPI_Isend / MPI_Irecv on
+// one tag of a private duplicate communicator, so messages between two ranks match in issue order,
+// as NCCL matches them; end_round waits for all of them (MPI_Testall), for at most `timeout`, then
+// throws PeerTimeout naming the round and the peers whose transfers did not complete. The host
+// counterpart of NcclRoundTransport: round plans run for real, across processes, without a GPU.
+class MpiRoundTransport final : public RoundTransport {
+ public:
+  MpiRoundTransport(MPI_Comm comm, std::chrono::milliseconds timeout);
+  ~MpiRoundTransport() override;
+  MpiRoundTransport(const MpiRoundTransport&) = delete;
+  MpiRoundTransport& operator=(const MpiRoundTransport&) = delete;
+  void send(int peer, const void* src, std::size_t bytes) override;
+  void recv(int peer, void* dst, std::size_t bytes) override;
+  void end_round() override;
+  void restart() { round_ = 0; }  // before each run: rounds are counted for error messages
+
+ private:
+  MPI_Comm comm_ = MPI_COMM_NULL;
+  int rank_ = 0, size_ = 1;
+  std::chrono::milliseconds timeout_;
+  int round_ = 0;
+  std::vector<MPI_Request> requests_;
+  std::vector<int> peers_;  // per request
 };
 
 }  // namespace topocoll::runtime

@@ -23,6 +23,7 @@
 #include "runtime/ucx_transport.hpp"
 #endif
 #include "runtime/reducer.hpp"
+#include "runtime/rounds.hpp"
 #include "runtime/test_data.hpp"
 #include "simulator/records.hpp"
 #include "tools/bench_nccl.hpp"
@@ -128,6 +129,9 @@ std::vector<BenchEntry> validate_bench_args(const BenchArgs& a) {
   if (!(a.timeout_s > 0)) throw InputError(fmt::format("--timeout {}: expected seconds > 0", a.timeout_s));
   if (parse_size(a.slice, "--slice") == 0) throw InputError("--slice 0: expected at least 1 byte");
   parse_size(a.ucx_bulk, "--ucx-bulk");
+  if (a.rounds && a.backend != "mpi")
+    throw InputError(fmt::format("--rounds with --backend {}: expected --backend mpi (--backend nccl always runs schedules in rounds)",
+                                 a.backend));
   const algo::DataType dtype = algo::parse_dtype(a.dtype);
   algo::parse_op(a.op);
   size_sweep(a, algo::size_of(dtype));
@@ -190,6 +194,9 @@ int bench_command(const BenchArgs& a, std::ostream& out) {
   std::string transport_note;  // a header line about the transport, rank 0 prints it
   std::unique_ptr<runtime::Transport> transport_owner = make_transport(a, comm.comm(), transport_note);
   runtime::Transport& transport = *transport_owner;
+  // --rounds: schedules cut into rounds, each one group of MPI_Isend / MPI_Irecv.
+  std::unique_ptr<runtime::MpiRoundTransport> round_transport;
+  if (a.rounds) round_transport = std::make_unique<runtime::MpiRoundTransport>(comm.comm(), exec.progress_timeout);
   // While a rank waits in MPI (barriers, reductions), its transport keeps answering the peers.
   comm.set_progress([&transport] { transport.progress(); });
 
@@ -266,6 +273,7 @@ int bench_command(const BenchArgs& a, std::ostream& out) {
       const algo::CollectiveArgs args = algo::CollectiveArgs::allreduce(bytes / elem, dtype, op, ranks);
       std::optional<algo::Schedule> sched;
       std::optional<runtime::Plan> plan;  // bound once, run for every iteration
+      std::optional<runtime::RoundExecutor> in_rounds;  // --rounds: the same, cut into rounds
       std::string unsupported;
       if (alg) {
         const algo::Support s = alg->supports(layout, args, tuning);
@@ -273,6 +281,7 @@ int bench_command(const BenchArgs& a, std::ostream& out) {
         else {
           sched.emplace(alg->generate(layout, args, tuning));
           if (on_gpu) nccl->bind_schedule(*sched, rank);
+          else if (a.rounds) in_rounds.emplace(*sched, rank, std::move(runtime::plan_rounds(*sched)[static_cast<std::size_t>(rank)]));
           else plan.emplace(*sched, rank);
         }
       } else if (!is_nccl && !mpi_type(dtype)) {
@@ -295,8 +304,14 @@ int bench_command(const BenchArgs& a, std::ostream& out) {
         auto run_once = [&] {
           if (sched) {
             try {
-              if (on_gpu) nccl->run_schedule_us(in_place);
-              else plan->run(runtime::Buffers{in, outp, scratch.data()}, transport, exec);
+              if (on_gpu) {
+                nccl->run_schedule_us(in_place);
+              } else if (in_rounds) {
+                round_transport->restart();
+                in_rounds->run(runtime::Buffers{in, outp, scratch.data()}, *round_transport);
+              } else {
+                plan->run(runtime::Buffers{in, outp, scratch.data()}, transport, exec);
+              }
             } catch (const std::exception& e) {
               // Not an input error of the command: only this rank may see it.
               const std::string gone = peers.describe_gone();

@@ -48,6 +48,9 @@ int main(int argc, char** argv) {
   app.add_option("-d,--datatype", a.dtype, "data type")->default_val("float");
   app.add_option("-o,--op", a.op, "reduction: sum prod min max avg")->default_val("sum");
   app.add_option("--channels", a.channels, "channels of topocoll's schedules")->default_val(2);
+  app.add_flag("--rounds", a.rounds,
+               "run topocoll's schedules cut into rounds (runtime/rounds.hpp), one group of MPI_Isend/Irecv per round, "
+               "as --backend nccl runs them (backend mpi)");
   app.add_option("--ucx-bulk", a.ucx_bulk,
                  "ucx backend, experimental: messages of this many bytes or more go over an endpoint without peer-failure "
                  "handling, which may use CMA (one copy); 0: none. 64K hung with dbt at 4 MiB on 2 ranks (UCX 1.13.1)")

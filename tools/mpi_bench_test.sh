@@ -73,6 +73,15 @@ for backend in "${backends[@]}"; do
     run_ok ucx 2 3 -a dbt,ring,recursive-doubling -b 1M -e 16M -f 4 -n 3 -w 1 --ucx-bulk 64K --timeout 20
   fi
 
+  if [ "$backend" = mpi ]; then
+    # Round plans across processes (what --backend nccl runs, over MPI_Isend/Irecv groups here):
+    # every algorithm, 2, 3, 4 and 8 ranks, small and odd sizes, many slices.
+    for np in 2 3 4 8; do
+      run_ok mpi "$np" "$all_blocks" -a all --rounds "${small[@]}" --slice 4K
+      run_ok mpi "$np" "$all_blocks" -a all --rounds "${odd[@]}" --slice 64
+    done
+  fi
+
   # JSONL: one measured record per size and placement, wrong 0, engine = the backend.
   launcher "$backend"
   if timeout 60 "${launch[@]}" -np 2 "$bin" --backend "$backend" -a ring,mpi -b 8 -e 1K -f 4 -n 1 -w 0 --format jsonl \
@@ -125,6 +134,10 @@ if ! nvidia-smi -L >/dev/null 2>&1; then
     else fail "--backend nccl -a $algs without a GPU: exit $rc, stderr: $(head -c 400 "$tmp/err")"; fi
   done
 fi
+"$bin" --backend ucx --rounds -a ring >"$tmp/out" 2>"$tmp/err"
+rc=$?
+if [ "$rc" -eq 2 ] && [ "$(wc -l <"$tmp/err")" -eq 1 ] && grep -q "rounds with --backend ucx: expected --backend mpi" "$tmp/err"; then ok
+else fail "--rounds --backend ucx: exit $rc, stderr: $(cat "$tmp/err")"; fi
 TOPOCOLL_TIMEOUT=soon "$bin" -a ring >"$tmp/out" 2>"$tmp/err"
 rc=$?
 if [ "$rc" -eq 2 ] && [ "$(wc -l <"$tmp/err")" -eq 1 ] && grep -q "TOPOCOLL_TIMEOUT='soon': expected the progress timeout in seconds" "$tmp/err"; then ok
