@@ -164,23 +164,20 @@ MpiRoundTransport::~MpiRoundTransport() {
   MPI_Comm_free(&comm_);
 }
 
-void MpiRoundTransport::send(int peer, const void* src, std::size_t bytes) {
+void MpiRoundTransport::post(bool send, int peer, void* data, std::size_t bytes) {
+  const char* what = send ? "send" : "receive";
   if (peer < 0 || peer >= size_ || peer == rank_ || bytes > static_cast<std::size_t>(INT32_MAX))
-    throw InputError(fmt::format("mpi rounds: rank {}: send of {} bytes to peer {} (0..{}, not itself)", rank_, bytes, peer, size_ - 1));
+    throw InputError(fmt::format("mpi rounds: rank {}: {} of {} bytes, peer {} (0..{}, not itself)", rank_, what, bytes, peer, size_ - 1));
   requests_.push_back(MPI_REQUEST_NULL);
   peers_.push_back(peer);
-  if (MPI_Isend(src, static_cast<int>(bytes), MPI_BYTE, peer, 0, comm_, &requests_.back()) != MPI_SUCCESS)
-    throw std::runtime_error(fmt::format("mpi rounds: rank {}: MPI_Isend to {} failed", rank_, peer));
+  const int rc = send ? MPI_Isend(data, static_cast<int>(bytes), MPI_BYTE, peer, 0, comm_, &requests_.back())
+                      : MPI_Irecv(data, static_cast<int>(bytes), MPI_BYTE, peer, 0, comm_, &requests_.back());
+  if (rc != MPI_SUCCESS) throw std::runtime_error(fmt::format("mpi rounds: rank {}: the {} with rank {} failed in MPI", rank_, what, peer));
 }
 
-void MpiRoundTransport::recv(int peer, void* dst, std::size_t bytes) {
-  if (peer < 0 || peer >= size_ || peer == rank_ || bytes > static_cast<std::size_t>(INT32_MAX))
-    throw InputError(fmt::format("mpi rounds: rank {}: receive of {} bytes from peer {} (0..{}, not itself)", rank_, bytes, peer, size_ - 1));
-  requests_.push_back(MPI_REQUEST_NULL);
-  peers_.push_back(peer);
-  if (MPI_Irecv(dst, static_cast<int>(bytes), MPI_BYTE, peer, 0, comm_, &requests_.back()) != MPI_SUCCESS)
-    throw std::runtime_error(fmt::format("mpi rounds: rank {}: MPI_Irecv from {} failed", rank_, peer));
-}
+void MpiRoundTransport::send(int peer, const void* src, std::size_t bytes) { post(true, peer, const_cast<void*>(src), bytes); }
+
+void MpiRoundTransport::recv(int peer, void* dst, std::size_t bytes) { post(false, peer, dst, bytes); }
 
 void MpiRoundTransport::end_round() {
   const int round = round_++;

@@ -79,6 +79,7 @@ class MpiRoundTransport final : public RoundTransport {
   void restart() { round_ = 0; }  // before each run: rounds are counted for error messages
 
  private:
+  void post(bool send, int peer, void* data, std::size_t bytes);
   MPI_Comm comm_ = MPI_COMM_NULL;
   int rank_ = 0, size_ = 1;
   std::chrono::milliseconds timeout_;
