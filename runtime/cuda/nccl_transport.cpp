@@ -84,34 +84,17 @@ NcclComm::~NcclComm() {
 
 NcclTransport::NcclTransport(NcclComm& comm, Stream stream) : comm_(comm), stream_(stream) {}
 
+// Pending is an aggregate: {kind, peer, src, dst, bytes, count, dtype, op}.
 void NcclTransport::send(int peer, const void* data, std::size_t bytes) {
-  Pending p;
-  p.kind = Pending::Kind::Send;
-  p.peer = peer;
-  p.src = data;
-  p.bytes = bytes;
-  step_.push_back(p);
+  step_.push_back({Pending::Kind::Send, peer, data, nullptr, bytes, 0, {}, {}});
 }
 
 void NcclTransport::recv(int peer, void* dst, std::size_t bytes) {
-  Pending p;
-  p.kind = Pending::Kind::Recv;
-  p.peer = peer;
-  p.dst = dst;
-  p.bytes = bytes;
-  step_.push_back(p);
+  step_.push_back({Pending::Kind::Recv, peer, nullptr, dst, bytes, 0, {}, {}});
 }
 
 void NcclTransport::recv_reduce(int peer, void* dst, std::size_t count, algo::DataType t, algo::ReduceOp op) {
-  Pending p;
-  p.kind = Pending::Kind::RecvReduce;
-  p.peer = peer;
-  p.dst = dst;
-  p.count = count;
-  p.bytes = count * algo::size_of(t);
-  p.dtype = t;
-  p.op = op;
-  step_.push_back(p);
+  step_.push_back({Pending::Kind::RecvReduce, peer, nullptr, dst, count * algo::size_of(t), count, t, op});
 }
 
 void NcclTransport::end_step() {
