@@ -113,7 +113,16 @@ class RequestSlots {
       throw InputError(std::string(what) + ": request " + std::to_string(r) + " was never posted");
     return slots_[r];
   }
+  Slot& at(Transport::Request r, const char* what) {
+    return const_cast<Slot&>(static_cast<const RequestSlots&>(*this).at(r, what));
+  }
   void release(Transport::Request r) { free_.push_back(r); }
+  // Every slot ever handed out, released or not (teardown: the slot's own state says whether it
+  // still holds something), with its Request.
+  template <typename F>
+  void for_each(F&& f) {
+    for (std::size_t i = 0; i < slots_.size(); ++i) f(static_cast<Transport::Request>(i), slots_[i]);
+  }
 
  private:
   std::vector<Slot> slots_;

@@ -41,26 +41,17 @@ MpiTransport::~MpiTransport() {
   if (std::uncaught_exceptions() > 0) return;
   // After an error receives may still be posted: cancel them; sends complete (peers drain them or
   // the job is being torn down anyway).
-  for (Slot& s : slots_)
+  slots_.for_each([](Request, Slot& s) {
     if (s.request != MPI_REQUEST_NULL && !s.send) {
       MPI_Cancel(&s.request);
       MPI_Wait(&s.request, MPI_STATUS_IGNORE);
     }
+  });
   try {
     flush();
   } catch (...) {
   }
   if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
-}
-
-Transport::Request MpiTransport::acquire() {
-  if (!free_.empty()) {
-    const Request r = free_.back();
-    free_.pop_back();
-    return r;
-  }
-  slots_.emplace_back();
-  return static_cast<Request>(slots_.size() - 1);
 }
 
 void MpiTransport::check_peer(int peer, std::size_t bytes, const char* what) const {
@@ -69,50 +60,39 @@ void MpiTransport::check_peer(int peer, std::size_t bytes, const char* what) con
     throw InputError(fmt::format("a message of {} bytes: the MPI transport moves at most {} bytes at once", bytes, INT_MAX));
 }
 
-Transport::Request MpiTransport::post_send(int peer, int channel, const void* data, std::size_t bytes) {
-  check_peer(peer, bytes, "send to");
-  const Request r = acquire();
-  Slot& s = slots_[r];
-  s.send = true;
-  s.peer = peer;
-  s.channel = channel;
-  s.bytes = bytes;
-  const int rc = MPI_Isend(data, static_cast<int>(bytes), MPI_BYTE, peer, channel, comm_, &s.request);
+Transport::Request MpiTransport::post(bool send, int peer, int channel, void* data, std::size_t bytes) {
+  check_peer(peer, bytes, send ? "send to" : "receive from");
+  if (channel < 0) throw InputError(fmt::format("{} on channel {}: expected >= 0", send ? "send" : "receive", channel));
+  const Request r = slots_.acquire(Slot{MPI_REQUEST_NULL, send, peer, channel, bytes});
+  MPI_Request* request = &slots_.at(r, "MPI transport").request;
+  const int rc = send ? MPI_Isend(data, static_cast<int>(bytes), MPI_BYTE, peer, channel, comm_, request)
+                      : MPI_Irecv(data, static_cast<int>(bytes), MPI_BYTE, peer, channel, comm_, request);
   if (rc != MPI_SUCCESS) {
-    free_.push_back(r);
-    check(rc, "MPI_Isend");
+    slots_.release(r);
+    check(rc, send ? "MPI_Isend" : "MPI_Irecv");
   }
   return r;
 }
 
+Transport::Request MpiTransport::post_send(int peer, int channel, const void* data, std::size_t bytes) {
+  return post(true, peer, channel, const_cast<void*>(data), bytes);
+}
+
 bool MpiTransport::test_send(Request r) {
-  Slot& s = slots_[r];
+  Slot& s = slots_.at(r, "MPI transport: test_send");
   int flag = 0;
   check(MPI_Test(&s.request, &flag, MPI_STATUS_IGNORE), "MPI_Test (send)");
   if (!flag) return false;
-  free_.push_back(r);
+  slots_.release(r);
   return true;
 }
 
 Transport::Request MpiTransport::post_recv(int peer, int channel, void* dst, std::size_t bytes) {
-  check_peer(peer, bytes, "receive from");
-  if (channel < 0) throw InputError(fmt::format("receive on channel {}: expected >= 0", channel));
-  const Request r = acquire();
-  Slot& s = slots_[r];
-  s.send = false;
-  s.peer = peer;
-  s.channel = channel;
-  s.bytes = bytes;
-  const int rc = MPI_Irecv(dst, static_cast<int>(bytes), MPI_BYTE, peer, channel, comm_, &s.request);
-  if (rc != MPI_SUCCESS) {
-    free_.push_back(r);
-    check(rc, "MPI_Irecv");
-  }
-  return r;
+  return post(false, peer, channel, dst, bytes);
 }
 
 bool MpiTransport::test_recv(Request r) {
-  Slot& s = slots_[r];
+  Slot& s = slots_.at(r, "MPI transport: test_recv");
   int flag = 0;
   MPI_Status status;
   const int rc = MPI_Test(&s.request, &flag, &status);
@@ -120,13 +100,13 @@ bool MpiTransport::test_recv(Request r) {
     // Truncation: the message is longer than the receive. (status.MPI_ERROR is only set by the
     // multiple-completion calls: the return code is the error here.)
     const int code = rc;
-    free_.push_back(r);
+    slots_.release(r);
     throw InputError(fmt::format("rank {}: the message from peer {} on channel {} has more than {} bytes, expected {} ({}): the ranks "
                                  "disagree on the collective (count, dtype or algorithm)",
                                  rank_, s.peer, s.channel, s.bytes, s.bytes, mpi_error_string(code)));
   }
   if (!flag) return false;
-  free_.push_back(r);
+  slots_.release(r);
   int got = 0;
   MPI_Get_count(&status, MPI_BYTE, &got);
   if (static_cast<std::size_t>(got) != s.bytes)
@@ -139,13 +119,12 @@ bool MpiTransport::test_recv(Request r) {
 void MpiTransport::wait(std::chrono::steady_clock::time_point /*deadline*/) { std::this_thread::yield(); }
 
 void MpiTransport::flush() {
-  for (std::size_t i = 0; i < slots_.size(); ++i) {
-    Slot& s = slots_[i];
+  slots_.for_each([this](Request r, Slot& s) {
     if (s.send && s.request != MPI_REQUEST_NULL) {
       check(MPI_Wait(&s.request, MPI_STATUS_IGNORE), "MPI_Wait (send)");
-      free_.push_back(static_cast<Request>(i));
+      slots_.release(r);
     }
-  }
+  });
 }
 
 MpiRoundTransport::MpiRoundTransport(MPI_Comm comm, std::chrono::milliseconds timeout) : timeout_(timeout) {

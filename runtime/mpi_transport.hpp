@@ -53,13 +53,12 @@ class MpiTransport final : public Transport {
     int peer = -1, channel = 0;
     std::size_t bytes = 0;
   };
-  Request acquire();
+  Request post(bool send, int peer, int channel, void* data, std::size_t bytes);
   void check_peer(int peer, std::size_t bytes, const char* what) const;
 
   MPI_Comm comm_ = MPI_COMM_NULL;
   int rank_ = 0, size_ = 1;
-  std::vector<Slot> slots_;     // indexed by Request
-  std::vector<Request> free_;   // free slots
+  RequestSlots<Slot> slots_;
 };
 
 // Rounds over MPI (runtime/rounds.hpp): a round's sends and receives are MPI_Isend / MPI_Irecv on

@@ -137,13 +137,14 @@ UcxTransport::~UcxTransport() {
       MPI_Test(&b, &done, MPI_STATUS_IGNORE);
     }
   };
-  for (Slot& s : slots_)
+  slots_.for_each([this](Request, Slot& s) {
     if (s.request != nullptr) {
       if (!s.send) ucp_request_cancel(worker_, s.request);
       while (ucp_request_check_status(s.request) == UCS_INPROGRESS) ucp_worker_progress(worker_);
       ucp_request_free(s.request);
       s.request = nullptr;
     }
+  });
   progressing_barrier();
   std::vector<void*> closing;
   for (int r = 0; r < size_; ++r)
@@ -175,22 +176,14 @@ std::string UcxTransport::memory_support() const {
 // ---- requests ---------------------------------------------------------------------------------
 
 Transport::Request UcxTransport::keep(void* request, bool send, int peer, int channel, std::size_t bytes) {
-  Request r;
-  if (!free_.empty()) {
-    r = free_.back();
-    free_.pop_back();
-  } else {
-    r = static_cast<Request>(slots_.size());
-    slots_.emplace_back();
-  }
-  slots_[r] = Slot{request, send, peer, channel, bytes};
-  return r;
+  return slots_.acquire(Slot{request, send, peer, channel, bytes});
 }
 
 void UcxTransport::release(Request r) {
-  ucp_request_free(slots_[r].request);
-  slots_[r].request = nullptr;
-  free_.push_back(r);
+  Slot& s = slots_.at(r, "UCX: release");
+  ucp_request_free(s.request);
+  s.request = nullptr;
+  slots_.release(r);
 }
 
 void UcxTransport::check_peer(int peer, int channel, const char* what) const {
@@ -228,7 +221,7 @@ Transport::Request UcxTransport::post_send(int peer, int channel, const void* da
 
 bool UcxTransport::test_send(Request r) {
   ucp_worker_progress(worker_);
-  const Slot& s = slots_[r];
+  const Slot& s = slots_.at(r, "UCX: test_send");
   const ucs_status_t status = ucp_request_check_status(s.request);
   if (status == UCS_INPROGRESS) return false;
   const Slot copy = s;
@@ -254,7 +247,7 @@ Transport::Request UcxTransport::post_recv(int peer, int channel, void* dst, std
 
 bool UcxTransport::test_recv(Request r) {
   ucp_worker_progress(worker_);
-  const Slot s = slots_[r];
+  const Slot s = slots_.at(r, "UCX: test_recv");
   ucp_tag_recv_info_t info{};
   const ucs_status_t status = ucp_tag_recv_request_test(s.request, &info);
   if (status == UCS_INPROGRESS) {

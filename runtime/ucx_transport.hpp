@@ -103,8 +103,7 @@ class UcxTransport final : public Transport {
   std::size_t bulk_bytes_ = 0;          // 0: no bulk endpoints
   std::vector<PeerHandler> handlers_;   // per peer, never reallocated after start-up
   std::vector<ucs_status_t> failed_;    // per peer: UCS_OK, or the status the error callback saw
-  std::vector<Slot> slots_;             // indexed by Request
-  std::vector<Request> free_;
+  RequestSlots<Slot> slots_;
   bool cuda_memory_ = false;
   std::string memory_types_;
 };
