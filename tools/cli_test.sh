@@ -5,13 +5,8 @@ set -u
 bin="$1/topocoll"
 src="$2"
 data="$src/topologies/testdata"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-passed=0
-failed=0
-
-fail() { echo "FAIL: $*"; failed=$((failed + 1)); }
-ok() { passed=$((passed + 1)); }
+# shellcheck source=tools/test_lib.sh
+source "$(dirname "$0")/test_lib.sh"
 
 # expect_error EXPECTED_SUBSTRING ARGS...: exit 2, exactly one line on stderr containing it, no trace.
 expect_error() {
@@ -136,5 +131,4 @@ printf '{"links": ' >"$tmp/broken-calib.json"
 expect_error "broken-calib.json:1: not valid JSON" sim --topology dgx-h100 --calibration "$tmp/broken-calib.json"
 expect_error "the topology has no GPU" sim --topology "$data/handwritten-grace-no-gpu.xml"
 
-echo "cli: $passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+summary cli

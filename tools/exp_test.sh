@@ -6,14 +6,8 @@
 set -u
 bin="$1/topocoll"
 src="$2"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-passed=0
-failed=0
-
-fail() { echo "FAIL: $*"; failed=$((failed + 1)); }
-ok() { passed=$((passed + 1)); }
-check() { if eval "$1"; then ok; else fail "$2"; fi; }
+# shellcheck source=tools/test_lib.sh
+source "$(dirname "$0")/test_lib.sh"
 lines() { wc -l <"$1" | tr -d ' '; }
 
 mkdir -p "$tmp/tiny"
@@ -258,5 +252,4 @@ else
   echo "exp_test: no topocoll-bench or mpirun: engine real not tested"
 fi
 
-echo "exp_test: $passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+summary exp_test

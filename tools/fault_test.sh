@@ -9,12 +9,9 @@
 # Usage: fault_test.sh BUILD_BIN_DIR
 set -u
 bindir="$1"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-passed=0
-failed=0
-fail() { echo "FAIL: $*"; failed=$((failed + 1)); }
-ok() { echo "ok: $*"; passed=$((passed + 1)); }
+TEST_LIB_VERBOSE=1
+# shellcheck source=tools/test_lib.sh
+source "$(dirname "$0")/test_lib.sh"
 mpi=(mpirun --oversubscribe)
 [ "$(id -u)" = 0 ] && mpi+=(--allow-run-as-root)
 
@@ -71,5 +68,4 @@ else
   fail "killed rank, --enable-recovery: $good of 3 survivors exited non-zero naming rank 1 (mpirun exit $rc, $secs s): $(head -c 1200 "$tmp/err")"
 fi
 
-echo "fault-test: $passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+summary fault-test

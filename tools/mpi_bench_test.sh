@@ -8,12 +8,8 @@
 # Usage: mpi_bench_test.sh BUILD_BIN_DIR
 set -u
 bin="$1/topocoll-bench"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-passed=0
-failed=0
-fail() { echo "FAIL: $*"; failed=$((failed + 1)); }
-ok() { passed=$((passed + 1)); }
+# shellcheck source=tools/test_lib.sh
+source "$(dirname "$0")/test_lib.sh"
 mpi=(mpirun --oversubscribe --allow-run-as-root)
 [ "$(id -u)" = 0 ] || mpi=(mpirun --oversubscribe)
 ucx_pml=(--mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any -x UCX_TLS=self,sm,tcp -x UCX_WARN_UNUSED_ENV_VARS=n)
@@ -147,5 +143,4 @@ rc=$?
 if [ "$rc" -eq 2 ] && [ "$(wc -l <"$tmp/err")" -eq 1 ] && grep -q "backend tcp: expected mpi" "$tmp/err"; then ok
 else fail "--backend tcp: exit $rc, stderr: $(cat "$tmp/err")"; fi
 
-echo "mpi-bench: $passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+summary mpi-bench
