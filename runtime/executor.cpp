@@ -24,10 +24,6 @@ namespace {
 // The "no memory" buffer of zero-element chunks: base_[kNoBuffer] stays null.
 constexpr std::uint8_t kNoBuffer = 3;
 
-bool overlap(const std::byte* a, std::size_t a_bytes, const std::byte* b, std::size_t b_bytes) {
-  return a < b + b_bytes && b < a + a_bytes;
-}
-
 bool is_comm(OpKind k) { return k == OpKind::Send || k == OpKind::Recv || k == OpKind::RecvReduce; }
 
 }  // namespace
@@ -52,17 +48,8 @@ Plan::Plan(const algo::Schedule& s, int rank, MemorySpace& memory)
 
   // A chunk as (buffer, byte offset); zero-element chunks point nowhere.
   auto resolve = [&](std::size_t i, const Chunk& c, std::uint8_t& buffer, std::size_t& offset) {
-    const std::uint64_t size = buffer_elements_[static_cast<int>(c.buffer)];
-    if (c.end() > size || c.end() < c.offset)
-      throw InputError(fmt::format("execute: {}: {}[{}:{}] is outside the {} buffer of {} elements", where(i),
-                                   algo::to_string(c.buffer), c.offset, c.end(), algo::to_string(c.buffer), size));
-    if (c.count == 0) {
-      buffer = kNoBuffer;
-      offset = 0;
-      return;
-    }
-    buffer = static_cast<std::uint8_t>(c.buffer);
-    offset = static_cast<std::size_t>(c.offset) * elem_;
+    resolve_chunk(c, buffer_elements_[static_cast<int>(c.buffer)], elem_, "execute: " + where(i), buffer, offset);
+    if (buffer == kNoBuffer) return;
     if (!needs_buffer_[buffer]) {
       needs_buffer_[buffer] = true;
       first_user_[buffer] = static_cast<std::uint32_t>(i);
@@ -176,7 +163,7 @@ bool Plan::clear_to_write(Channel& ch, const std::byte* dst, std::size_t bytes, 
   if (in_flight_ == 0 || bytes == 0) return true;
   auto blocking = [&]() -> const InFlight* {
     for (std::size_t r = 0; r < in_flight_; ++r)
-      if (overlap(window_[r].begin, static_cast<std::size_t>(window_[r].end - window_[r].begin), dst, bytes)) return &window_[r];
+      if (overlaps(window_[r].begin, static_cast<std::size_t>(window_[r].end - window_[r].begin), dst, bytes)) return &window_[r];
     return nullptr;
   };
   if (blocking() == nullptr) return true;
@@ -251,7 +238,7 @@ bool Plan::step(Channel& ch, std::uint32_t index, Transport& t) {
       const std::byte* src = ptr(b.src_buffer, b.src_offset);
       if (!clear_to_write(ch, dst, b.bytes, t)) return false;
       // The reducer takes identical or disjoint operands; a partial overlap reduces from a copy.
-      if (src != dst && overlap(src, b.bytes, dst, b.bytes)) {
+      if (src != dst && overlaps(src, b.bytes, dst, b.bytes)) {
         if (reduce_staging_.size() < b.bytes) reduce_staging_ = SpaceBuffer(*memory_, b.bytes);  // first use only
         memory_->copy(reduce_staging_.data(), src, b.bytes);
         src = reduce_staging_.data();
@@ -290,6 +277,15 @@ bool Plan::step(Channel& ch, std::uint32_t index, Transport& t) {
   throw PeerTimeout(fmt::format("rank {}: no progress for {} ms: channel {} op {} ({}) waits for peer {} to receive it{}", rank_,
                                 o.progress_timeout.count(), f.channel, f.op, algo::describe(program_[f.op]), f.peer, others),
                     rank_, f.peer, f.channel, f.op);
+}
+
+void resolve_chunk(const algo::Chunk& c, std::uint64_t size, std::size_t elem, const std::string& where, std::uint8_t& buffer,
+                   std::size_t& offset) {
+  if (c.end() > size || c.end() < c.offset)
+    throw InputError(fmt::format("{}: {}[{}:{}] is outside the {} buffer of {} elements", where, algo::to_string(c.buffer), c.offset,
+                                 c.end(), algo::to_string(c.buffer), size));
+  buffer = c.count == 0 ? kNoBuffer : static_cast<std::uint8_t>(c.buffer);
+  offset = c.count == 0 ? 0 : static_cast<std::size_t>(c.offset) * elem;
 }
 
 // Avg: divide what was accumulated as a sum by the rank count (see executor.hpp).

@@ -239,6 +239,12 @@ class Plan {
   std::size_t in_flight_ = 0;
 };
 
+// A chunk of a schedule as (buffer index, byte offset) for `elem`-byte elements, checked against
+// the buffer's `size` in elements: InputError "WHERE: output[a:b] is outside the output buffer of
+// N elements" otherwise. A zero-element chunk resolves to buffer 3 (no memory), offset 0.
+void resolve_chunk(const algo::Chunk& c, std::uint64_t size, std::size_t elem, const std::string& where, std::uint8_t& buffer,
+                   std::size_t& offset);
+
 // Avg's division at the end of a run (see above): on the ranks whose output is a reduction, the
 // output divided by the rank count in `memory`; nothing for other ops.
 void finish_avg(const algo::CollectiveArgs& a, int rank, void* output, MemorySpace& memory);

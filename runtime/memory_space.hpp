@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstddef>
+#include <utility>
 #include <string>
 
 #include "algorithms/types.hpp"
@@ -31,6 +32,13 @@ class MemorySpace {
   virtual void reduce(algo::DataType t, algo::ReduceOp op, void* dst, const void* src, std::size_t count) = 0;
   virtual void finish_avg(algo::DataType t, void* data, std::size_t count, int ranks) = 0;
 };
+
+// Whether [a, a + a_bytes) and [b, b + b_bytes) share a byte (in any memory space: addresses only).
+inline bool overlaps(const void* a, std::size_t a_bytes, const void* b, std::size_t b_bytes) {
+  const auto* x = static_cast<const std::byte*>(a);
+  const auto* y = static_cast<const std::byte*>(b);
+  return x < y + b_bytes && y < x + a_bytes;
+}
 
 // Host memory: memmove, the CPU reducer. One shared instance (stateless).
 MemorySpace& host_memory();

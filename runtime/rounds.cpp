@@ -152,10 +152,6 @@ void assign(const algo::Program& prog, const std::vector<std::vector<Dep>>& deps
   }
 }
 
-bool overlap(const std::byte* a, std::size_t a_bytes, const std::byte* b, std::size_t b_bytes) {
-  return a < b + b_bytes && b < a + a_bytes;
-}
-
 }  // namespace
 
 std::vector<RoundPlan> plan_rounds(const algo::Schedule& s) {
@@ -225,12 +221,8 @@ RoundExecutor::RoundExecutor(const algo::Schedule& s, int rank, RoundPlan plan, 
     throw InputError(fmt::format("round executor: rank {}: a plan of {} ops for a program of {}", rank, plan_.round.size(), prog.size()));
   const std::size_t elem = algo::size_of(args_.dtype);
   auto resolve = [&](std::size_t i, const Chunk& c, std::uint8_t& buffer, std::size_t& offset) {
-    const std::uint64_t size = s.buffer_count(c.buffer);
-    if (c.end() > size || c.end() < c.offset)
-      throw InputError(fmt::format("round executor: rank {} op {} ({}): {}[{}:{}] is outside the buffer of {} elements", rank, i,
-                                   algo::describe(prog[i]), algo::to_string(c.buffer), c.offset, c.end(), size));
-    buffer = c.count == 0 ? 3 : static_cast<std::uint8_t>(c.buffer);
-    offset = c.count == 0 ? 0 : static_cast<std::size_t>(c.offset) * elem;
+    resolve_chunk(c, s.buffer_count(c.buffer), elem, fmt::format("round executor: rank {} op {} ({})", rank, i, algo::describe(prog[i])),
+                  buffer, offset);
   };
   comm_.resize(static_cast<std::size_t>(plan_.rounds));
   after_.resize(static_cast<std::size_t>(plan_.rounds) + 1);
@@ -262,6 +254,18 @@ RoundExecutor::RoundExecutor(const algo::Schedule& s, int rank, RoundPlan plan, 
     std::stable_sort(list.begin(), list.end(), [&](std::uint32_t a, std::uint32_t b) { return ops_[a].channel < ops_[b].channel; });
   const std::size_t most = round_bytes.empty() ? 0 : *std::max_element(round_bytes.begin(), round_bytes.end());
   staging_ = SpaceBuffer(memory, most);
+  // Which receives land in staging, decided once: a receive-reduce always; a plain receive when
+  // another transfer of its round touches its destination (the group runs them all at once).
+  // On chunks, input and output counting as one buffer, so it holds in place and out of place.
+  staged_.assign(prog.size(), false);
+  for (const std::vector<std::uint32_t>& list : comm_)
+    for (std::uint32_t i : list) {
+      if (prog[i].kind == OpKind::Send) continue;
+      bool staged = prog[i].kind == OpKind::RecvReduce;
+      for (std::uint32_t j : list)
+        if (!staged && j != i) staged = may_overlap(prog[i].dst, prog[j].kind == OpKind::Send ? prog[j].src : prog[j].dst);
+      staged_[i] = staged;
+    }
 }
 
 std::vector<int> RoundExecutor::peers(int k) const {
@@ -297,17 +301,7 @@ void RoundExecutor::issue(int k, RoundTransport& t) {
       t.send(b.peer, src(b), b.bytes);
       continue;
     }
-    // A receive lands in staging when it reduces, or when another transfer of this round touches
-    // its destination (the group runs them all at once).
-    bool staged = b.kind == OpKind::RecvReduce;
-    for (std::uint32_t j : list) {
-      if (staged) break;
-      if (j == i) continue;
-      const Bound& o = ops_[j];
-      const std::byte* other = o.kind == OpKind::Send ? src(o) : dst(o);
-      staged = overlap(dst(b), b.bytes, other, o.bytes);
-    }
-    if (!staged) {
+    if (!staged_[i]) {
       t.recv(b.peer, dst(b), b.bytes);
       continue;
     }
@@ -348,7 +342,7 @@ void RoundExecutor::run_local(const Bound& b) {
     return;
   }
   const std::byte* from = src(b);
-  if (from != dst(b) && overlap(from, b.bytes, dst(b), b.bytes)) {
+  if (from != dst(b) && overlaps(from, b.bytes, dst(b), b.bytes)) {
     if (overlap_.size() < b.bytes) overlap_ = SpaceBuffer(*memory_, b.bytes);
     memory_->copy(overlap_.data(), from, b.bytes);
     from = overlap_.data();

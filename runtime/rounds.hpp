@@ -24,8 +24,8 @@
 // round (they move at once, inside one group).
 //
 // RoundExecutor runs one rank's plan over a RoundTransport on a MemorySpace. Inside a round a
-// plain receive whose destination a send or receive of the same round also touches lands in
-// staging and is copied after the group; receive-reduces always land in staging.
+// plain receive whose destination a send or receive of the same round may also touch (decided
+// once, on chunks) lands in staging and is copied after the group; receive-reduces always do.
 #pragma once
 
 #include <cstddef>
@@ -95,6 +95,7 @@ class RoundExecutor {
   std::vector<Bound> ops_;
   std::vector<std::vector<std::uint32_t>> comm_;   // [round]: its send / receive ops, by channel then program order
   std::vector<std::vector<std::uint32_t>> after_;  // [round + 1]: local ops after that round, program order
+  std::vector<bool> staged_;                       // per op: a receive that lands in staging (bound once)
   std::vector<std::uint32_t> landed_;              // this round: ops whose data lands in staging (filled by issue)
   std::vector<std::size_t> landed_at_;             // ... and where in the staging
   SpaceBuffer staging_;                            // the largest round's staged bytes

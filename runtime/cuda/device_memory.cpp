@@ -11,12 +11,6 @@ namespace {
 
 void check(cudaError_t e, const char* where) { throw_if_failed(Status{static_cast<int>(e), where}); }
 
-bool overlap(const void* a, const void* b, std::size_t bytes) {
-  const auto* x = static_cast<const std::byte*>(a);
-  const auto* y = static_cast<const std::byte*>(b);
-  return x < y + bytes && y < x + bytes;
-}
-
 }  // namespace
 
 DeviceSpace::DeviceSpace(Stream stream) : stream_(stream) { check(cudaGetDevice(&device_), "cudaGetDevice"); }
@@ -36,7 +30,7 @@ void DeviceSpace::deallocate(void* p) noexcept {
 
 void DeviceSpace::copy(void* dst, const void* src, std::size_t bytes) {
   if (bytes == 0 || dst == src) return;
-  if (!overlap(dst, src, bytes)) {
+  if (!overlaps(dst, bytes, src, bytes)) {
     check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream_), "cudaMemcpyAsync (copy)");
     return;
   }
