@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 #include <fstream>
 #include <functional>
 #include <map>
@@ -80,6 +81,17 @@ std::string sha256_hex(const std::string& bytes) {
 }
 
 namespace {
+
+// `text` as a whole decimal integer in [lo, hi]; nullopt otherwise (the caller names the key).
+std::optional<int> int_in(const std::string& text, int lo, int hi) {
+  try {
+    std::size_t used = 0;
+    const int v = std::stoi(text, &used);
+    if (used == text.size() && v >= lo && v <= hi) return v;
+  } catch (const std::exception&) {
+  }
+  return std::nullopt;
+}
 
 // --- the spec -------------------------------------------------------------------------------
 
@@ -254,14 +266,9 @@ ExpSpec load_exp_spec(const std::string& path) {
   }
   if (g["nodes"]) {
     for (const std::string& n : r.list(g["nodes"], "grid.nodes")) {
-      try {
-        std::size_t used = 0;
-        const int v = std::stoi(n, &used);
-        if (used == n.size() && v >= 1 && v <= 2048) {
-          s.nodes.emplace_back(v);
-          continue;
-        }
-      } catch (const std::exception&) {
+      if (const auto v = int_in(n, 1, 2048)) {
+        s.nodes.emplace_back(*v);
+        continue;
       }
       r.fail(g["nodes"], fmt::format("grid.nodes {}: expected node counts from 1 to 2048", n));
     }
@@ -336,12 +343,7 @@ ExpSpec load_exp_spec(const std::string& path) {
   s.channels = g["channels"] ? r.list(g["channels"], "grid.channels") : std::vector<std::string>{"2"};
   for (const std::string& c : s.channels) {
     if (c == "nccl" && !real) continue;
-    try {
-      std::size_t used = 0;
-      const int v = std::stoi(c, &used);
-      if (used == c.size() && v >= 1 && v <= 64) continue;
-    } catch (const std::exception&) {
-    }
+    if (int_in(c, 1, 64)) continue;
     r.fail(g["channels"], fmt::format("grid.channels {}: expected an integer from 1 to 64{}", c,
                                       real ? "" : ", or nccl (what stock NCCL would run with)"));
   }
@@ -364,14 +366,9 @@ ExpSpec load_exp_spec(const std::string& path) {
   if (g["ranks"]) {
     if (!real) r.fail(g["ranks"], "grid.ranks: only for engine real (simulated rank counts come from topologies x nodes)");
     for (const std::string& n : r.list(g["ranks"], "grid.ranks")) {
-      try {
-        std::size_t used = 0;
-        const int v = std::stoi(n, &used);
-        if (used == n.size() && v >= 1 && v <= 4096) {
-          s.ranks.push_back(v);
-          continue;
-        }
-      } catch (const std::exception&) {
+      if (const auto v = int_in(n, 1, 4096)) {
+        s.ranks.push_back(*v);
+        continue;
       }
       r.fail(g["ranks"], fmt::format("grid.ranks {}: expected rank counts from 1 to 4096", n));
     }
