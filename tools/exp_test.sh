@@ -252,4 +252,10 @@ else
   echo "exp_test: no topocoll-bench or mpirun: engine real not tested"
 fi
 
+# sim-vs-real-local's calibration script: bad arguments are one line and exit 2, before it measures.
+"$src/experiments/sim-vs-real-local/calibrate" --backend tcp >"$tmp/out" 2>"$tmp/err"
+rc=$?
+check '[ $rc -eq 2 ] && [ "$(wc -l <"$tmp/err")" -eq 1 ] && grep -q "expected nothing or --backend mpi|ucx" "$tmp/err"' \
+  "calibrate --backend tcp: exit $rc, stderr: $(cat "$tmp/err")"
+
 summary exp_test
