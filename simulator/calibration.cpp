@@ -185,6 +185,13 @@ Calibration parse_calibration(const std::string& text, const std::string& source
   return protocol_calibration(c, c.only_protocol.value_or(Protocol::Simple));
 }
 
+double Calibration::channel_cap_bytes_per_s(const topo::Graph& g, const std::vector<topo::Edge>& links) const {
+  double cap_bps = 0.0;
+  for (topo::Edge e : links)
+    if (const double k = cap(g[e].kind) * 1e9; k > 0) cap_bps = cap_bps > 0 ? std::min(cap_bps, k) : k;
+  return cap_bps;
+}
+
 double Calibration::rate_bytes_per_s(const topo::Graph& g, topo::Edge e) const {
   const topo::Link& l = g[e];
   const LinkCalibration& lc = of(l.kind);

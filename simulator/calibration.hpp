@@ -65,6 +65,9 @@ struct Calibration {
   // The calibrated rate of one link, bytes per second per direction. Every engine uses this.
   double rate_bytes_per_s(const topo::Graph& g, topo::Edge e) const;
   double cap(topo::LinkKind k) const { return channel_cap_gbps[static_cast<std::size_t>(k)]; }
+  // The per-channel cap of a route with these links, bytes per second: the smallest cap of
+  // their kinds; 0 when none is capped.
+  double channel_cap_bytes_per_s(const topo::Graph& g, const std::vector<topo::Edge>& links) const;
   // The per-hop overhead of a message on a route with these links (us).
   double step_overhead_for(const topo::Graph& g, const std::vector<topo::Edge>& links) const;
 };

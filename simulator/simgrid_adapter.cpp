@@ -17,6 +17,10 @@
 #include <simgrid/s4u.hpp>
 #include <stdexcept>
 #include <unordered_map>
+#include <list>
+#include <optional>
+#include <simgrid/version.h>
+#include <dlfcn.h>
 
 #include "common/errors.hpp"
 #include "common/log.hpp"
@@ -129,6 +133,138 @@ std::vector<std::string> link_names(const topo::Topology& t, int src, const Rout
 }
 
 // ---------------------------------------------------------------------------------------------
+// Transfers in flight by SimGrid activity: an open-addressing table (linear probing, deletion by
+// backward shift), as a transfer starts and ends millions of times in a large run and a node
+// allocation per start showed in profiles.
+template <typename Value>
+class ActivityTable {
+ public:
+  ActivityTable() : slots_(1024) {}
+  std::size_t size() const { return size_; }
+
+  // Inserts `key` (absent); returns its value.
+  Value& insert(const void* key, Value v) {
+    if (2 * (size_ + 1) > slots_.size()) grow();
+    std::size_t i = home(key);
+    while (slots_[i].key != nullptr) {
+      TOPOCOLL_ASSERT(slots_[i].key != key, "SimGrid reused a live transfer");
+      i = (i + 1) & mask();
+    }
+    slots_[i] = {key, std::move(v)};
+    ++size_;
+    return slots_[i].value;
+  }
+
+  // Removes `key` and returns its value; nullopt when absent.
+  std::optional<Value> take(const void* key) {
+    std::size_t i = home(key);
+    while (slots_[i].key != key) {
+      if (slots_[i].key == nullptr) return std::nullopt;
+      i = (i + 1) & mask();
+    }
+    std::optional<Value> v(std::move(slots_[i].value));
+    // Backward shift: move later entries of the probe run into the hole when that keeps them
+    // reachable from their home slot.
+    std::size_t hole = i;
+    for (std::size_t j = (i + 1) & mask(); slots_[j].key != nullptr; j = (j + 1) & mask()) {
+      const std::size_t h = home(slots_[j].key);
+      if (((j - h) & mask()) >= ((j - hole) & mask())) {
+        slots_[hole] = std::move(slots_[j]);
+        hole = j;
+      }
+    }
+    slots_[hole] = Slot{};
+    --size_;
+    return v;
+  }
+
+ private:
+  struct Slot {
+    const void* key = nullptr;
+    Value value{};
+  };
+  std::vector<Slot> slots_;
+  std::size_t size_ = 0;
+
+  std::size_t mask() const { return slots_.size() - 1; }
+  std::size_t home(const void* key) const {
+    auto x = reinterpret_cast<std::uintptr_t>(key);
+    x ^= x >> 29;
+    x *= 0xbf58476d1ce4e5b9ULL;
+    x ^= x >> 32;
+    return static_cast<std::size_t>(x) & mask();
+  }
+  void grow() {
+    std::vector<Slot> old(slots_.size() * 2);
+    old.swap(slots_);
+    size_ = 0;
+    for (Slot& s : old)
+      if (s.key != nullptr) insert(s.key, std::move(s.value));
+  }
+};
+
+// ---------------------------------------------------------------------------------------------
+// SimGrid 3.32's list of detached activities (simgrid_adapter.hpp, "Activities": the list
+// workaround). Every transfer is detached, so maestro's activity list (a std::list of
+// ActivityImplPtr) holds all transfers in flight and CommImpl::finish() walks it end to end to
+// take one off. take() moves the reference the list just received (at its back) to the caller,
+// keeping the list empty, so that walk is over at once. The list is found at its place in
+// 3.32's ActorImpl (read from the disassembly of Debian's libsimgrid.so.3.32: CommImpl::finish
+// removes from maestro + 0xc0) and its layout confirmed on the first transfer (an empty
+// std::list whose first push is that transfer), else the workaround stays off.
+class MaestroList {
+ public:
+  explicit MaestroList(bool wanted) : state_(wanted && library_is_3_32() ? State::Unknown : State::Off) {}
+
+  // Called right after `impl` was detached (pushed at the back of maestro's list): the list's
+  // reference to it, or null when the workaround is off (the list keeps it).
+  sgk::activity::ActivityImplPtr take(const sgk::activity::ActivityImpl* impl) {
+    if (state_ == State::Unknown) state_ = probe(impl) ? State::On : State::Off;
+    if (state_ == State::Off) return nullptr;
+    TOPOCOLL_ASSERT(list_->size() == 1 && list_->back().get() == impl,
+                    "SimGrid's maestro activity list does not end with the transfer just started");
+    sgk::activity::ActivityImplPtr held = std::move(list_->back());
+    list_->pop_back();
+    return held;
+  }
+  bool on() const { return state_ == State::On; }
+
+ private:
+  using List = std::list<sgk::activity::ActivityImplPtr>;
+  enum class State { Unknown, On, Off };
+  State state_;
+  List* list_ = nullptr;
+
+  static bool library_is_3_32() {
+    int major = 0, minor = 0, patch = 0;
+    sg_version_get(&major, &minor, &patch);
+    return SIMGRID_VERSION_MAJOR == 3 && SIMGRID_VERSION_MINOR == 32 && major == 3 && minor == 32;
+  }
+
+  bool probe(const sgk::activity::ActivityImpl* impl) {
+    // ActorImpl::self() is exported but its class is not installed: look it up by name. Called
+    // from maestro (every transfer starts there), it returns maestro.
+    using SelfFn = void* (*)();
+    auto self = reinterpret_cast<SelfFn>(::dlsym(RTLD_DEFAULT, "_ZN7simgrid6kernel5actor9ActorImpl4selfEv"));
+    if (self == nullptr || self() == nullptr) return false;
+    auto* list = reinterpret_cast<List*>(static_cast<char*>(self()) + kActivitiesOffset);
+    // The first transfer of the simulation: the list must hold it and nothing else, its nodes
+    // linked both ways.
+    auto* head = reinterpret_cast<std::__detail::_List_node_base*>(list);
+    if (head->_M_next == nullptr || head->_M_prev == nullptr || head->_M_next != head->_M_prev ||
+        head->_M_next->_M_next != head || list->size() != 1 || list->back().get() != impl) {
+      TC_LOG_WARN("sim", "simgrid: SimGrid's maestro activity list is not where 3.32 keeps it; running without "
+                         "the list workaround (slower at thousands of transfers in flight)");
+      return false;
+    }
+    list_ = list;
+    return true;
+  }
+
+  static constexpr std::size_t kActivitiesOffset = 0xc0;  // ActorImpl::activities_ in 3.32
+};
+
+// ---------------------------------------------------------------------------------------------
 // The simulation
 
 struct Simulation::Impl {
@@ -161,7 +297,15 @@ struct Simulation::Impl {
   // Completions, collected where SimGrid reports them and handed to the listener from a timer
   // at the same date: SimGrid reports a finished transfer while it updates its models, where
   // no new activity may be started.
-  std::unordered_map<const sgk::activity::ActivityImpl*, std::uint32_t> transfers_in_flight;
+  struct InFlight {
+    std::uint32_t connection = 0;
+    sgk::activity::ActivityImplPtr held;  // with the list workaround: the reference maestro's list held
+  };
+  ActivityTable<InFlight> transfers_in_flight;
+  MaestroList maestro_list;
+  // Finished transfers' references (list workaround): kept until the drain after the one that
+  // handed them over, when SimGrid's CommImpl::finish() has run for them.
+  std::vector<sgk::activity::ActivityImplPtr> held_done, held_release;
   std::unordered_map<std::uint32_t, sg4::ExecPtr> computes_in_flight;
   std::vector<std::uint32_t> transfers_done, computes_done;
   std::vector<std::uint32_t> drained_transfers, drained_computes;  // being handed over
@@ -175,7 +319,8 @@ struct Simulation::Impl {
         c(*spec.calibration),
         channels(std::max(1, spec.channels)),
         listener(l),
-        catalog(t) {
+        catalog(t),
+        maestro_list(spec.list_workaround) {
     start_engine();
     build_platform(spec);
     connect_callbacks();
@@ -219,14 +364,6 @@ struct Simulation::Impl {
     for (const Step& s : steps)
       out.emplace_back(link_of(s.edge), s.up ? sg4::LinkInRoute::Direction::UP : sg4::LinkInRoute::Direction::DOWN);
     return out;
-  }
-
-  // The calibrated per-channel cap of a route (bytes/s; 0: none): the smallest cap of its kinds.
-  double cap_of(const std::vector<Step>& steps) const {
-    double cap = 0.0;
-    for (const Step& s : steps)
-      if (const double k = c.cap(g[s.edge].kind) * 1e9; k > 0) cap = cap > 0 ? std::min(cap, k) : k;
-    return cap;
   }
 
   Port& port_of(int rank, int channel, Vertex nic) {
@@ -273,10 +410,11 @@ struct Simulation::Impl {
       const int a = conn.src, b = conn.dst, ch = conn.channel;
       TOPOCOLL_ASSERT(a != b && a >= 0 && b >= 0 && a < p && b < p && ch >= 0 && ch < channels,
                       fmt::format("bad connection {} -> {} channel {}", a, b, ch));
-      const std::vector<Step> steps = steps_of(t, catalog, a, router.route(a, b));
+      const Route& route = router.route(a, b);
+      const std::vector<Step> steps = steps_of(t, catalog, a, route);
       // A private link caps this connection's transfers (one at a time) at the channel rate.
       sg4::Link* cap = nullptr;
-      if (const double rate = cap_of(steps); rate > 0)
+      if (const double rate = c.channel_cap_bytes_per_s(g, route.links); rate > 0)
         cap = root->create_link(
             fmt::format("{}->{}:cap", hosts[endpoint(a, ch)]->get_name(), hosts[endpoint(b, ch)]->get_name()), rate);
       const topo::RankInfo &ra = t.rank(a), &rb = t.rank(b);
@@ -322,10 +460,10 @@ struct Simulation::Impl {
       const auto state = action.get_state();
       if (state == sgk::resource::Action::State::FAILED) throw std::runtime_error("SimGrid reports a failed transfer");
       if (state != sgk::resource::Action::State::FINISHED) return;
-      auto it = transfers_in_flight.find(action.get_activity());
-      TOPOCOLL_ASSERT(it != transfers_in_flight.end(), "SimGrid finished a transfer the engine did not start");
-      transfers_done.push_back(it->second);
-      transfers_in_flight.erase(it);
+      std::optional<InFlight> done = transfers_in_flight.take(action.get_activity());
+      TOPOCOLL_ASSERT(done.has_value(), "SimGrid finished a transfer the engine did not start");
+      transfers_done.push_back(done->connection);
+      if (done->held) held_done.push_back(std::move(done->held));
       arm_drain();
     });
     sg4::Activity::on_completion_cb([this](const sg4::Activity& a) {
@@ -344,6 +482,8 @@ struct Simulation::Impl {
   void drain() {
     drain_armed = false;
     finished_execs.clear();  // completed in an earlier round: SimGrid no longer uses them
+    held_release.clear();
+    held_release.swap(held_done);
     // Swap out first: the listener starts new activities (which finish in later rounds).
     drained_transfers.clear();
     drained_transfers.swap(transfers_done);
@@ -365,10 +505,9 @@ struct Simulation::Impl {
         sg4::Comm::sendto_init(hosts[endpoint(conn.src, conn.channel)], hosts[endpoint(conn.dst, conn.channel)]);
     comm->set_payload_size(static_cast<std::uint64_t>(bytes));
     comm->detach();
-    const bool fresh = transfers_in_flight.emplace(comm->get_impl(), index).second;
+    transfers_in_flight.insert(comm->get_impl(), InFlight{index, maestro_list.take(comm->get_impl())});
     live_sum += static_cast<double>(transfers_in_flight.size());
     live_count += 1;
-    TOPOCOLL_ASSERT(fresh, "SimGrid reused a live transfer");
   }
 
   void compute(int rank, int channel, double bytes, std::uint32_t tag) {
@@ -414,8 +553,8 @@ void Simulation::run() {
   impl_->engine->run();
   // SimGrid 3.32 keeps detached transfers in a list it searches end to end at each completion,
   // so the cost of a transfer grows with the transfers in flight: worth knowing when it is slow.
-  TC_LOG_INFO("sim", "simgrid: {:.0f} transfers in flight on average",
-              impl_->live_sum / std::max(1.0, impl_->live_count));
+  TC_LOG_INFO("sim", "simgrid: {:.0f} transfers in flight on average; list workaround {}",
+              impl_->live_sum / std::max(1.0, impl_->live_count), impl_->maestro_list.on() ? "on" : "off");
 }
 
 Simulation::RouteView Simulation::route(std::uint32_t index) const {

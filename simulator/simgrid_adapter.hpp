@@ -69,15 +69,20 @@
 //    handed to the Listener from a kernel timer at the same date, where starting new
 //    activities is safe.
 //  - Comm::set_rate is ignored for host-to-host comms (hence the private cap links above).
-//  - Cost. 3.32 detaches every host-to-host comm in Comm::sendto_init() itself:
-//    CommImpl::detach() pushes it on maestro's activity list (a std::list), and
-//    CommImpl::finish() takes it off with std::list::remove, which walks the whole list. Each
-//    completed transfer therefore costs O(transfers in flight), whatever the caller does (read
-//    from the disassembly of Debian's libsimgrid.so.3.32: CommImpl::detach, CommImpl::finish;
-//    later SimGrid versions keep them in a set). At 1024 GPUs that walk is a quarter of the run
-//    (docs/simulator.md, "Speed"). Not detaching on our side (start() and holding the handle
-//    until SimGrid is done) changes nothing there and measured 15-20 % slower: kept detach().
-//    The run logs the average in flight at info level (TOPOCOLL_LOG=info).
+//  - Cost, and the list workaround. 3.32 detaches every host-to-host comm in
+//    Comm::sendto_init() itself: CommImpl::detach() pushes it on maestro's activity list (a
+//    std::list), and CommImpl::finish() takes it off with std::list::remove, which walks the
+//    whole list. Each completed transfer therefore costs O(transfers in flight), whatever the
+//    caller does (read from the disassembly of Debian's libsimgrid.so.3.32: Comm::sendto_init,
+//    CommImpl::detach, CommImpl::finish; later SimGrid versions keep them in a set). At 1024
+//    GPUs and ~1000 transfers in flight that walk was 40-65 % of the run. The workaround
+//    (MaestroList in the .cpp): right after starting a transfer, move the reference the list
+//    just received at its back into our table of transfers in flight, so the list stays empty
+//    and the walk ends at once; the reference is dropped once SimGrid has finished with the
+//    comm. Only with SimGrid 3.32 (compile and run time), and only after the first transfer
+//    confirmed the list's place and layout; otherwise it stays off, with a warning. Same
+//    results either way (tested); PlatformSpec::list_workaround = false turns it off. The run
+//    logs the average in flight and whether the workaround is on (TOPOCOLL_LOG=info).
 #pragma once
 
 #include <cstdint>
@@ -121,6 +126,9 @@ struct PlatformSpec {
   std::vector<Connection> connections;
   // Each endpoint (GPU, channel) computes a local copy or reduce of B bytes in B / compute_speed.
   double compute_speed = 1e9;
+  // SimGrid 3.32's detached-transfer list workaround (above, "Activities"); false runs SimGrid
+  // as shipped (same results, slower), for checking.
+  bool list_workaround = true;
 };
 
 // One SimGrid simulation. SimGrid's engine is a process-wide singleton that cannot be created

@@ -29,6 +29,22 @@
 // The result: time_s is the last end of any operation (a send ends when its last byte left).
 // Trace: a send spans from when its message starts leaving to when its last byte left.
 //
+// =========================================== Speed ===========================================
+//
+// A 1 GiB allreduce on 1024 GPUs is millions of transfers (a ring: 2 (p - 1) per rank and
+// channel), and each SimGrid comm costs microseconds. Two fast paths, on by default and both
+// exact (SimOptions::simgrid_fast_paths; `topocoll sim --simgrid-plain` turns them off, and
+// every SimGrid engine test runs both ways and compares):
+//  - Private routes. Connections that cross the same links, which no other connection of the
+//    schedule crosses (typically the channels of one GPU pair on a path of their own), share
+//    those links only among themselves: SimGrid's max-min gives each of their n transfers in
+//    flight min(channel cap, narrowest link / n). The engine computes that itself (PrivateRoute)
+//    instead of making SimGrid comms; every other transfer is a SimGrid comm as before. Which
+//    routes are private is decided once, from the whole schedule, before the run.
+//  - SimGrid 3.32's list of detached transfers is kept empty (simgrid_adapter.hpp, "Activities"),
+//    which removes a cost linear in the transfers in flight from every completion.
+// SimResult::private_route_transfers says how many transfers took the first path.
+//
 // ====================================== One process each =====================================
 //
 // SimGrid's engine is a process-wide singleton that cannot be created twice, and a run needs a
@@ -40,6 +56,7 @@
 #include <chrono>
 #include <cstring>
 #include <limits>
+#include <map>
 #include <queue>
 #include <unordered_map>
 
@@ -87,6 +104,7 @@ struct Connection {
   int src = 0, dst = 0, channel = 0;
   double latency_s = 0.0;  // from last byte left to landed: route latency (calibrated) + step overhead
   bool busy = false;       // a message is being pushed
+  std::uint32_t route = kNone;  // its private route, or kNone: its transfers go to SimGrid
   std::uint64_t landed = 0, consumed = 0;
   std::uint32_t waiter = kNone;  // channel blocked on the next message
   Fifo<std::uint64_t> queued;    // bytes of issued messages not started yet
@@ -101,13 +119,43 @@ struct Channel {
   bool blocked = false;    // steps[next] waits: for a message (recv) or a computation
 };
 
-// Engine-side events on the simulated clock: a channel resumes, or a message lands.
+// Engine-side events on the simulated clock.
+enum class EventKind : std::uint8_t {
+  Resume,  // channel `id` goes on
+  Land,    // connection `id` gets its next message
+  Route,   // private route `id`'s next transfer pushes its last byte (if `version` is current)
+};
 struct Event {
   double time;
   std::uint64_t seq;  // FIFO among equal times: keeps messages of a connection in order
   std::uint32_t id;
-  bool lands;  // true: connection `id` gets its next message; false: channel `id` resumes
+  std::uint32_t version = 0;
+  EventKind kind;
   bool operator>(const Event& o) const { return time != o.time ? time > o.time : seq > o.seq; }
+};
+
+// A private route: connections with the same links (the channels of one pair of GPUs, mostly)
+// that no other connection of the schedule uses. SimGrid's max-min sharing of those links
+// involves their transfers alone, so the engine computes it without SimGrid: n transfers in
+// flight each get min(cap, narrowest / n) (same links, same weight, each capped by its own
+// channel cap). `work` counts the bytes each transfer in flight has pushed since the route's
+// first transfer, so a transfer ends when work reaches the target it got when it started.
+struct PrivateRoute {
+  double narrowest = 0.0;  // bytes/s of the route's slowest link
+  double cap = 0.0;        // per-channel cap, bytes/s; 0 when none
+  double work = 0.0;       // bytes pushed per transfer in flight, at time `at`
+  double at = 0.0;
+  std::uint32_t version = 0;                               // of the scheduled Route event
+  std::vector<std::pair<double, std::uint32_t>> flying;   // (work target, connection)
+
+  double rate() const {
+    const double share = narrowest / static_cast<double>(flying.size());
+    return cap > 0 ? std::min(cap, share) : share;
+  }
+  void advance_to(double t) {
+    if (!flying.empty()) work += rate() * (t - at);
+    at = t;
+  }
 };
 
 // The result as it travels from the simulation process.
@@ -115,6 +163,7 @@ struct ResultHeader {
   double time_s = 0.0;
   std::uint64_t transfers = 0;
   std::uint64_t trace_events = 0;
+  std::uint64_t private_route_transfers = 0;
 };
 
 class Execution final : public sg::Listener {
@@ -137,32 +186,26 @@ class Execution final : public sg::Listener {
     spec.connections.reserve(conns_.size());
     for (const Connection& conn : conns_) spec.connections.push_back({conn.src, conn.dst, conn.channel});
     spec.compute_speed = c_.reduce_gbps > 0 ? c_.reduce_gbps * 1e9 : 1e9;
+    spec.list_workaround = o_.simgrid_fast_paths;
     sim_ = std::make_unique<sg::Simulation>(spec, *this);
     const double platform_s = seconds_since(t0) - load_s;
     const double launch_s = c_.launch_overhead_us * 1e-6;
-    for (std::uint32_t ch = 0; ch < channels_.size(); ++ch) push({launch_s, 0, ch, false});
+    for (std::uint32_t ch = 0; ch < channels_.size(); ++ch) push({launch_s, 0, ch, 0, EventKind::Resume});
     arm();
     sim_->run();
     TC_LOG_INFO("sim", "simgrid: wall time: schedule {:.2f} s, platform {:.2f} s, simulation {:.2f} s", load_s,
                 platform_s, seconds_since(t0) - load_s - platform_s);
     check_complete();
-    ResultHeader h{time_s_, transfers_, o_.trace ? trace_.size() : 0};
+    ResultHeader h{time_s_, transfers_, o_.trace ? trace_.size() : 0, private_transfers_};
+    TC_LOG_INFO("sim", "simgrid: {} transfers, {} of them on private routes (computed by the engine)", transfers_,
+                private_transfers_);
     out.append(reinterpret_cast<const char*>(&h), sizeof h);
     if (o_.trace) out.append(reinterpret_cast<const char*>(trace_.data()), trace_.size() * sizeof(TraceEvent));
   }
 
   // sg::Listener
   void transfer_done(std::uint32_t id) override {
-    Connection& conn = conns_[id];
-    const double now = sim_->now();
-    if (o_.trace) trace_[conn.in_trace.pop()].end_s = now;
-    time_s_ = std::max(time_s_, now);
-    conn.busy = false;
-    if (conn.latency_s > 0)
-      push({now + conn.latency_s, 0, id, true});
-    else
-      land(id, now);
-    if (!conn.queued.empty()) start_transfer(id, conn.queued.pop());
+    depart(id, sim_->now());
     arm();
   }
 
@@ -182,10 +225,11 @@ class Execution final : public sg::Listener {
     while (!events_.empty() && events_.top().time <= now) {
       const Event e = events_.top();
       events_.pop();
-      if (e.lands)
-        land(e.id, e.time);
-      else
-        advance(e.id, e.time);
+      switch (e.kind) {
+        case EventKind::Land: land(e.id, e.time); break;
+        case EventKind::Resume: advance(e.id, e.time); break;
+        case EventKind::Route: route_done(e.id, e.version, e.time); break;
+      }
     }
     arm();
   }
@@ -200,6 +244,9 @@ class Execution final : public sg::Listener {
   std::vector<Step> steps_;
   std::vector<Channel> channels_;  // rank * K + channel
   std::vector<Connection> conns_;
+  std::vector<PrivateRoute> routes_;
+  std::uint64_t private_transfers_ = 0;
+  std::vector<std::uint32_t> done_scratch_;
   std::priority_queue<Event, std::vector<Event>, std::greater<>> events_;
   std::priority_queue<double, std::vector<double>, std::greater<>> armed_;  // pending wake-ups asked of SimGrid
   std::uint64_t seq_ = 0;
@@ -276,9 +323,52 @@ class Execution final : public sg::Listener {
       for (topo::Edge e : route.links)
         conn.latency_s += (g[e].latency_us + c_.of(g[e].kind).extra_latency_us) * 1e-6;
     }
+    if (o_.simgrid_fast_paths) find_private_routes(router);
     if (o_.trace) trace_.reserve(steps_.size());
-    TC_LOG_INFO("sim", "simgrid: {} ranks x {} channels, {} operations, {} connections", p, K, steps_.size(),
-                conns_.size());
+    TC_LOG_INFO("sim", "simgrid: {} ranks x {} channels, {} operations, {} connections ({} on {} private routes)", p,
+                K, steps_.size(), conns_.size(),
+                std::count_if(conns_.begin(), conns_.end(), [](const Connection& c) { return c.route != kNone; }),
+                routes_.size());
+  }
+
+  // Groups connections by the links they cross (each direction of a link apart) and makes a
+  // private route of every group whose links no connection outside it crosses.
+  void find_private_routes(Router& router) {
+    const auto& g = t_.graph();
+    using LinkKey = std::pair<const topo::Link*, bool>;  // the edge's properties are unique per edge
+    std::vector<std::vector<LinkKey>> links(conns_.size());
+    std::map<LinkKey, std::uint32_t> first_user;  // a link -> one connection crossing it
+    std::vector<std::uint32_t> group(conns_.size());
+    std::map<std::vector<LinkKey>, std::uint32_t> group_of_links;
+    for (std::uint32_t i = 0; i < conns_.size(); ++i) {
+      const Route& route = router.route(conns_[i].src, conns_[i].dst);
+      for (std::size_t k = 0; k < route.links.size(); ++k)
+        links[i].emplace_back(&g[route.links[k]], static_cast<bool>(route.forward[k]));
+      std::sort(links[i].begin(), links[i].end());
+      group[i] = group_of_links.try_emplace(links[i], i).first->second;
+    }
+    // A group is private when every connection on each of its links is in it.
+    std::vector<bool> shared(conns_.size(), false);
+    for (std::uint32_t i = 0; i < conns_.size(); ++i)
+      for (const LinkKey& key : links[i]) {
+        auto [it, fresh] = first_user.try_emplace(key, i);
+        if (!fresh && group[it->second] != group[i]) shared[group[i]] = shared[group[it->second]] = true;
+      }
+    std::vector<std::uint32_t> route_of_group(conns_.size(), kNone);
+    for (std::uint32_t i = 0; i < conns_.size(); ++i) {
+      if (shared[group[i]]) continue;
+      std::uint32_t& r = route_of_group[group[i]];
+      if (r == kNone) {
+        const Route& route = router.route(conns_[i].src, conns_[i].dst);
+        PrivateRoute pr;
+        pr.narrowest = std::numeric_limits<double>::infinity();
+        for (topo::Edge e : route.links) pr.narrowest = std::min(pr.narrowest, c_.rate_bytes_per_s(g, e));
+        pr.cap = c_.channel_cap_bytes_per_s(g, route.links);
+        r = static_cast<std::uint32_t>(routes_.size());
+        routes_.push_back(std::move(pr));
+      }
+      conns_[i].route = r;
+    }
   }
 
   // -------------------------------------------------------------------------------------------
@@ -298,11 +388,66 @@ class Execution final : public sg::Listener {
     sim_->wake_at(next);
   }
 
-  void start_transfer(std::uint32_t id, std::uint64_t bytes) {
+  void start_transfer(std::uint32_t id, std::uint64_t bytes, double now) {
     Connection& conn = conns_[id];
     conn.busy = true;
-    if (o_.trace) trace_[conn.in_trace.front()].start_s = sim_->now();
-    sim_->transfer(id, static_cast<double>(bytes));
+    if (o_.trace) trace_[conn.in_trace.front()].start_s = now;
+    if (conn.route == kNone) {
+      sim_->transfer(id, static_cast<double>(bytes));
+      return;
+    }
+    ++private_transfers_;
+    PrivateRoute& r = routes_[conn.route];
+    r.advance_to(now);
+    r.flying.emplace_back(r.work + static_cast<double>(bytes), id);
+    schedule(conn.route);
+  }
+
+  // Schedules private route `id`'s next end of transfer (replacing the one scheduled before).
+  void schedule(std::uint32_t id) {
+    PrivateRoute& r = routes_[id];
+    ++r.version;
+    if (r.flying.empty()) return;
+    double next = r.flying.front().first;
+    for (const auto& f : r.flying) next = std::min(next, f.first);
+    push({r.at + (next - r.work) / r.rate(), 0, id, r.version, EventKind::Route});
+  }
+
+  // Private route `id`'s earliest transfer(s) pushed their last byte at `time`.
+  void route_done(std::uint32_t id, std::uint32_t version, double time) {
+    PrivateRoute& r = routes_[id];
+    if (version != r.version) return;  // rescheduled since
+    double target = r.flying.front().first;
+    for (const auto& f : r.flying) target = std::min(target, f.first);
+    r.work = target;
+    r.at = time;
+    std::vector<std::uint32_t>& done = done_scratch_;
+    done.clear();
+    for (std::size_t k = 0; k < r.flying.size();) {
+      if (r.flying[k].first <= target) {
+        done.push_back(r.flying[k].second);
+        r.flying[k] = r.flying.back();
+        r.flying.pop_back();
+      } else {
+        ++k;
+      }
+    }
+    schedule(id);
+    for (std::uint32_t conn : done) depart(conn, time);
+  }
+
+  // Connection `id`'s message being sent pushed its last byte at `now`: it lands latency later,
+  // and the connection sends its next message.
+  void depart(std::uint32_t id, double now) {
+    Connection& conn = conns_[id];
+    if (o_.trace) trace_[conn.in_trace.pop()].end_s = now;
+    time_s_ = std::max(time_s_, now);
+    conn.busy = false;
+    if (conn.latency_s > 0)
+      push({now + conn.latency_s, 0, id, 0, EventKind::Land});
+    else
+      land(id, now);
+    if (!conn.queued.empty()) start_transfer(id, conn.queued.pop(), now);
   }
 
   // Connection `id`'s next message lands at `time`: wake its receiver if it waits for it.
@@ -346,7 +491,7 @@ class Execution final : public sg::Listener {
           if (conn.busy)
             conn.queued.push(st.bytes);
           else
-            start_transfer(st.conn, st.bytes);
+            start_transfer(st.conn, st.bytes, now);
           ++ch.next;
           break;
         }
@@ -412,6 +557,7 @@ class SimGridEngine final : public Engine {
     r.engine = name();
     r.time_s = h.time_s;
     r.transfers = h.transfers;
+    r.private_route_transfers = h.private_route_transfers;
     r.trace.resize(h.trace_events);
     if (h.trace_events > 0) std::memcpy(r.trace.data(), bytes.data() + sizeof h, h.trace_events * sizeof(TraceEvent));
     return r;

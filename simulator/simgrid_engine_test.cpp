@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -93,10 +94,49 @@ algo::Schedule hand_made(int ranks, std::uint64_t count, std::vector<Program> pr
   return algo::Schedule::from_programs("hand-made", args_for(ranks, count * 4), channels, 0, std::move(programs));
 }
 
+// Each (rank, channel)'s trace events in program order.
+std::map<std::pair<int, int>, std::vector<TraceEvent>> by_channel(const std::vector<TraceEvent>& trace) {
+  std::map<std::pair<int, int>, std::vector<TraceEvent>> out;
+  for (const TraceEvent& e : trace) out[{e.rank, e.channel}].push_back(e);
+  return out;
+}
+
+// Runs the SimGrid engine with its fast paths (the default) and as plain SimGrid (every
+// transfer a SimGrid comm, SimGrid's list as shipped), checks that both simulate the same
+// collective time and, when tracing, the same time for every operation, and returns the default
+// run. Every test below therefore checks both.
+//
+// Tolerances. SimGrid computes completion dates to about a nanosecond (its surf/precision), and
+// which flows share its max-min system changes its rounding, so a run with private routes taken
+// out differs from the plain run by nanoseconds per SimGrid transfer. In a pipeline those can
+// change which of two nearly simultaneous events comes first and move single operations by up
+// to a transfer time while the collective's time stays put, so per-operation equality is
+// checked only on the hand-made machines (few flows), and the collective's time to 1e-6.
 SimResult simulate(const topo::Topology& t, const algo::Schedule& s, const Calibration& c, bool trace = false) {
   SimOptions o;
   o.trace = trace;
-  return make_simgrid_engine()->run(t, s, c, o);
+  SimResult fast = make_simgrid_engine()->run(t, s, c, o);
+  o.simgrid_fast_paths = false;
+  const SimResult plain = make_simgrid_engine()->run(t, s, c, o);
+  CHECK(plain.private_route_transfers == 0);
+  CHECK(fast.transfers == plain.transfers);
+  CHECK(fast.time_s == doctest::Approx(plain.time_s).epsilon(1e-6));
+  if (trace) {
+    const auto a = by_channel(fast.trace), b = by_channel(plain.trace);
+    REQUIRE(a.size() == b.size());
+    for (auto ia = a.begin(), ib = b.begin(); ia != a.end(); ++ia, ++ib) {
+      REQUIRE(ia->first == ib->first);
+      REQUIRE(ia->second.size() == ib->second.size());
+      for (std::size_t k = 0; k < ia->second.size(); ++k) {
+        const TraceEvent &x = ia->second[k], &y = ib->second[k];
+        CHECK(x.kind == y.kind);
+        CHECK(x.bytes == y.bytes);
+        CHECK(x.start_s == doctest::Approx(y.start_s).epsilon(1e-9));
+        CHECK(x.end_s == doctest::Approx(y.end_s).epsilon(1e-9));
+      }
+    }
+  }
+  return fast;
 }
 
 algo::Schedule generate(const std::string& name, const topo::Topology& t, std::uint64_t bytes, int channels,
@@ -353,6 +393,60 @@ TEST_CASE("simgrid: a hand-made tree takes 6 t_B + 4 alpha") {
   const algo::Schedule s = hand_made(4, count, programs);
   const double t_B = static_cast<double>(kMiB) / 50e9, alpha = 2.2e-6;
   CHECK(simulate(t, s, ideal_calibration()).time_s == doctest::Approx(6 * t_B + 4 * alpha).epsilon(1e-9));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Fast paths: private routes and the list workaround (simgrid_engine.cpp, "Speed")
+
+// A private route with transfers that start at different times and have different sizes: one
+// GPU pair, two channels. Channel 0 sends 2 MiB at once; channel 1 first copies 1 MiB (at
+// 100 GB/s: t1 = 1 MiB / 100 GB/s) and then sends 2 MiB. The link (100 GB/s) carries channel 0
+// alone until t1 (1 MiB pushed), both at 50 GB/s until channel 0 ends at 3 t1 (channel 1 has
+// pushed 1 MiB), channel 1 alone until 4 t1; it lands 1 us later.
+TEST_CASE("simgrid: a private route shares its links among the transfers in flight") {
+  const topo::Topology t = two_gpus();
+  const std::uint64_t count = 2 * kMiB / 4;
+  Calibration c = ideal_calibration();
+  c.reduce_gbps = 100.0;
+  Op copy = op(OpKind::Copy, -1, count / 2, 1);
+  const algo::Schedule s = hand_made(
+      2, count,
+      {{op(OpKind::Send, 1, count, 0), copy, op(OpKind::Send, 1, count, 1)},
+       {op(OpKind::Recv, 0, count, 0), op(OpKind::Recv, 0, count, 1)}},
+      2);
+  const SimResult r = simulate(t, s, c, true);
+  CHECK(r.private_route_transfers == 2);
+  const double t1 = static_cast<double>(kMiB) / 100e9;
+  CHECK(r.time_s == doctest::Approx(4 * t1 + 1e-6).epsilon(1e-9));
+  for (const TraceEvent& e : r.trace)
+    if (e.kind == OpKind::Send) CHECK(e.end_s == doctest::Approx(e.channel == 0 ? 3 * t1 : 4 * t1).epsilon(1e-9));
+}
+
+// Every registered algorithm on DGX H100 nodes with a rail-optimised fabric (PXN routes, NVLink
+// paths shared or not), 1 and 3 channels, sliced: the fast paths change nothing (simulate()
+// compares them with plain SimGrid), and they are used where the routes are private.
+TEST_CASE("simgrid: fast paths give plain SimGrid's results for every algorithm") {
+  topo::FabricSpec rail;
+  rail.kind = topo::FabricKind::RailFatTree;
+  const topo::Topology t = topo::Topology::build(topo::make_dgx_h100_node(), 3, rail);
+  std::uint64_t private_transfers = 0, transfers = 0;
+  for (const algo::Algorithm* alg : algo::select_algorithms("all", algo::Collective::AllReduce)) {
+    for (int channels : {1, 3}) {
+      CAPTURE(alg->name);
+      CAPTURE(channels);
+      algo::Tuning tuning;
+      tuning.channels = channels;
+      tuning.slice_bytes = 256 * 1024;
+      const algo::CollectiveArgs args = args_for(t.num_ranks(), 3 * kMiB + 4);
+      if (!alg->supports(algo::layout_of(t), args, tuning).ok) continue;
+      const SimResult r = simulate(t, alg->generate(algo::layout_of(t), args, tuning), default_calibration());
+      private_transfers += r.private_route_transfers;
+      transfers += r.transfers;
+    }
+  }
+  MESSAGE(fmt::format("{} of {} transfers on private routes", private_transfers, transfers));
+  CHECK(private_transfers > 0);
+  CHECK(private_transfers < transfers);
 }
 
 // ---------------------------------------------------------------------------------------------

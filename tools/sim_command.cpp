@@ -114,6 +114,7 @@ int sim_command(const SimArgs& a, std::ostream& out) {
       sim::SimOptions so;
       // The trace covers one run: the first algorithm at the largest size.
       so.trace = !a.trace.empty() && !traced && bytes == sizes.back();
+      so.simgrid_fast_paths = !a.simgrid_plain;
       // Every protocol; the fastest wins (the first in LL, LL128, Simple order on a tie).
       sim::SimResult r;
       std::size_t won = 0;

@@ -25,6 +25,7 @@ struct SimArgs {
   std::string output;
   std::string trace;
   bool no_nccl_model = false;
+  bool simgrid_plain = false;  // SimOptions::simgrid_fast_paths off
 };
 
 int sim_command(const SimArgs& a, std::ostream& out);

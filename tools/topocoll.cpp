@@ -154,6 +154,8 @@ The trace covers one run: the first algorithm at the largest size.)";
   simc->add_option("-o,--output", sim_args.output, "output file (default stdout)");
   simc->add_option("--trace", sim_args.trace, "write a Chrome-trace / Perfetto timeline JSON");
   simc->add_flag("--no-nccl-model", sim_args.no_nccl_model, "skip the stock-NCCL reference model");
+  simc->add_flag("--simgrid-plain", sim_args.simgrid_plain,
+                 "simgrid engine: every transfer through SimGrid as shipped, no fast paths (same results, slower)");
   simc->footer(kSimExamples);
 
   constexpr const char* kExpExamples = R"(
