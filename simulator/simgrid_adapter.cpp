@@ -489,7 +489,7 @@ struct Simulation::Impl {
     drained_transfers.swap(transfers_done);
     drained_computes.clear();
     drained_computes.swap(computes_done);
-    for (std::uint32_t connection : drained_transfers) listener.transfer_done(connection);
+    if (!drained_transfers.empty()) listener.transfers_done(drained_transfers);
     for (std::uint32_t tag : drained_computes) {
       auto it = computes_in_flight.find(tag);
       TOPOCOLL_ASSERT(it != computes_in_flight.end(), fmt::format("unknown computation {}", tag));

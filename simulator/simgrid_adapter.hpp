@@ -103,9 +103,9 @@ namespace topocoll::sim::sg {
 class Listener {
  public:
   virtual ~Listener() = default;
-  // The message being sent on `connection` has pushed its last byte (its bandwidth phase is
-  // over); the connection may send its next one.
-  virtual void transfer_done(std::uint32_t connection) = 0;
+  // The messages being sent on these connections have pushed their last byte (their bandwidth
+  // phase is over), all at now(); each connection may send its next one.
+  virtual void transfers_done(const std::vector<std::uint32_t>& connections) = 0;
   // The computation started with `tag` is over.
   virtual void compute_done(std::uint32_t tag) = 0;
   // A time asked for with wake_at() has come (now() >= it). Several requests may be answered

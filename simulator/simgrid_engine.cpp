@@ -204,8 +204,10 @@ class Execution final : public sg::Listener {
   }
 
   // sg::Listener
-  void transfer_done(std::uint32_t id) override {
-    depart(id, sim_->now());
+  void transfers_done(const std::vector<std::uint32_t>& ids) override {
+    const double now = sim_->now();
+    for (std::uint32_t id : ids) __builtin_prefetch(&conns_[id]);  // as in wake()
+    for (std::uint32_t id : ids) depart(id, now);
     arm();
   }
 
@@ -222,13 +224,30 @@ class Execution final : public sg::Listener {
   void wake() override {
     const double now = sim_->now();
     while (!armed_.empty() && armed_.top() <= now) armed_.pop();
+    // The events due, a batch at a time (in order: events pushed meanwhile come after the batch
+    // in the queue's order too). Before handling a batch, the memory it will touch is fetched
+    // for all its events at once: each is a chain of dependent loads (landing -> its
+    // connection -> the channel waiting -> that channel's next operation), all far apart in a
+    // large run, and fetching them one event at a time left the core waiting on memory.
     while (!events_.empty() && events_.top().time <= now) {
-      const Event e = events_.top();
-      events_.pop();
-      switch (e.kind) {
-        case EventKind::Land: land(e.id, e.time); break;
-        case EventKind::Resume: advance(e.id, e.time); break;
-        case EventKind::Route: route_done(e.id, e.version, e.time); break;
+      due_.clear();
+      while (!events_.empty() && events_.top().time <= now) {
+        due_.push_back(events_.top());
+        events_.pop();
+      }
+      for (const Event& e : due_)
+        if (e.kind == EventKind::Land) __builtin_prefetch(&conns_[e.id]);
+      for (const Event& e : due_)
+        if (const std::uint32_t ch = channel_of(e); ch != kNone) __builtin_prefetch(&channels_[ch]);
+      for (const Event& e : due_)
+        if (const std::uint32_t ch = channel_of(e); ch != kNone && channels_[ch].next < steps_.size())
+          __builtin_prefetch(&steps_[channels_[ch].next]);
+      for (const Event& e : due_) {
+        switch (e.kind) {
+          case EventKind::Land: land(e.id, e.time); break;
+          case EventKind::Resume: advance(e.id, e.time); break;
+          case EventKind::Route: route_done(e.id, e.version, e.time); break;
+        }
       }
     }
     arm();
@@ -247,6 +266,14 @@ class Execution final : public sg::Listener {
   std::vector<PrivateRoute> routes_;
   std::uint64_t private_transfers_ = 0;
   std::vector<std::uint32_t> done_scratch_;
+  std::vector<Event> due_;  // wake(): the batch being handled
+
+  // The channel an event resumes, when known: a landing's waiting receiver.
+  std::uint32_t channel_of(const Event& e) const {
+    if (e.kind == EventKind::Resume) return e.id;
+    if (e.kind == EventKind::Land) return conns_[e.id].waiter;
+    return kNone;
+  }
   std::priority_queue<Event, std::vector<Event>, std::greater<>> events_;
   std::priority_queue<double, std::vector<double>, std::greater<>> armed_;  // pending wake-ups asked of SimGrid
   std::uint64_t seq_ = 0;

@@ -268,7 +268,7 @@ TEST_CASE("simgrid: SimGrid's routes are the Router's, inside nodes, across rail
   // SimGrid's own view, from a simulation process: one line per pair, "latency link link ...".
   const std::string answer = sg::run_isolated([&](std::string& out) {
     struct Idle final : sg::Listener {
-      void transfer_done(std::uint32_t) override {}
+      void transfers_done(const std::vector<std::uint32_t>&) override {}
       void compute_done(std::uint32_t) override {}
       void wake() override {}
     } idle;
