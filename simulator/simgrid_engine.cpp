@@ -75,11 +75,28 @@ using algo::OpKind;
 constexpr std::uint32_t kNone = std::numeric_limits<std::uint32_t>::max();
 
 // One operation, as the walk needs it (16 bytes; a 1024-rank ring has millions).
-struct Step {
-  std::uint64_t bytes = 0;
-  std::uint32_t conn = kNone;  // send / recv / recv_reduce: the connection
-  OpKind kind = OpKind::Send;
+// Packed in 8 bytes: the walk of a large run reads millions of them from memory.
+// (kind: 3 bits, connection: 23 bits, bytes: 38 bits)
+class Step {
+ public:
+  static constexpr std::uint64_t kMaxBytes = (std::uint64_t{1} << 38) - 1;  // 256 GiB
+  static constexpr std::uint32_t kMaxConn = (1u << 23) - 2;                 // 8.4 M connections
+  Step() = default;
+  Step(OpKind kind, std::uint64_t bytes, std::uint32_t conn)
+      : bits_(static_cast<std::uint64_t>(kind) | (static_cast<std::uint64_t>(conn == kNone ? kNoConn : conn) << 3) |
+              (bytes << 26)) {}
+  OpKind kind() const { return static_cast<OpKind>(bits_ & 7u); }
+  std::uint32_t conn() const {  // send / recv / recv_reduce: the connection; kNone otherwise
+    const auto c = static_cast<std::uint32_t>((bits_ >> 3) & kNoConn);
+    return c == kNoConn ? kNone : c;
+  }
+  std::uint64_t bytes() const { return bits_ >> 26; }
+
+ private:
+  static constexpr std::uint32_t kNoConn = (1u << 23) - 1;
+  std::uint64_t bits_ = 0;
 };
+static_assert(sizeof(Step) == 8);
 
 // A first-in first-out queue that empties often: a vector and a read position.
 template <typename T>
@@ -145,8 +162,14 @@ struct PrivateRoute {
   double cap = 0.0;        // per-channel cap, bytes/s; 0 when none
   double work = 0.0;       // bytes pushed per transfer in flight, at time `at`
   double at = 0.0;
-  std::uint32_t version = 0;                               // of the scheduled Route event
-  std::vector<std::pair<double, std::uint32_t>> flying;   // (work target, connection)
+  // The next end of a transfer, and the live Route event (the latest pushed; older ones are
+  // stale). A change that makes `due` later keeps the live event, which then pushes a new one
+  // when it fires early; one that makes it earlier pushes a new live event. So a start on a busy
+  // route does not add an event to the queue.
+  double due = std::numeric_limits<double>::infinity();
+  double pending = std::numeric_limits<double>::infinity();  // the live event's time
+  std::uint32_t version = 0;                                  // the live event's
+  std::vector<std::pair<double, std::uint32_t>> flying;      // (work target, connection)
 
   double rate() const {
     const double share = narrowest / static_cast<double>(flying.size());
@@ -330,15 +353,22 @@ class Execution final : public sg::Listener {
       steps_.resize(at);
       for (const algo::Op& op : program) {
         Channel& c = channels_[static_cast<std::size_t>(r) * static_cast<std::size_t>(K) + op.channel];
-        Step& st = steps_[c.end++];
-        st.kind = op.kind;
-        st.bytes = op.count() * elem;
+        const std::uint64_t bytes = op.count() * elem;
+        if (bytes > Step::kMaxBytes)
+          throw InputError(fmt::format("rank {}: {} moves {} bytes: the SimGrid engine takes at most {} per operation", r,
+                                       algo::describe(op), bytes, Step::kMaxBytes));
+        std::uint32_t conn = kNone;
         if (op.kind == OpKind::Send || op.kind == OpKind::Recv || op.kind == OpKind::RecvReduce) {
           if (op.peer < 0 || op.peer >= p || op.peer == r)
             throw InputError(fmt::format("rank {}: {} names peer {}: expected another rank in 0..{}", r,
                                          algo::describe(op), op.peer, p - 1));
-          st.conn = op.kind == OpKind::Send ? connection(r, op.peer, op.channel) : connection(op.peer, r, op.channel);
+          conn = op.kind == OpKind::Send ? connection(r, op.peer, op.channel) : connection(op.peer, r, op.channel);
+          if (conn > Step::kMaxConn)
+            throw InputError(fmt::format("the schedule uses more than {} connections (rank, peer, channel): more than "
+                                         "the SimGrid engine takes",
+                                         Step::kMaxConn + 1));
         }
+        steps_[c.end++] = Step(op.kind, bytes, conn);
       }
     }
     // Each connection's latency: the Router's route, calibrated, and the per-hop overhead.
@@ -433,17 +463,30 @@ class Execution final : public sg::Listener {
   // Schedules private route `id`'s next end of transfer (replacing the one scheduled before).
   void schedule(std::uint32_t id) {
     PrivateRoute& r = routes_[id];
-    ++r.version;
+    r.due = std::numeric_limits<double>::infinity();
     if (r.flying.empty()) return;
     double next = r.flying.front().first;
     for (const auto& f : r.flying) next = std::min(next, f.first);
-    push({r.at + (next - r.work) / r.rate(), 0, id, r.version, EventKind::Route});
+    r.due = r.at + (next - r.work) / r.rate();
+    if (r.due < r.pending) push_route_event(id);
   }
 
-  // Private route `id`'s earliest transfer(s) pushed their last byte at `time`.
+  void push_route_event(std::uint32_t id) {
+    PrivateRoute& r = routes_[id];
+    r.pending = r.due;
+    push({r.due, 0, id, ++r.version, EventKind::Route});
+  }
+
+  // Private route `id`'s live event at `time`: its earliest transfer(s) pushed their last byte,
+  // unless a start since moved that later.
   void route_done(std::uint32_t id, std::uint32_t version, double time) {
     PrivateRoute& r = routes_[id];
-    if (version != r.version) return;  // rescheduled since
+    if (version != r.version) return;  // stale: a later push replaced it
+    r.pending = std::numeric_limits<double>::infinity();
+    if (r.due > time) {
+      if (r.due < std::numeric_limits<double>::infinity()) push_route_event(id);
+      return;
+    }
     double target = r.flying.front().first;
     for (const auto& f : r.flying) target = std::min(target, f.first);
     r.work = target;
@@ -490,8 +533,8 @@ class Execution final : public sg::Listener {
 
   void record(const Channel& ch, const Step& st, double start, double end) {
     if (!o_.trace) return;
-    const int peer = st.conn == kNone ? -1 : (st.kind == OpKind::Send ? conns_[st.conn].dst : conns_[st.conn].src);
-    trace_.push_back({ch.rank, ch.channel, st.kind, peer, st.bytes, start, end});
+    const int peer = st.conn() == kNone ? -1 : (st.kind() == OpKind::Send ? conns_[st.conn()].dst : conns_[st.conn()].src);
+    trace_.push_back({ch.rank, ch.channel, st.kind(), peer, st.bytes(), start, end});
   }
 
   void finish(const Channel& ch, double end) {
@@ -506,9 +549,9 @@ class Execution final : public sg::Listener {
       const Step& st = steps_[ch.next];
       if (!ch.blocked) ch.reached_s = now;
       ch.blocked = false;
-      switch (st.kind) {
+      switch (st.kind()) {
         case OpKind::Send: {
-          Connection& conn = conns_[st.conn];
+          Connection& conn = conns_[st.conn()];
           ++transfers_;
           if (o_.trace) {
             conn.in_trace.push(static_cast<std::uint32_t>(trace_.size()));
@@ -516,15 +559,15 @@ class Execution final : public sg::Listener {
           }
           time_s_ = std::max(time_s_, now);
           if (conn.busy)
-            conn.queued.push(st.bytes);
+            conn.queued.push(st.bytes());
           else
-            start_transfer(st.conn, st.bytes, now);
+            start_transfer(st.conn(), st.bytes(), now);
           ++ch.next;
           break;
         }
         case OpKind::Recv:
         case OpKind::RecvReduce: {
-          Connection& conn = conns_[st.conn];
+          Connection& conn = conns_[st.conn()];
           if (conn.landed == conn.consumed) {  // wait for the message
             conn.waiter = id;
             ch.blocked = true;
@@ -537,8 +580,8 @@ class Execution final : public sg::Listener {
         }
         case OpKind::Copy:
         case OpKind::Reduce:
-          if (c_.reduce_gbps > 0 && st.bytes > 0) {
-            sim_->compute(ch.rank, ch.channel, static_cast<double>(st.bytes), id);
+          if (c_.reduce_gbps > 0 && st.bytes() > 0) {
+            sim_->compute(ch.rank, ch.channel, static_cast<double>(st.bytes()), id);
             ch.blocked = true;
             return;
           }
@@ -556,9 +599,9 @@ class Execution final : public sg::Listener {
       if (ch.next == ch.end) continue;
       if (++count <= 3) {
         const Step& st = steps_[ch.next];
-        const int peer = st.conn == kNone ? -1 : conns_[st.conn].src;
+        const int peer = st.conn() == kNone ? -1 : conns_[st.conn()].src;
         stuck += fmt::format("{}rank {} channel {} at {} (operation {} of the channel{})", stuck.empty() ? "" : "; ",
-                             ch.rank, ch.channel, algo::to_string(st.kind), ch.next - ch.begin,
+                             ch.rank, ch.channel, algo::to_string(st.kind()), ch.next - ch.begin,
                              peer >= 0 ? fmt::format(", from rank {}", peer) : "");
       }
     }
