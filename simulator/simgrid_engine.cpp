@@ -57,6 +57,7 @@
 #include <cstring>
 #include <limits>
 #include <map>
+#include <deque>
 #include <queue>
 #include <unordered_map>
 
@@ -122,6 +123,7 @@ struct Connection {
   double latency_s = 0.0;  // from last byte left to landed: route latency (calibrated) + step overhead
   bool busy = false;       // a message is being pushed
   std::uint32_t route = kNone;  // its private route, or kNone: its transfers go to SimGrid
+  std::uint32_t lane = kNone;   // its landings' lane in the EventQueue, or kNone
   std::uint64_t landed = 0, consumed = 0;
   std::uint32_t waiter = kNone;  // channel blocked on the next message
   Fifo<std::uint64_t> queued;    // bytes of issued messages not started yet
@@ -149,6 +151,75 @@ struct Event {
   std::uint32_t version = 0;
   EventKind kind;
   bool operator>(const Event& o) const { return time != o.time ? time > o.time : seq > o.seq; }
+};
+
+// The engine's pending events, taken in (time, seq) order. A landing comes `latency` after a
+// departure, and departures come in time order, so the landings of all connections with the
+// same latency arrive sorted: each such lane is a FIFO; everything else (and landings beyond
+// kMaxLanes distinct latencies) goes to a heap. Taking an event compares the heap's top with the
+// lanes' heads. (Landings are half the events of a large run; a heap for all of them showed in
+// profiles.)
+class EventQueue {
+ public:
+  static constexpr std::uint32_t kMaxLanes = 16;
+
+  // The lane for landings `latency` after a departure, or kNone: use push().
+  std::uint32_t lane_for(double latency) {
+    for (std::uint32_t i = 0; i < lanes_.size(); ++i)
+      if (lanes_[i].latency == latency) return i;
+    if (lanes_.size() == kMaxLanes) return kNone;
+    lanes_.push_back({latency, {}});
+    return static_cast<std::uint32_t>(lanes_.size() - 1);
+  }
+  void push(Event e) {
+    e.seq = seq_++;
+    heap_.push(e);
+  }
+  // A landing on `lane` (kNone: none). One earlier than the lane's last (the clocks of SimGrid's
+  // completions and of the engine's events can differ by a rounding) goes to the heap, so lanes
+  // stay sorted.
+  void push_landing(std::uint32_t lane, Event e) {
+    if (lane == kNone || (!lanes_[lane].events.empty() && e.time < lanes_[lane].events.back().time)) {
+      push(e);
+      return;
+    }
+    e.seq = seq_++;
+    lanes_[lane].events.push_back(e);
+  }
+  double next_time() const {
+    double t = heap_.empty() ? std::numeric_limits<double>::infinity() : heap_.top().time;
+    for (const Lane& l : lanes_)
+      if (!l.events.empty()) t = std::min(t, l.events.front().time);
+    return t;
+  }
+  // Moves the events due by `t` to `out`, in order.
+  void take_due(double t, std::vector<Event>& out) {
+    for (;;) {
+      const Event* best = heap_.empty() ? nullptr : &heap_.top();
+      Lane* from = nullptr;
+      for (Lane& l : lanes_)
+        if (!l.events.empty() && (best == nullptr || *best > l.events.front())) {
+          best = &l.events.front();
+          from = &l;
+        }
+      if (best == nullptr || best->time > t) return;
+      out.push_back(*best);
+      if (from != nullptr)
+        from->events.pop_front();
+      else
+        heap_.pop();
+    }
+  }
+  std::uint64_t pushed() const { return seq_; }
+
+ private:
+  struct Lane {
+    double latency;
+    std::deque<Event> events;
+  };
+  std::priority_queue<Event, std::vector<Event>, std::greater<>> heap_;
+  std::vector<Lane> lanes_;
+  std::uint64_t seq_ = 0;
 };
 
 // A private route: connections with the same links (the channels of one pair of GPUs, mostly)
@@ -252,12 +323,10 @@ class Execution final : public sg::Listener {
     // for all its events at once: each is a chain of dependent loads (landing -> its
     // connection -> the channel waiting -> that channel's next operation), all far apart in a
     // large run, and fetching them one event at a time left the core waiting on memory.
-    while (!events_.empty() && events_.top().time <= now) {
+    for (;;) {
       due_.clear();
-      while (!events_.empty() && events_.top().time <= now) {
-        due_.push_back(events_.top());
-        events_.pop();
-      }
+      events_.take_due(now, due_);
+      if (due_.empty()) break;
       for (const Event& e : due_)
         if (e.kind == EventKind::Land) __builtin_prefetch(&conns_[e.id]);
       for (const Event& e : due_)
@@ -297,9 +366,8 @@ class Execution final : public sg::Listener {
     if (e.kind == EventKind::Land) return conns_[e.id].waiter;
     return kNone;
   }
-  std::priority_queue<Event, std::vector<Event>, std::greater<>> events_;
+  EventQueue events_;
   std::priority_queue<double, std::vector<double>, std::greater<>> armed_;  // pending wake-ups asked of SimGrid
-  std::uint64_t seq_ = 0;
   std::vector<TraceEvent> trace_;
   double time_s_ = 0.0;
   std::uint64_t transfers_ = 0;
@@ -379,6 +447,7 @@ class Execution final : public sg::Listener {
       conn.latency_s = c_.step_overhead_for(g, route.links) * 1e-6;
       for (topo::Edge e : route.links)
         conn.latency_s += (g[e].latency_us + c_.of(g[e].kind).extra_latency_us) * 1e-6;
+      if (conn.latency_s > 0) conn.lane = events_.lane_for(conn.latency_s);
     }
     if (o_.simgrid_fast_paths) find_private_routes(router);
     if (o_.trace) trace_.reserve(steps_.size());
@@ -431,15 +500,12 @@ class Execution final : public sg::Listener {
   // -------------------------------------------------------------------------------------------
   // The walk
 
-  void push(Event e) {
-    e.seq = seq_++;
-    events_.push(e);
-  }
+  void push(Event e) { events_.push(e); }
 
   // Asks SimGrid for a wake-up at the earliest pending event, unless one is pending already.
   void arm() {
-    if (events_.empty()) return;
-    const double next = events_.top().time;
+    const double next = events_.next_time();
+    if (next == std::numeric_limits<double>::infinity()) return;
     if (!armed_.empty() && armed_.top() <= next) return;
     armed_.push(next);
     sim_->wake_at(next);
@@ -514,7 +580,7 @@ class Execution final : public sg::Listener {
     time_s_ = std::max(time_s_, now);
     conn.busy = false;
     if (conn.latency_s > 0)
-      push({now + conn.latency_s, 0, id, 0, EventKind::Land});
+      events_.push_landing(conn.lane, {now + conn.latency_s, 0, id, 0, EventKind::Land});
     else
       land(id, now);
     if (!conn.queued.empty()) start_transfer(id, conn.queued.pop(), now);
