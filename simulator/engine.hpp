@@ -27,7 +27,7 @@ struct TraceEvent {
 
 struct SimOptions {
   bool trace = false;  // record one TraceEvent per operation
-  // SimGrid engine: transfers on private routes are computed by the engine, and SimGrid 3.32's
+  // SimGrid engine: transfers on islands are computed by the engine, and SimGrid 3.32's
   // list of detached transfers is kept short (simgrid_engine.cpp, "Speed"). Same results;
   // false runs every transfer through SimGrid as shipped, for checking (`topocoll sim
   // --simgrid-plain`).
@@ -37,7 +37,7 @@ struct SimOptions {
 struct SimResult {
   double time_s = 0.0;             // simulated completion time of the collective
   std::uint64_t transfers = 0;     // point-to-point transfers simulated
-  std::uint64_t private_route_transfers = 0;  // simgrid: of those, computed on private routes
+  std::uint64_t island_transfers = 0;  // simgrid: of those, computed on islands (simgrid_engine.cpp, "Speed")
   std::vector<TraceEvent> trace;   // when SimOptions::trace
   std::string engine;
 };

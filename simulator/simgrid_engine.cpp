@@ -35,15 +35,16 @@
 // channel), and each SimGrid comm costs microseconds. Two fast paths, on by default and both
 // exact (SimOptions::simgrid_fast_paths; `topocoll sim --simgrid-plain` turns them off, and
 // every SimGrid engine test runs both ways and compares):
-//  - Private routes. Connections that cross the same links, which no other connection of the
-//    schedule crosses (typically the channels of one GPU pair on a path of their own), share
-//    those links only among themselves: SimGrid's max-min gives each of their n transfers in
-//    flight min(channel cap, narrowest link / n). The engine computes that itself (PrivateRoute)
-//    instead of making SimGrid comms; every other transfer is a SimGrid comm as before. Which
-//    routes are private is decided once, from the whole schedule, before the run.
+//  - Islands (struct Island). Connections whose links no other connection of the schedule
+//    crosses, all crossing one common set of links, each group of identical routes with links of
+//    its own beyond them: typically the channels of one GPU pair on a path of their own, or a PXN
+//    route and an NVLink route sharing their NVLink hops. SimGrid's max-min sharing of those
+//    links involves their transfers alone and is a closed form (water-filling), so the engine
+//    computes it instead of making SimGrid comms; every other transfer is a SimGrid comm as
+//    before. Islands are found once, from the whole schedule, before the run.
 //  - SimGrid 3.32's list of detached transfers is kept empty (simgrid_adapter.hpp, "Activities"),
 //    which removes a cost linear in the transfers in flight from every completion.
-// SimResult::private_route_transfers says how many transfers took the first path.
+// SimResult::island_transfers says how many transfers took the first path.
 //
 // ====================================== One process each =====================================
 //
@@ -122,7 +123,8 @@ struct Connection {
   int src = 0, dst = 0, channel = 0;
   double latency_s = 0.0;  // from last byte left to landed: route latency (calibrated) + step overhead
   bool busy = false;       // a message is being pushed
-  std::uint32_t route = kNone;  // its private route, or kNone: its transfers go to SimGrid
+  std::uint32_t island = kNone;  // its island, or kNone: its transfers go to SimGrid
+  std::uint32_t group = 0;       // its group in the island
   std::uint32_t lane = kNone;   // its landings' lane in the EventQueue, or kNone
   std::uint64_t landed = 0, consumed = 0;
   std::uint32_t waiter = kNone;  // channel blocked on the next message
@@ -142,7 +144,7 @@ struct Channel {
 enum class EventKind : std::uint8_t {
   Resume,  // channel `id` goes on
   Land,    // connection `id` gets its next message
-  Route,   // private route `id`'s next transfer pushes its last byte (if `version` is current)
+  Route,   // island `id`'s next transfer pushes its last byte (if `version` is current)
 };
 struct Event {
   double time;
@@ -222,33 +224,84 @@ class EventQueue {
   std::uint64_t seq_ = 0;
 };
 
-// A private route: connections with the same links (the channels of one pair of GPUs, mostly)
-// that no other connection of the schedule uses. SimGrid's max-min sharing of those links
-// involves their transfers alone, so the engine computes it without SimGrid: n transfers in
-// flight each get min(cap, narrowest / n) (same links, same weight, each capped by its own
-// channel cap). `work` counts the bytes each transfer in flight has pushed since the route's
-// first transfer, so a transfer ends when work reaches the target it got when it started.
-struct PrivateRoute {
-  double narrowest = 0.0;  // bytes/s of the route's slowest link
-  double cap = 0.0;        // per-channel cap, bytes/s; 0 when none
-  double work = 0.0;       // bytes pushed per transfer in flight, at time `at`
+// An island: connections whose links no connection outside it crosses, all of them crossing
+// one common set of links (the hub), grouped by identical routes, and each group's links beyond
+// the hub crossed by that group alone. The channels of one GPU pair on a path of their own make
+// an island of one group (no links beyond the hub); a PXN route and an NVLink route that share
+// their NVLink hops make an island of two. SimGrid's max-min sharing (unit weights) of an
+// island's links involves its transfers alone and has a closed form, water-filling: each of the
+// n_g transfers in flight of group g is bounded by b_g = min(channel cap, narrowest link of g's
+// own / n_g), and all share the hub's narrowest link: groups in increasing b_g take b_g while
+// it is below an equal share of what is left, the rest take that equal share. The engine
+// computes this instead of making SimGrid comms. Per group, `work` counts the bytes each of its
+// transfers in flight has pushed (they all run at the group's rate), so a transfer ends when its
+// group's work reaches the target it got when it started.
+struct Island {
+  static constexpr double kInf = std::numeric_limits<double>::infinity();
+  struct Group {
+    double own = kInf;  // bytes/s of the narrowest link this group alone crosses; kInf: none
+    double cap = 0.0;   // per-channel cap, bytes/s; 0 when none
+    double work = 0.0;  // at the island's time `at`
+    double rate = 0.0;  // bytes/s of each transfer in flight
+    double due = kInf;  // when its earliest transfer ends
+    std::vector<std::pair<double, std::uint32_t>> flying;  // (work target, connection)
+
+    double bound() const {
+      const double b = own / static_cast<double>(flying.size());
+      return cap > 0 ? std::min(cap, b) : b;
+    }
+    double next_target() const {
+      double t = flying.front().first;
+      for (const auto& f : flying) t = std::min(t, f.first);
+      return t;
+    }
+  };
+  double hub = kInf;  // bytes/s of the narrowest link every group crosses
   double at = 0.0;
+  std::vector<Group> groups;
   // The next end of a transfer, and the live Route event (the latest pushed; older ones are
   // stale). A change that makes `due` later keeps the live event, which then pushes a new one
   // when it fires early; one that makes it earlier pushes a new live event. So a start on a busy
-  // route does not add an event to the queue.
-  double due = std::numeric_limits<double>::infinity();
-  double pending = std::numeric_limits<double>::infinity();  // the live event's time
-  std::uint32_t version = 0;                                  // the live event's
-  std::vector<std::pair<double, std::uint32_t>> flying;      // (work target, connection)
+  // island does not add an event to the queue.
+  double due = kInf;
+  double pending = kInf;      // the live event's time
+  std::uint32_t version = 0;  // the live event's
 
-  double rate() const {
-    const double share = narrowest / static_cast<double>(flying.size());
-    return cap > 0 ? std::min(cap, share) : share;
-  }
   void advance_to(double t) {
-    if (!flying.empty()) work += rate() * (t - at);
+    for (Group& g : groups)
+      if (!g.flying.empty()) g.work += g.rate * (t - at);
     at = t;
+  }
+  // Water-filling (above): every group's rate.
+  void share() {
+    std::uint32_t order[16];
+    std::vector<std::uint32_t> big;
+    std::uint32_t* ids = order;
+    if (groups.size() > std::size(order)) {
+      big.resize(groups.size());
+      ids = big.data();
+    }
+    std::size_t n = 0;
+    double flows = 0.0;
+    for (std::uint32_t k = 0; k < groups.size(); ++k)
+      if (!groups[k].flying.empty()) {
+        ids[n++] = k;
+        flows += static_cast<double>(groups[k].flying.size());
+      }
+    std::sort(ids, ids + n, [&](std::uint32_t a, std::uint32_t b) { return groups[a].bound() < groups[b].bound(); });
+    double left = hub;
+    for (std::size_t k = 0; k < n; ++k) {
+      Group& g = groups[ids[k]];
+      const double fair = left / flows, b = g.bound();
+      if (b <= fair) {
+        g.rate = b;
+        left -= b * static_cast<double>(g.flying.size());
+        flows -= static_cast<double>(g.flying.size());
+      } else {
+        for (std::size_t j = k; j < n; ++j) groups[ids[j]].rate = fair;
+        break;
+      }
+    }
   }
 };
 
@@ -257,7 +310,7 @@ struct ResultHeader {
   double time_s = 0.0;
   std::uint64_t transfers = 0;
   std::uint64_t trace_events = 0;
-  std::uint64_t private_route_transfers = 0;
+  std::uint64_t island_transfers = 0;
 };
 
 class Execution final : public sg::Listener {
@@ -290,9 +343,9 @@ class Execution final : public sg::Listener {
     TC_LOG_INFO("sim", "simgrid: wall time: schedule {:.2f} s, platform {:.2f} s, simulation {:.2f} s", load_s,
                 platform_s, seconds_since(t0) - load_s - platform_s);
     check_complete();
-    ResultHeader h{time_s_, transfers_, o_.trace ? trace_.size() : 0, private_transfers_};
-    TC_LOG_INFO("sim", "simgrid: {} transfers, {} of them on private routes (computed by the engine)", transfers_,
-                private_transfers_);
+    ResultHeader h{time_s_, transfers_, o_.trace ? trace_.size() : 0, island_transfers_};
+    TC_LOG_INFO("sim", "simgrid: {} transfers, {} of them on islands (computed by the engine)", transfers_,
+                island_transfers_);
     out.append(reinterpret_cast<const char*>(&h), sizeof h);
     if (o_.trace) out.append(reinterpret_cast<const char*>(trace_.data()), trace_.size() * sizeof(TraceEvent));
   }
@@ -338,7 +391,7 @@ class Execution final : public sg::Listener {
         switch (e.kind) {
           case EventKind::Land: land(e.id, e.time); break;
           case EventKind::Resume: advance(e.id, e.time); break;
-          case EventKind::Route: route_done(e.id, e.version, e.time); break;
+          case EventKind::Route: island_done(e.id, e.version, e.time); break;
         }
       }
     }
@@ -355,8 +408,8 @@ class Execution final : public sg::Listener {
   std::vector<Step> steps_;
   std::vector<Channel> channels_;  // rank * K + channel
   std::vector<Connection> conns_;
-  std::vector<PrivateRoute> routes_;
-  std::uint64_t private_transfers_ = 0;
+  std::vector<Island> islands_;
+  std::uint64_t island_transfers_ = 0;
   std::vector<std::uint32_t> done_scratch_;
   std::vector<Event> due_;  // wake(): the batch being handled
 
@@ -449,51 +502,92 @@ class Execution final : public sg::Listener {
         conn.latency_s += (g[e].latency_us + c_.of(g[e].kind).extra_latency_us) * 1e-6;
       if (conn.latency_s > 0) conn.lane = events_.lane_for(conn.latency_s);
     }
-    if (o_.simgrid_fast_paths) find_private_routes(router);
+    if (o_.simgrid_fast_paths) find_islands(router);
     if (o_.trace) trace_.reserve(steps_.size());
-    TC_LOG_INFO("sim", "simgrid: {} ranks x {} channels, {} operations, {} connections ({} on {} private routes)", p,
-                K, steps_.size(), conns_.size(),
-                std::count_if(conns_.begin(), conns_.end(), [](const Connection& c) { return c.route != kNone; }),
-                routes_.size());
+    TC_LOG_INFO("sim", "simgrid: {} ranks x {} channels, {} operations, {} connections ({} on {} islands)", p, K,
+                steps_.size(), conns_.size(),
+                std::count_if(conns_.begin(), conns_.end(), [](const Connection& c) { return c.island != kNone; }),
+                islands_.size());
   }
 
-  // Groups connections by the links they cross (each direction of a link apart) and makes a
-  // private route of every group whose links no connection outside it crosses.
-  void find_private_routes(Router& router) {
+  // Finds the islands (above) among the connections: groups of identical routes (each direction
+  // of a link apart), connected through the links they share; a connected set is an island when
+  // every group crosses each link two groups cross.
+  void find_islands(Router& router) {
     const auto& g = t_.graph();
     using LinkKey = std::pair<const topo::Link*, bool>;  // the edge's properties are unique per edge
-    std::vector<std::vector<LinkKey>> links(conns_.size());
-    std::map<LinkKey, std::uint32_t> first_user;  // a link -> one connection crossing it
-    std::vector<std::uint32_t> group(conns_.size());
+    const auto n = static_cast<std::uint32_t>(conns_.size());
+    std::vector<std::vector<LinkKey>> links(n);
+    std::vector<std::uint32_t> group(n);  // the first connection with the same links
     std::map<std::vector<LinkKey>, std::uint32_t> group_of_links;
-    for (std::uint32_t i = 0; i < conns_.size(); ++i) {
+    std::vector<std::uint32_t> parent(n);  // union-find over groups, through shared links
+    for (std::uint32_t i = 0; i < n; ++i) parent[i] = i;
+    auto find = [&](std::uint32_t x) {
+      while (parent[x] != x) x = parent[x] = parent[parent[x]];
+      return x;
+    };
+    struct LinkUse {
+      std::uint32_t group = kNone;
+      bool groups = false;  // crossed by two groups or more
+    };
+    std::map<LinkKey, LinkUse> use;
+    for (std::uint32_t i = 0; i < n; ++i) {
       const Route& route = router.route(conns_[i].src, conns_[i].dst);
       for (std::size_t k = 0; k < route.links.size(); ++k)
         links[i].emplace_back(&g[route.links[k]], static_cast<bool>(route.forward[k]));
       std::sort(links[i].begin(), links[i].end());
       group[i] = group_of_links.try_emplace(links[i], i).first->second;
-    }
-    // A group is private when every connection on each of its links is in it.
-    std::vector<bool> shared(conns_.size(), false);
-    for (std::uint32_t i = 0; i < conns_.size(); ++i)
       for (const LinkKey& key : links[i]) {
-        auto [it, fresh] = first_user.try_emplace(key, i);
-        if (!fresh && group[it->second] != group[i]) shared[group[i]] = shared[group[it->second]] = true;
+        LinkUse& u = use[key];
+        if (u.group == kNone) {
+          u.group = group[i];
+        } else if (u.group != group[i]) {
+          u.groups = true;
+          parent[find(group[i])] = find(u.group);
+        }
       }
-    std::vector<std::uint32_t> route_of_group(conns_.size(), kNone);
-    for (std::uint32_t i = 0; i < conns_.size(); ++i) {
-      if (shared[group[i]]) continue;
-      std::uint32_t& r = route_of_group[group[i]];
-      if (r == kNone) {
-        const Route& route = router.route(conns_[i].src, conns_[i].dst);
-        PrivateRoute pr;
-        pr.narrowest = std::numeric_limits<double>::infinity();
-        for (topo::Edge e : route.links) pr.narrowest = std::min(pr.narrowest, c_.rate_bytes_per_s(g, e));
-        pr.cap = c_.channel_cap_bytes_per_s(g, route.links);
-        r = static_cast<std::uint32_t>(routes_.size());
-        routes_.push_back(std::move(pr));
+    }
+    // Per connected set: the links every group crosses (the hub), and whether each group's other
+    // links are its own.
+    std::map<std::uint32_t, std::vector<std::uint32_t>> groups_of_set;  // set -> its groups
+    for (std::uint32_t i = 0; i < n; ++i)
+      if (group[i] == i) groups_of_set[find(i)].push_back(i);
+    std::vector<std::uint32_t> island_of_group(n, kNone), index_in_island(n, 0);
+    for (const auto& [set, members] : groups_of_set) {
+      std::vector<LinkKey> hub = links[members.front()];
+      for (std::uint32_t m : members) {
+        std::vector<LinkKey> both;
+        std::set_intersection(hub.begin(), hub.end(), links[m].begin(), links[m].end(), std::back_inserter(both));
+        hub.swap(both);
       }
-      conns_[i].route = r;
+      if (hub.empty()) continue;
+      bool island = true;
+      for (std::uint32_t m : members)
+        for (const LinkKey& key : links[m])
+          if (use[key].groups && !std::binary_search(hub.begin(), hub.end(), key)) island = false;
+      if (!island) continue;
+      Island is;
+      for (std::uint32_t m : members) {
+        const Route& route = router.route(conns_[m].src, conns_[m].dst);
+        Island::Group gr;
+        gr.cap = c_.channel_cap_bytes_per_s(g, route.links);
+        for (std::size_t k = 0; k < route.links.size(); ++k) {
+          const LinkKey key(&g[route.links[k]], static_cast<bool>(route.forward[k]));
+          const double rate = c_.rate_bytes_per_s(g, route.links[k]);
+          if (std::binary_search(hub.begin(), hub.end(), key))
+            is.hub = std::min(is.hub, rate);
+          else
+            gr.own = std::min(gr.own, rate);
+        }
+        index_in_island[m] = static_cast<std::uint32_t>(is.groups.size());
+        island_of_group[m] = static_cast<std::uint32_t>(islands_.size());
+        is.groups.push_back(std::move(gr));
+      }
+      islands_.push_back(std::move(is));
+    }
+    for (std::uint32_t i = 0; i < n; ++i) {
+      conns_[i].island = island_of_group[group[i]];
+      conns_[i].group = index_in_island[group[i]];
     }
   }
 
@@ -515,59 +609,69 @@ class Execution final : public sg::Listener {
     Connection& conn = conns_[id];
     conn.busy = true;
     if (o_.trace) trace_[conn.in_trace.front()].start_s = now;
-    if (conn.route == kNone) {
+    if (conn.island == kNone) {
       sim_->transfer(id, static_cast<double>(bytes));
       return;
     }
-    ++private_transfers_;
-    PrivateRoute& r = routes_[conn.route];
-    r.advance_to(now);
-    r.flying.emplace_back(r.work + static_cast<double>(bytes), id);
-    schedule(conn.route);
+    ++island_transfers_;
+    Island& is = islands_[conn.island];
+    is.advance_to(now);
+    Island::Group& gr = is.groups[conn.group];
+    gr.flying.emplace_back(gr.work + static_cast<double>(bytes), id);
+    is.share();
+    schedule(conn.island);
   }
 
-  // Schedules private route `id`'s next end of transfer (replacing the one scheduled before).
+  // Schedules island `id`'s next end of transfer (rates as share() left them).
   void schedule(std::uint32_t id) {
-    PrivateRoute& r = routes_[id];
-    r.due = std::numeric_limits<double>::infinity();
-    if (r.flying.empty()) return;
-    double next = r.flying.front().first;
-    for (const auto& f : r.flying) next = std::min(next, f.first);
-    r.due = r.at + (next - r.work) / r.rate();
-    if (r.due < r.pending) push_route_event(id);
+    Island& is = islands_[id];
+    is.due = Island::kInf;
+    for (Island::Group& gr : is.groups) {
+      gr.due = Island::kInf;
+      if (gr.flying.empty()) continue;
+      gr.due = is.at + (gr.next_target() - gr.work) / gr.rate;
+      is.due = std::min(is.due, gr.due);
+    }
+    if (is.due < is.pending) push_island_event(id);
   }
 
-  void push_route_event(std::uint32_t id) {
-    PrivateRoute& r = routes_[id];
-    r.pending = r.due;
-    push({r.due, 0, id, ++r.version, EventKind::Route});
+  void push_island_event(std::uint32_t id) {
+    Island& is = islands_[id];
+    is.pending = is.due;
+    push({is.due, 0, id, ++is.version, EventKind::Route});
   }
 
-  // Private route `id`'s live event at `time`: its earliest transfer(s) pushed their last byte,
-  // unless a start since moved that later.
-  void route_done(std::uint32_t id, std::uint32_t version, double time) {
-    PrivateRoute& r = routes_[id];
-    if (version != r.version) return;  // stale: a later push replaced it
-    r.pending = std::numeric_limits<double>::infinity();
-    if (r.due > time) {
-      if (r.due < std::numeric_limits<double>::infinity()) push_route_event(id);
+  // Island `id`'s live event at `time`: the earliest transfer(s) pushed their last byte, unless
+  // a start since moved that later.
+  void island_done(std::uint32_t id, std::uint32_t version, double time) {
+    Island& is = islands_[id];
+    if (version != is.version) return;  // stale: a later push replaced it
+    is.pending = Island::kInf;
+    if (is.due > time) {
+      if (is.due < Island::kInf) push_island_event(id);
       return;
     }
-    double target = r.flying.front().first;
-    for (const auto& f : r.flying) target = std::min(target, f.first);
-    r.work = target;
-    r.at = time;
     std::vector<std::uint32_t>& done = done_scratch_;
     done.clear();
-    for (std::size_t k = 0; k < r.flying.size();) {
-      if (r.flying[k].first <= target) {
-        done.push_back(r.flying[k].second);
-        r.flying[k] = r.flying.back();
-        r.flying.pop_back();
-      } else {
-        ++k;
+    for (Island::Group& gr : is.groups) {
+      if (gr.flying.empty()) continue;
+      if (gr.due > time) {
+        gr.work += gr.rate * (time - is.at);
+        continue;
+      }
+      gr.work = gr.next_target();  // exactly: due was computed to reach it
+      for (std::size_t k = 0; k < gr.flying.size();) {
+        if (gr.flying[k].first <= gr.work) {
+          done.push_back(gr.flying[k].second);
+          gr.flying[k] = gr.flying.back();
+          gr.flying.pop_back();
+        } else {
+          ++k;
+        }
       }
     }
+    is.at = time;
+    is.share();
     schedule(id);
     for (std::uint32_t conn : done) depart(conn, time);
   }
@@ -693,7 +797,7 @@ class SimGridEngine final : public Engine {
     r.engine = name();
     r.time_s = h.time_s;
     r.transfers = h.transfers;
-    r.private_route_transfers = h.private_route_transfers;
+    r.island_transfers = h.island_transfers;
     r.trace.resize(h.trace_events);
     if (h.trace_events > 0) std::memcpy(r.trace.data(), bytes.data() + sizeof h, h.trace_events * sizeof(TraceEvent));
     return r;

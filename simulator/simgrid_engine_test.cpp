@@ -107,7 +107,7 @@ std::map<std::pair<int, int>, std::vector<TraceEvent>> by_channel(const std::vec
 // run. Every test below therefore checks both.
 //
 // Tolerances. SimGrid computes completion dates to about a nanosecond (its surf/precision), and
-// which flows share its max-min system changes its rounding, so a run with private routes taken
+// which flows share its max-min system changes its rounding, so a run with islands taken
 // out differs from the plain run by nanoseconds per SimGrid transfer. In a pipeline those can
 // change which of two nearly simultaneous events comes first and move single operations by up
 // to a transfer time while the collective's time stays put, so per-operation equality is
@@ -118,7 +118,7 @@ SimResult simulate(const topo::Topology& t, const algo::Schedule& s, const Calib
   SimResult fast = make_simgrid_engine()->run(t, s, c, o);
   o.simgrid_fast_paths = false;
   const SimResult plain = make_simgrid_engine()->run(t, s, c, o);
-  CHECK(plain.private_route_transfers == 0);
+  CHECK(plain.island_transfers == 0);
   CHECK(fast.transfers == plain.transfers);
   CHECK(fast.time_s == doctest::Approx(plain.time_s).epsilon(1e-6));
   if (trace) {
@@ -396,14 +396,14 @@ TEST_CASE("simgrid: a hand-made tree takes 6 t_B + 4 alpha") {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Fast paths: private routes and the list workaround (simgrid_engine.cpp, "Speed")
+// Fast paths: islands and the list workaround (simgrid_engine.cpp, "Speed")
 
-// A private route with transfers that start at different times and have different sizes: one
-// GPU pair, two channels. Channel 0 sends 2 MiB at once; channel 1 first copies 1 MiB (at
+// An island of one group (a private route) with transfers that start at different times and
+// have different sizes: one GPU pair, two channels. Channel 0 sends 2 MiB at once; channel 1 first copies 1 MiB (at
 // 100 GB/s: t1 = 1 MiB / 100 GB/s) and then sends 2 MiB. The link (100 GB/s) carries channel 0
 // alone until t1 (1 MiB pushed), both at 50 GB/s until channel 0 ends at 3 t1 (channel 1 has
 // pushed 1 MiB), channel 1 alone until 4 t1; it lands 1 us later.
-TEST_CASE("simgrid: a private route shares its links among the transfers in flight") {
+TEST_CASE("simgrid: an island of one route shares its links among the transfers in flight") {
   const topo::Topology t = two_gpus();
   const std::uint64_t count = 2 * kMiB / 4;
   Calibration c = ideal_calibration();
@@ -415,16 +415,47 @@ TEST_CASE("simgrid: a private route shares its links among the transfers in flig
        {op(OpKind::Recv, 0, count, 0), op(OpKind::Recv, 0, count, 1)}},
       2);
   const SimResult r = simulate(t, s, c, true);
-  CHECK(r.private_route_transfers == 2);
+  CHECK(r.island_transfers == 2);
   const double t1 = static_cast<double>(kMiB) / 100e9;
   CHECK(r.time_s == doctest::Approx(4 * t1 + 1e-6).epsilon(1e-9));
   for (const TraceEvent& e : r.trace)
     if (e.kind == OpKind::Send) CHECK(e.end_s == doctest::Approx(e.channel == 0 ? 3 * t1 : 4 * t1).epsilon(1e-9));
 }
 
+// An island of two groups with different bounds: gpu0 -> gpu2 and gpu1 -> gpu2 share the
+// switch's link down to gpu2 (10 GB/s, the hub); gpu1's own link up is 2 GB/s. Max-min: the
+// gpu1 flow takes its 2 GB/s, the gpu0 flow the 8 GB/s left; once gpu0's message is out, gpu1's
+// stays at 2 GB/s.
+//
+//     gpu0 --10-- switch --10-- gpu2
+//     gpu1 --2---/
+TEST_CASE("simgrid: an island shares its hub by water-filling") {
+  topo::NodeModel m;
+  m.name = "island";
+  const auto sw = m.add_device(DeviceKind::PcieSwitch, 0);
+  const auto g0 = m.add_gpu(0, 90), g1 = m.add_gpu(0, 90), g2 = m.add_gpu(0, 90);
+  m.add_link(g0, sw, LinkKind::Pcie, 10.0, 1.0);
+  m.add_link(g1, sw, LinkKind::Pcie, 2.0, 1.0);
+  m.add_link(sw, g2, LinkKind::Pcie, 10.0, 1.0);
+  const topo::Topology t = topo::Topology::build(m, 1, topo::FabricSpec{});
+  const std::uint64_t count = 4 * kMiB / 4;
+  const double bytes = static_cast<double>(count * 4);
+  const algo::Schedule s = hand_made(3, count,
+                                     {{op(OpKind::Send, 2, count)},
+                                      {op(OpKind::Send, 2, count, 1)},
+                                      {op(OpKind::Recv, 0, count), op(OpKind::Recv, 1, count, 1)}},
+                                     2);
+  const SimResult r = simulate(t, s, ideal_calibration(), true);
+  CHECK(r.island_transfers == 2);
+  for (const TraceEvent& e : r.trace)
+    if (e.kind == OpKind::Send) CHECK(e.end_s == doctest::Approx(bytes / (e.rank == 0 ? 8e9 : 2e9)).epsilon(1e-9));
+  CHECK(r.time_s == doctest::Approx(2e-6 + bytes / 2e9).epsilon(1e-9));
+}
+
 // Every registered algorithm on DGX H100 nodes with a rail-optimised fabric (PXN routes, NVLink
 // paths shared or not), 1 and 3 channels, sliced: the fast paths change nothing (simulate()
-// compares them with plain SimGrid), and they are used where the routes are private.
+// compares them with plain SimGrid), and islands are found (and not everywhere: dbt's chains
+// share each GPU's NVLink port between two routes, each also sharing another port).
 TEST_CASE("simgrid: fast paths give plain SimGrid's results for every algorithm") {
   topo::FabricSpec rail;
   rail.kind = topo::FabricKind::RailFatTree;
@@ -440,11 +471,11 @@ TEST_CASE("simgrid: fast paths give plain SimGrid's results for every algorithm"
       const algo::CollectiveArgs args = args_for(t.num_ranks(), 3 * kMiB + 4);
       if (!alg->supports(algo::layout_of(t), args, tuning).ok) continue;
       const SimResult r = simulate(t, alg->generate(algo::layout_of(t), args, tuning), default_calibration());
-      private_transfers += r.private_route_transfers;
+      private_transfers += r.island_transfers;
       transfers += r.transfers;
     }
   }
-  MESSAGE(fmt::format("{} of {} transfers on private routes", private_transfers, transfers));
+  MESSAGE(fmt::format("{} of {} transfers on islands", private_transfers, transfers));
   CHECK(private_transfers > 0);
   CHECK(private_transfers < transfers);
 }
