@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 
+#include <array>
 #include <map>
 #include <sstream>
 #include <string>
@@ -43,19 +44,20 @@ topo::Topology two_gpus() {
   return topo::Topology::build(m, 1, topo::FabricSpec{});
 }
 
-// Three GPUs on one PCIe switch, 10 GB/s and 1 us per link: gpu0 -> gpu2 and gpu1 -> gpu2
-// share the switch's link down to gpu2.
+// Three GPUs on one PCIe switch, 1 us per link, 10 GB/s unless given: gpu0 -> gpu2 and
+// gpu1 -> gpu2 share the switch's link down to gpu2.
 //
 //     gpu0   gpu1   gpu2
 //        \    |    /
 //         pcie switch
-topo::Topology three_gpus_on_a_switch() {
+topo::Topology three_gpus_on_a_switch(std::array<double, 3> gbps = {10.0, 10.0, 10.0}) {
   topo::NodeModel m;
   m.name = "three-gpus";
   const auto sw = m.add_device(DeviceKind::PcieSwitch, 0);
-  for (int i = 0; i < 3; ++i) m.add_link(sw, m.add_gpu(0, 90), LinkKind::Pcie, 10.0, 1.0);
+  for (int i = 0; i < 3; ++i) m.add_link(sw, m.add_gpu(0, 90), LinkKind::Pcie, gbps[static_cast<std::size_t>(i)], 1.0);
   return topo::Topology::build(m, 1, topo::FabricSpec{});
 }
+
 
 // `nodes` nodes of one GPU and one NIC on a single switch: every hop of a ring is
 //   gpu --PCIe 64 GB/s, 0.5 us-- nic --50 GB/s, 0.6 us-- switch --50 GB/s, 0.6 us-- nic --PCIe-- gpu
@@ -92,6 +94,15 @@ Op op(OpKind kind, int peer, std::uint64_t count, int channel = 0) {
 
 algo::Schedule hand_made(int ranks, std::uint64_t count, std::vector<Program> programs, int channels = 1) {
   return algo::Schedule::from_programs("hand-made", args_for(ranks, count * 4), channels, 0, std::move(programs));
+}
+
+// gpu0 and gpu1 each send `count` floats to gpu2, on channels 0 and 1.
+algo::Schedule two_into_one(std::uint64_t count) {
+  return hand_made(3, count,
+                   {{op(OpKind::Send, 2, count)},
+                    {op(OpKind::Send, 2, count, 1)},
+                    {op(OpKind::Recv, 0, count), op(OpKind::Recv, 1, count, 1)}},
+                   2);
 }
 
 // Each (rank, channel)'s trace events in program order.
@@ -213,11 +224,7 @@ TEST_CASE("simgrid: flows through one link share it fairly whatever their latenc
   const topo::Topology t = three_gpus_on_a_switch();
   const std::uint64_t count = 4 * kMiB / 4;
   const double bytes = static_cast<double>(count * 4);
-  const algo::Schedule s = hand_made(3, count,
-                                     {{op(OpKind::Send, 2, count)},
-                                      {op(OpKind::Send, 2, count, 1)},
-                                      {op(OpKind::Recv, 0, count), op(OpKind::Recv, 1, count, 1)}},
-                                     2);
+  const algo::Schedule s = two_into_one(count);
   // Both cross the switch -> gpu2 link: each gets 5 GB/s while both run.
   CHECK(simulate(t, s, ideal_calibration()).time_s == doctest::Approx(2e-6 + 2 * bytes / 10e9).epsilon(1e-9));
 }
@@ -430,22 +437,10 @@ TEST_CASE("simgrid: an island of one route shares its links among the transfers 
 //     gpu0 --10-- switch --10-- gpu2
 //     gpu1 --2---/
 TEST_CASE("simgrid: an island shares its hub by water-filling") {
-  topo::NodeModel m;
-  m.name = "island";
-  const auto sw = m.add_device(DeviceKind::PcieSwitch, 0);
-  const auto g0 = m.add_gpu(0, 90), g1 = m.add_gpu(0, 90), g2 = m.add_gpu(0, 90);
-  m.add_link(g0, sw, LinkKind::Pcie, 10.0, 1.0);
-  m.add_link(g1, sw, LinkKind::Pcie, 2.0, 1.0);
-  m.add_link(sw, g2, LinkKind::Pcie, 10.0, 1.0);
-  const topo::Topology t = topo::Topology::build(m, 1, topo::FabricSpec{});
+  const topo::Topology t = three_gpus_on_a_switch({10.0, 2.0, 10.0});
   const std::uint64_t count = 4 * kMiB / 4;
   const double bytes = static_cast<double>(count * 4);
-  const algo::Schedule s = hand_made(3, count,
-                                     {{op(OpKind::Send, 2, count)},
-                                      {op(OpKind::Send, 2, count, 1)},
-                                      {op(OpKind::Recv, 0, count), op(OpKind::Recv, 1, count, 1)}},
-                                     2);
-  const SimResult r = simulate(t, s, ideal_calibration(), true);
+  const SimResult r = simulate(t, two_into_one(count), ideal_calibration(), true);
   CHECK(r.island_transfers == 2);
   for (const TraceEvent& e : r.trace)
     if (e.kind == OpKind::Send) CHECK(e.end_s == doctest::Approx(bytes / (e.rank == 0 ? 8e9 : 2e9)).epsilon(1e-9));
