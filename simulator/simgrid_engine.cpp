@@ -274,35 +274,32 @@ struct Island {
   }
   // Water-filling (above): every group's rate.
   void share() {
-    std::uint32_t order[16];
-    std::vector<std::uint32_t> big;
-    std::uint32_t* ids = order;
-    if (groups.size() > std::size(order)) {
-      big.resize(groups.size());
-      ids = big.data();
-    }
-    std::size_t n = 0;
+    busy.clear();
     double flows = 0.0;
     for (std::uint32_t k = 0; k < groups.size(); ++k)
       if (!groups[k].flying.empty()) {
-        ids[n++] = k;
+        busy.push_back(k);
         flows += static_cast<double>(groups[k].flying.size());
       }
-    std::sort(ids, ids + n, [&](std::uint32_t a, std::uint32_t b) { return groups[a].bound() < groups[b].bound(); });
+    std::sort(busy.begin(), busy.end(),
+              [&](std::uint32_t a, std::uint32_t b) { return groups[a].bound() < groups[b].bound(); });
     double left = hub;
-    for (std::size_t k = 0; k < n; ++k) {
-      Group& g = groups[ids[k]];
+    for (std::size_t k = 0; k < busy.size(); ++k) {
+      Group& g = groups[busy[k]];
       const double fair = left / flows, b = g.bound();
       if (b <= fair) {
         g.rate = b;
         left -= b * static_cast<double>(g.flying.size());
         flows -= static_cast<double>(g.flying.size());
       } else {
-        for (std::size_t j = k; j < n; ++j) groups[ids[j]].rate = fair;
+        for (std::size_t j = k; j < busy.size(); ++j) groups[busy[j]].rate = fair;
         break;
       }
     }
   }
+
+ private:
+  std::vector<std::uint32_t> busy;  // share()'s groups with transfers in flight
 };
 
 // The result as it travels from the simulation process.
