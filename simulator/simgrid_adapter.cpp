@@ -3,6 +3,7 @@
 // explained in simgrid_adapter.hpp.
 #include "simulator/simgrid_adapter.hpp"
 
+#include <dlfcn.h>
 #include <fmt/format.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -12,15 +13,14 @@
 #include <csignal>
 #include <cstdio>
 #include <cstring>
+#include <list>
+#include <optional>
 #include <simgrid/kernel/Timer.hpp>
 #include <simgrid/kernel/resource/Action.hpp>
 #include <simgrid/s4u.hpp>
+#include <simgrid/version.h>  // after s4u.hpp: it needs xbt/base.h
 #include <stdexcept>
 #include <unordered_map>
-#include <list>
-#include <optional>
-#include <simgrid/version.h>
-#include <dlfcn.h>
 
 #include "common/errors.hpp"
 #include "common/log.hpp"
