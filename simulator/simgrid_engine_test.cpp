@@ -514,6 +514,11 @@ TEST_CASE("simgrid: bad schedules are input errors") {
     const algo::Schedule s = hand_made(3, 16, {{}, {}, {}});
     CHECK_THROWS_WITH_AS(simulate(t, s, ideal_calibration()), doctest::Contains("3 ranks"), InputError);
   }
+  SUBCASE("an operation over the engine's 256 GiB") {
+    const std::uint64_t count = std::uint64_t{1} << 36;  // floats: 2^38 bytes, one byte too many
+    const algo::Schedule s = hand_made(2, count, {{op(OpKind::Send, 1, count)}, {op(OpKind::Recv, 0, count)}});
+    CHECK_THROWS_WITH_AS(simulate(t, s, ideal_calibration()), doctest::Contains("at most 274877906943"), InputError);
+  }
 }
 
 }  // namespace
