@@ -337,6 +337,7 @@ struct Simulation::Impl {
     sg4::Engine::set_config("network/crosstraffic:0");
     sg4::Engine::set_config("network/latency-factor:0");  // see simgrid_adapter.hpp
     sg4::Engine::set_config("network/bandwidth-factor:1");
+    sg4::Engine::set_config("surf/precision:1e-13");  // see simgrid_adapter.hpp
   }
 
   // -------------------------------------------------------------------------------------------
