@@ -212,7 +212,6 @@ class EventQueue {
         heap_.pop();
     }
   }
-  std::uint64_t pushed() const { return seq_; }
 
  private:
   struct Lane {
