@@ -73,6 +73,23 @@ Schedule silent_peer() {
   return Schedule::from_programs("silent-peer", args_of(Collective::AllReduce, 4, 2), 2, 0, std::move(programs));
 }
 
+// Two ranks, one channel: each copies input[0:4] to output[0:4], sends output[0:4] to the
+// other, then receives the other's output[0:4] into it (reduced into it when `reduce`): the
+// receive's destination is the region the send still reads.
+Schedule send_then_receive_same_region(const char* name, bool reduce) {
+  std::vector<Program> programs(2);
+  for (int r = 0; r < 2; ++r) {
+    ProgramBuilder b(programs[static_cast<std::size_t>(r)]);
+    b.copy({BufferId::Input, 0, 4}, {BufferId::Output, 0, 4}, 0);
+    b.send(1 - r, {BufferId::Output, 0, 4}, 0);
+    if (reduce)
+      b.recv_reduce(1 - r, {BufferId::Output, 0, 4}, 0);
+    else
+      b.recv(1 - r, {BufferId::Output, 0, 4}, 0);
+  }
+  return Schedule::from_programs(name, args_of(Collective::AllReduce, 4, 2), 1, 0, std::move(programs));
+}
+
 }  // namespace
 
 TEST_CASE("inproc transport: FIFO per (source, destination, channel)") {
@@ -276,14 +293,7 @@ TEST_CASE("executor: writes wait for unfinished sends of the same region (zero-c
   // Each rank sends output[0:4] and then reduces the peer's output[0:4] into it, on one channel:
   // the receive-reduce may only write output[0:4] once the send has completed. A plan is bound
   // once and run three times, in place (the allreduce's input is its output).
-  std::vector<Program> programs(2);
-  for (int r = 0; r < 2; ++r) {
-    ProgramBuilder b(programs[static_cast<std::size_t>(r)]);
-    b.copy({BufferId::Input, 0, 4}, {BufferId::Output, 0, 4}, 0);
-    b.send(1 - r, {BufferId::Output, 0, 4}, 0);
-    b.recv_reduce(1 - r, {BufferId::Output, 0, 4}, 0);
-  }
-  const Schedule s = Schedule::from_programs("send-then-overwrite", args_of(Collective::AllReduce, 4, 2), 1, 0, std::move(programs));
+  const Schedule s = send_then_receive_same_region("send-then-overwrite", true);
   REQUIRE(verify(s).ok());
   InprocFabric fabric(2);
   std::array<std::array<std::int32_t, 4>, 2> buf{};
@@ -406,14 +416,7 @@ RunResult run_rendezvous(const Schedule& s) {
 
 TEST_CASE("executor: receives are posted while a send of the same region is unfinished (rendezvous transports)") {
   SUBCASE("two ranks swap one region: send it, then receive the peer's into it") {
-    std::vector<Program> programs(2);
-    for (int r = 0; r < 2; ++r) {
-      ProgramBuilder b(programs[static_cast<std::size_t>(r)]);
-      b.copy({BufferId::Input, 0, 4}, {BufferId::Output, 0, 4}, 0);
-      b.send(1 - r, {BufferId::Output, 0, 4}, 0);
-      b.recv(1 - r, {BufferId::Output, 0, 4}, 0);
-    }
-    const Schedule s = Schedule::from_programs("swap", args_of(Collective::AllReduce, 4, 2), 1, 0, std::move(programs));
+    const Schedule s = send_then_receive_same_region("swap", false);
     const RunResult r = run_rendezvous(s);
     // Each rank ends with the other's input.
     for (int rank = 0; rank < 2; ++rank) {
