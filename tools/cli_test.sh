@@ -31,6 +31,14 @@ expect_ok() {
 
 contains() { if grep -qF -- "$1" "$tmp/out"; then ok; else fail "output of '$2' lacks '$1'"; fi; }
 
+# --- version, and the malloc the command runs with (jemalloc when the build found it) -------
+expect_ok --version && contains "topocoll 0.1.0 (malloc: " "--version"
+if ldd "$bin" | grep -q libjemalloc; then
+  contains "(malloc: jemalloc)" "--version (the binary links libjemalloc)"
+else
+  contains "(malloc: glibc)" "--version (the binary does not link libjemalloc)"
+fi
+
 # --- bad input: flags -------------------------------------------------------------------
 expect_error "unknown topology preset 'dgx-z9'" topo show --topology dgx-z9
 expect_error "unknown fabric 'torus'" topo show --topology dgx-h100 --nodes 2 --fabric torus

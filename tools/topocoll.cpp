@@ -1,6 +1,7 @@
 // topocoll: the command line over the library.
 //   topocoll topo show|check|export|path|presets ...
 // Exit status: 0 success (check: even when it finds problems), 2 bad input, 1 internal error.
+#include <dlfcn.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -50,6 +51,11 @@ void add_topology_flags(CLI::App* cmd, topocoll::tools::TopoArgs& a, bool requir
   cmd->add_option("--oversubscription", a.oversubscription, "leaf down:up bandwidth ratio, >= 1 (default 1)");
 }
 
+// The malloc this process runs with, as found at run time: jemalloc when its API is linked in
+// (tools/CMakeLists.txt links it ahead of the C library, so its malloc is the one every library
+// resolves to), else the C library's.
+const char* allocator() { return dlsym(RTLD_DEFAULT, "mallctl") != nullptr ? "jemalloc" : "glibc"; }
+
 }  // namespace
 
 // `topocoll bench ARGS...` runs topocoll-bench, installed next to this executable: MPI lives in
@@ -73,6 +79,7 @@ int main(int argc, char** argv) {
   if (argc > 1 && std::string(argv[1]) == "bench") return exec_bench(argc, argv);
   CLI::App app{"topocoll: topology-aware collective algorithms (topologies, schedules, simulation, runtime)"};
   app.require_subcommand(1);
+  app.set_version_flag("--version", std::string("topocoll ") + TOPOCOLL_VERSION + " (malloc: " + allocator() + ")");
   app.footer("Commands: topo (show|check|export|path|presets), algorithms, verify, schedule export, sim, exp (run|compare), bench (runs topocoll-bench: measured, under mpirun). Each has --help with examples.");
   CLI::App* topo = app.add_subcommand("topo", "inspect, check and export cluster topologies");
   topo->require_subcommand(1);
@@ -183,6 +190,8 @@ Spec format, resumption and provenance: docs/experiments.md.)";
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
   } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     std::fprintf(stderr, "topocoll: error: %s (see --help)\n", e.what());
