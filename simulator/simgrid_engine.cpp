@@ -76,8 +76,8 @@ using algo::OpKind;
 
 constexpr std::uint32_t kNone = std::numeric_limits<std::uint32_t>::max();
 
-// One operation, as the walk needs it (16 bytes; a 1024-rank ring has millions).
-// Packed in 8 bytes: the walk of a large run reads millions of them from memory.
+// One operation, as the walk needs it, packed in 8 bytes: the walk of a large run (a 1024-rank
+// ring has millions) reads them from memory.
 // (kind: 3 bits, connection: 23 bits, bytes: 38 bits)
 class Step {
  public:
@@ -649,12 +649,9 @@ class Execution final : public sg::Listener {
     }
     std::vector<std::uint32_t>& done = done_scratch_;
     done.clear();
+    is.advance_to(time);
     for (Island::Group& gr : is.groups) {
-      if (gr.flying.empty()) continue;
-      if (gr.due > time) {
-        gr.work += gr.rate * (time - is.at);
-        continue;
-      }
+      if (gr.flying.empty() || gr.due > time) continue;
       gr.work = gr.next_target();  // exactly: due was computed to reach it
       for (std::size_t k = 0; k < gr.flying.size();) {
         if (gr.flying[k].first <= gr.work) {
@@ -666,7 +663,6 @@ class Execution final : public sg::Listener {
         }
       }
     }
-    is.at = time;
     is.share();
     schedule(id);
     for (std::uint32_t conn : done) depart(conn, time);
