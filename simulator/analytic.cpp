@@ -112,17 +112,13 @@ class AnalyticEngine final : public Engine {
       for (std::size_t f = 0; f < flows.size(); ++f) {
         Flow& flow = flows[f];
         double bw = std::numeric_limits<double>::infinity();
-        double lat = 0.0;
         for (std::size_t k = 0; k < flow.route->links.size(); ++k) {
           const topo::Edge e = flow.route->links[k];
-          const topo::LinkKind kind = g[e].kind;
-          double rate = c.rate_bytes_per_s(g, e) / sharers(static_cast<std::uint32_t>(f), {e, flow.route->forward[k]});
-          if (c.cap(kind) > 0) rate = std::min(rate, c.cap(kind) * 1e9);
-          bw = std::min(bw, rate);
-          lat += (g[e].latency_us + c.of(kind).extra_latency_us) * 1e-6;
+          bw = std::min(bw, c.rate_bytes_per_s(g, e) / sharers(static_cast<std::uint32_t>(f), {e, flow.route->forward[k]}));
         }
+        if (const double cap = c.channel_cap_bytes_per_s(g, flow.route->links); cap > 0) bw = std::min(bw, cap);
         flow.bw_bytes_per_s = bw;
-        flow.latency_s = lat + c.step_overhead_for(g, flow.route->links) * 1e-6;  // the hop's step overhead too
+        flow.latency_s = c.route_latency_s(g, flow.route->links);
       }
     };
     assign_bandwidth([&](std::uint32_t, const LinkDir& l) { return static_cast<double>(users[l].size()); });

@@ -90,6 +90,16 @@ double Calibration::step_overhead_for(const topo::Graph& g, const std::vector<to
   return by_class >= 0.0 ? by_class : step_overhead_us;
 }
 
+double Calibration::latency_s(const topo::Graph& g, topo::Edge e) const {
+  return (g[e].latency_us + of(g[e].kind).extra_latency_us) * 1e-6;
+}
+
+double Calibration::route_latency_s(const topo::Graph& g, const std::vector<topo::Edge>& links) const {
+  double s = 0.0;
+  for (topo::Edge e : links) s += latency_s(g, e);
+  return s + step_overhead_for(g, links) * 1e-6;
+}
+
 Calibration protocol_calibration(const Calibration& base, Protocol p) {
   // NCCL's own tables (simulator/nccl_model.cpp), not a copy: [hw][Ring][protocol], [Ring][protocol].
   const NcclTuningTables& tb = nccl_tuning_tables();

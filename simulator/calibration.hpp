@@ -70,6 +70,11 @@ struct Calibration {
   double channel_cap_bytes_per_s(const topo::Graph& g, const std::vector<topo::Edge>& links) const;
   // The per-hop overhead of a message on a route with these links (us).
   double step_overhead_for(const topo::Graph& g, const std::vector<topo::Edge>& links) const;
+  // One link's calibrated latency, seconds: its own plus its kind's extra.
+  double latency_s(const topo::Graph& g, topo::Edge e) const;
+  // From a message's last byte leaving to its landing on a route with these links, seconds: the
+  // links' calibrated latencies and the route's per-hop overhead. Every engine uses this.
+  double route_latency_s(const topo::Graph& g, const std::vector<topo::Edge>& links) const;
 };
 
 // The defaults (sources in calibration.cpp and docs/simulator.md): NCCL's Simple protocol, i.e.

@@ -350,10 +350,8 @@ struct Simulation::Impl {
   sg4::SplitDuplexLink* link_of(Edge e) {
     auto [it, inserted] = links.try_emplace(&g[e], nullptr);
     if (inserted) {
-      const topo::Link& l = g[e];
-      const LinkCalibration& lc = c.of(l.kind);
       it->second = root->create_split_duplex_link(catalog.name(e), c.rate_bytes_per_s(g, e));  // efficiency by kind (and GPU generation)
-      it->second->set_latency((l.latency_us + lc.extra_latency_us) * 1e-6);
+      it->second->set_latency(c.latency_s(g, e));
     }
     return it->second;
   }

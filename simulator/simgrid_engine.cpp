@@ -493,9 +493,7 @@ class Execution final : public sg::Listener {
     const auto& g = t_.graph();
     for (Connection& conn : conns_) {
       const Route& route = router.route(conn.src, conn.dst);
-      conn.latency_s = c_.step_overhead_for(g, route.links) * 1e-6;
-      for (topo::Edge e : route.links)
-        conn.latency_s += (g[e].latency_us + c_.of(g[e].kind).extra_latency_us) * 1e-6;
+      conn.latency_s = c_.route_latency_s(g, route.links);
       if (conn.latency_s > 0) conn.lane = events_.lane_for(conn.latency_s);
     }
     if (o_.simgrid_fast_paths) find_islands(router);
