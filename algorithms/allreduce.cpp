@@ -2,11 +2,11 @@
 // doubling.
 // Cost sheets in docs/algorithms.md use the names below: p ranks, N nodes, g ranks per node,
 // K channels, S bytes.
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <memory>
-
-#include <fmt/format.h>
 
 #include "algorithms/blocks.hpp"
 #include "algorithms/registry_internal.hpp"
@@ -27,7 +27,9 @@ std::uint64_t tree_slice_elems(const CollectiveArgs& a, const Tuning& t, std::ui
   return std::min(slice_elems(a, t), std::max(floor, count / kTreeMinSlices));
 }
 
-Range channel_range(std::uint64_t count, int channels, int c) { return split(Range{0, count}, static_cast<std::uint64_t>(channels), static_cast<std::uint64_t>(c)); }
+Range channel_range(std::uint64_t count, int channels, int c) {
+  return split(Range{0, count}, static_cast<std::uint64_t>(channels), static_cast<std::uint64_t>(c));
+}
 
 std::vector<int> rotate(const std::vector<int>& v, int by) {
   std::vector<int> out(v.size());
@@ -66,7 +68,9 @@ std::vector<Chunk> segments(BufferId b, Range whole, int parts) {
 
 namespace {
 
-Chunk as_chunk(BufferId b, Range r) { return Chunk{b, r.offset, r.count}; }
+Chunk as_chunk(BufferId b, Range r) {
+  return Chunk{b, r.offset, r.count};
+}
 
 // ---------------------------------------------------------------------------------------------
 // ring: NCCL's flat ring. Per channel: reduce-scatter then allgather, 2(p-1) steps.
@@ -124,9 +128,13 @@ CostSheet cost_ring(const Layout& l, const CollectiveArgs& a, const Tuning& t) {
 //   head(n).parent = head(tree parent of n); head(n).children = chain[1] + heads of child nodes
 //   chain[k].parent = chain[k-1]; chain[k].children = chain[k+1]
 
-int dbt_channels(const Tuning& t) { return std::max(2, t.channels + t.channels % 2); }
+int dbt_channels(const Tuning& t) {
+  return std::max(2, t.channels + t.channels % 2);
+}
 
-TreeLinks node_tree(int nodes, int node, int tree) { return tree == 0 ? btree(nodes, node) : btree_mirror(nodes, node); }
+TreeLinks node_tree(int nodes, int node, int tree) {
+  return tree == 0 ? btree(nodes, node) : btree_mirror(nodes, node);
+}
 
 }  // namespace
 
@@ -178,8 +186,8 @@ Schedule make_dbt(const Layout& l, const CollectiveArgs& a, const Tuning& t) {
     for (int c = 0; c < K; ++c) {
       const Range mine = channel_range(a.count, K, c);
       b.copy(as_chunk(BufferId::Input, mine), as_chunk(BufferId::Output, mine), c);
-      tree_allreduce(b, (*links)[static_cast<std::size_t>(c)][static_cast<std::size_t>(rank)], as_chunk(BufferId::Output, mine), c,
-                     tree_slice_elems(a, t, mine.count));
+      tree_allreduce(b, (*links)[static_cast<std::size_t>(c)][static_cast<std::size_t>(rank)],
+                     as_chunk(BufferId::Output, mine), c, tree_slice_elems(a, t, mine.count));
     }
   });
 }
@@ -246,38 +254,39 @@ Schedule make_hierarchical(const Layout& l, const CollectiveArgs& a, const Tunin
   (void)unused;
   std::vector<int> node_of = l.node_of;
   auto node_of_ptr = std::make_shared<std::vector<int>>(std::move(node_of));
-  return Schedule(inner == Inner::Ring ? "hierarchical" : "hierarchical-dbt", a, K, 0,
-                  [plan, node_of_ptr, a, K, g, N, se, depth, inner, tuning = t](int rank, Program& out) {
-                    ProgramBuilder b(out);
-                    const int n = (*node_of_ptr)[static_cast<std::size_t>(rank)];
-                    for (int c = 0; c < K; ++c) {
-                      const Range mine = channel_range(a.count, K, c);
-                      const auto& intra = plan->intra[static_cast<std::size_t>(c)];
-                      const auto& ring = intra[static_cast<std::size_t>(n)];
-                      const int i = plan->pos[static_cast<std::size_t>(c)][static_cast<std::size_t>(rank)];
-                      const std::vector<Chunk> seg = segments(BufferId::Output, mine, g);
-                      b.copy(as_chunk(BufferId::Input, mine), as_chunk(BufferId::Output, mine), c);
-                      // 1. Inside the node: position i ends with segment i reduced over the node.
-                      ring_reduce_scatter(b, ring, i, seg, c, se, depth);
-                      // 2. Across nodes: the position-i GPUs of every node allreduce segment i.
-                      std::vector<int> group;
-                      for (int m = 0; m < N; ++m) group.push_back(intra[static_cast<std::size_t>(m)][static_cast<std::size_t>(i)]);
-                      const Chunk mine_seg = seg[static_cast<std::size_t>(i)];
-                      if (inner == Inner::Ring) {
-                        const std::vector<Chunk> sub = segments(BufferId::Output, Range{mine_seg.offset, mine_seg.count}, N);
-                        ring_reduce_scatter(b, group, n, sub, c, se, depth);
-                        ring_allgather(b, group, n, sub, c, se, depth);
-                      } else {
-                        const TreeLinks nt = node_tree(N, n, c % 2);
-                        TreeLinks links;
-                        links.parent = nt.parent < 0 ? -1 : group[static_cast<std::size_t>(nt.parent)];
-                        for (int child : nt.children) links.children.push_back(group[static_cast<std::size_t>(child)]);
-                        tree_allreduce(b, links, mine_seg, c, tree_slice_elems(a, tuning, mine_seg.count));
-                      }
-                      // 3. Inside the node: everyone gets every segment.
-                      ring_allgather(b, ring, i, seg, c, se, depth);
-                    }
-                  });
+  return Schedule(
+      inner == Inner::Ring ? "hierarchical" : "hierarchical-dbt", a, K, 0,
+      [plan, node_of_ptr, a, K, g, N, se, depth, inner, tuning = t](int rank, Program& out) {
+        ProgramBuilder b(out);
+        const int n = (*node_of_ptr)[static_cast<std::size_t>(rank)];
+        for (int c = 0; c < K; ++c) {
+          const Range mine = channel_range(a.count, K, c);
+          const auto& intra = plan->intra[static_cast<std::size_t>(c)];
+          const auto& ring = intra[static_cast<std::size_t>(n)];
+          const int i = plan->pos[static_cast<std::size_t>(c)][static_cast<std::size_t>(rank)];
+          const std::vector<Chunk> seg = segments(BufferId::Output, mine, g);
+          b.copy(as_chunk(BufferId::Input, mine), as_chunk(BufferId::Output, mine), c);
+          // 1. Inside the node: position i ends with segment i reduced over the node.
+          ring_reduce_scatter(b, ring, i, seg, c, se, depth);
+          // 2. Across nodes: the position-i GPUs of every node allreduce segment i.
+          std::vector<int> group;
+          for (int m = 0; m < N; ++m) group.push_back(intra[static_cast<std::size_t>(m)][static_cast<std::size_t>(i)]);
+          const Chunk mine_seg = seg[static_cast<std::size_t>(i)];
+          if (inner == Inner::Ring) {
+            const std::vector<Chunk> sub = segments(BufferId::Output, Range{mine_seg.offset, mine_seg.count}, N);
+            ring_reduce_scatter(b, group, n, sub, c, se, depth);
+            ring_allgather(b, group, n, sub, c, se, depth);
+          } else {
+            const TreeLinks nt = node_tree(N, n, c % 2);
+            TreeLinks links;
+            links.parent = nt.parent < 0 ? -1 : group[static_cast<std::size_t>(nt.parent)];
+            for (int child : nt.children) links.children.push_back(group[static_cast<std::size_t>(child)]);
+            tree_allreduce(b, links, mine_seg, c, tree_slice_elems(a, tuning, mine_seg.count));
+          }
+          // 3. Inside the node: everyone gets every segment.
+          ring_allgather(b, ring, i, seg, c, se, depth);
+        }
+      });
 }
 
 Support supports_hierarchical(const Layout& l, const CollectiveArgs&, const Tuning&) {
@@ -306,7 +315,8 @@ CostSheet cost_hierarchical(const Layout& l, const CollectiveArgs& a, const Tuni
       for (int c = 0; c < K; ++c)
         for (int m = 0; m < l.nodes; ++m) {
           const TreeLinks nt = node_tree(l.nodes, m, c % 2);
-          sent[static_cast<std::size_t>(m)] += (S / g / K) * ((nt.parent >= 0 ? 1 : 0) + static_cast<double>(nt.children.size()));
+          sent[static_cast<std::size_t>(m)] +=
+              (S / g / K) * ((nt.parent >= 0 ? 1 : 0) + static_cast<double>(nt.children.size()));
           int d = 0;
           for (int x = m; node_tree(l.nodes, x, c % 2).parent >= 0; x = node_tree(l.nodes, x, c % 2).parent) ++d;
           depth = std::max(depth, d);
@@ -342,8 +352,8 @@ int rd_channels(const CollectiveArgs& a, const Tuning& t) {
 
 // One position's part of recursive doubling, as group positions (-1: none).
 struct RdRole {
-  int fold_to = -1;       // even position of the first 2r: sends its data here, then waits
-  int fold_from = -1;     // odd position of the first 2r: reduces this one's data first
+  int fold_to = -1;           // even position of the first 2r: sends its data here, then waits
+  int fold_from = -1;         // odd position of the first 2r: reduces this one's data first
   std::vector<int> partners;  // exchange partners, in step order
 };
 
@@ -383,7 +393,8 @@ std::uint64_t rd_steps(int p) {
     }
   }
   for (int pos = 0; pos < p; ++pos)
-    if (roles[static_cast<std::size_t>(pos)].fold_to >= 0) at(pos) = at(roles[static_cast<std::size_t>(pos)].fold_to) + 1;
+    if (roles[static_cast<std::size_t>(pos)].fold_to >= 0)
+      at(pos) = at(roles[static_cast<std::size_t>(pos)].fold_to) + 1;
   return *std::max_element(clock.begin(), clock.end());
 }
 
@@ -447,25 +458,40 @@ CostSheet cost_recursive_doubling(const Layout& l, const CollectiveArgs& a, cons
   return cs;
 }
 
-Support always(const Layout&, const CollectiveArgs&, const Tuning&) { return Support::yes(); }
+Support always(const Layout&, const CollectiveArgs&, const Tuning&) {
+  return Support::yes();
+}
 
 }  // namespace
 
 void register_allreduce(std::vector<Algorithm>& out) {
-  out.push_back({"ring", "NCCL's flat ring: reduce-scatter then allgather, 2(p-1) steps, each channel leaving nodes on its own rail",
-                 Collective::AllReduce, always, cost_ring, make_ring});
-  out.push_back({"dbt", "NCCL's double binary tree between nodes, chains inside nodes; reduce up and broadcast down, pipelined",
-                 Collective::AllReduce, always, cost_dbt, make_dbt});
-  out.push_back({"hierarchical", "reduce-scatter in each node, ring allreduce across nodes per rail, allgather in each node",
+  out.push_back(
+      {"ring",
+       "NCCL's flat ring: reduce-scatter then allgather, 2(p-1) steps, each channel leaving nodes on its own rail",
+       Collective::AllReduce, always, cost_ring, make_ring});
+  out.push_back(
+      {"dbt", "NCCL's double binary tree between nodes, chains inside nodes; reduce up and broadcast down, pipelined",
+       Collective::AllReduce, always, cost_dbt, make_dbt});
+  out.push_back({"hierarchical",
+                 "reduce-scatter in each node, ring allreduce across nodes per rail, allgather in each node",
                  Collective::AllReduce, supports_hierarchical,
-                 [](const Layout& l, const CollectiveArgs& a, const Tuning& t) { return cost_hierarchical(l, a, t, Inner::Ring); },
-                 [](const Layout& l, const CollectiveArgs& a, const Tuning& t) { return make_hierarchical(l, a, t, Inner::Ring); }});
-  out.push_back({"hierarchical-dbt", "reduce-scatter in each node, double-binary-tree allreduce across nodes per rail, allgather in each node",
-                 Collective::AllReduce, supports_hierarchical,
-                 [](const Layout& l, const CollectiveArgs& a, const Tuning& t) { return cost_hierarchical(l, a, t, Inner::Dbt); },
-                 [](const Layout& l, const CollectiveArgs& a, const Tuning& t) { return make_hierarchical(l, a, t, Inner::Dbt); }});
+                 [](const Layout& l, const CollectiveArgs& a, const Tuning& t) {
+                   return cost_hierarchical(l, a, t, Inner::Ring);
+                 },
+                 [](const Layout& l, const CollectiveArgs& a, const Tuning& t) {
+                   return make_hierarchical(l, a, t, Inner::Ring);
+                 }});
+  out.push_back(
+      {"hierarchical-dbt",
+       "reduce-scatter in each node, double-binary-tree allreduce across nodes per rail, allgather in each node",
+       Collective::AllReduce, supports_hierarchical,
+       [](const Layout& l, const CollectiveArgs& a, const Tuning& t) { return cost_hierarchical(l, a, t, Inner::Dbt); },
+       [](const Layout& l, const CollectiveArgs& a, const Tuning& t) {
+         return make_hierarchical(l, a, t, Inner::Dbt);
+       }});
   out.push_back({"recursive-doubling",
-                 "the latency algorithm: whole-buffer exchanges at distance 1, 2, 4, ... (log2 p steps; non-powers of two fold in "
+                 "the latency algorithm: whole-buffer exchanges at distance 1, 2, 4, ... (log2 p steps; non-powers of "
+                 "two fold in "
                  "and out)",
                  Collective::AllReduce, always, cost_recursive_doubling, make_recursive_doubling});
 }

@@ -1,8 +1,8 @@
 #include "algorithms/blocks.hpp"
 
-#include <algorithm>
-
 #include <fmt/format.h>
+
+#include <algorithm>
 
 #include "common/errors.hpp"
 
@@ -20,7 +20,9 @@ Chunk slice(const Chunk& c, std::uint64_t slices, std::uint64_t k) {
 }
 
 namespace {
-int wrap(int i, int n) { return ((i % n) + n) % n; }
+int wrap(int i, int n) {
+  return ((i % n) + n) % n;
+}
 }  // namespace
 
 // One ring step: the sends of `out`'s slices run `window` ahead of the receives of `in`'s.
@@ -33,8 +35,10 @@ void ring_step(ProgramBuilder& b, int next, int prev, const Chunk& out, const Ch
   for (std::uint64_t k = 0; k < std::max(so, si + w); ++k) {
     if (k < so) b.send(next, slice(out, so, k), channel);
     if (k >= w && k - w < si) {
-      if (reduce) b.recv_reduce(prev, slice(in, si, k - w), channel);
-      else b.recv(prev, slice(in, si, k - w), channel);
+      if (reduce)
+        b.recv_reduce(prev, slice(in, si, k - w), channel);
+      else
+        b.recv(prev, slice(in, si, k - w), channel);
     }
   }
 }
@@ -42,9 +46,11 @@ void ring_step(ProgramBuilder& b, int next, int prev, const Chunk& out, const Ch
 void ring_reduce_scatter(ProgramBuilder& b, const std::vector<int>& ring, int pos, const std::vector<Chunk>& segment,
                          int channel, std::uint64_t slice_elems, int window) {
   const int n = static_cast<int>(ring.size());
-  TOPOCOLL_ASSERT(static_cast<int>(segment.size()) == n, fmt::format("{} segments for a ring of {}", segment.size(), n));
+  TOPOCOLL_ASSERT(static_cast<int>(segment.size()) == n,
+                  fmt::format("{} segments for a ring of {}", segment.size(), n));
   if (n == 1) return;
-  const int next = ring[static_cast<std::size_t>(wrap(pos + 1, n))], prev = ring[static_cast<std::size_t>(wrap(pos - 1, n))];
+  const int next = ring[static_cast<std::size_t>(wrap(pos + 1, n))],
+            prev = ring[static_cast<std::size_t>(wrap(pos - 1, n))];
   // Step s: send segment[pos-s-1] (partially reduced), reduce segment[pos-s-2] from prev.
   // Slices of a step go out in order so the next rank can start on slice 0 at once.
   for (int s = 0; s + 1 < n; ++s)
@@ -52,20 +58,22 @@ void ring_reduce_scatter(ProgramBuilder& b, const std::vector<int>& ring, int po
               segment[static_cast<std::size_t>(wrap(pos - s - 2, n))], true, channel, slice_elems, window);
 }
 
-void ring_allgather(ProgramBuilder& b, const std::vector<int>& ring, int pos, const std::vector<Chunk>& segment, int channel,
-                    std::uint64_t slice_elems, int window) {
+void ring_allgather(ProgramBuilder& b, const std::vector<int>& ring, int pos, const std::vector<Chunk>& segment,
+                    int channel, std::uint64_t slice_elems, int window) {
   const int n = static_cast<int>(ring.size());
-  TOPOCOLL_ASSERT(static_cast<int>(segment.size()) == n, fmt::format("{} segments for a ring of {}", segment.size(), n));
+  TOPOCOLL_ASSERT(static_cast<int>(segment.size()) == n,
+                  fmt::format("{} segments for a ring of {}", segment.size(), n));
   if (n == 1) return;
-  const int next = ring[static_cast<std::size_t>(wrap(pos + 1, n))], prev = ring[static_cast<std::size_t>(wrap(pos - 1, n))];
+  const int next = ring[static_cast<std::size_t>(wrap(pos + 1, n))],
+            prev = ring[static_cast<std::size_t>(wrap(pos - 1, n))];
   // Step s: forward segment[pos-s] (own at s = 0, received at step s-1), receive segment[pos-s-1].
   for (int s = 0; s + 1 < n; ++s)
-    ring_step(b, next, prev, segment[static_cast<std::size_t>(wrap(pos - s, n))], segment[static_cast<std::size_t>(wrap(pos - s - 1, n))],
-              false, channel, slice_elems, window);
+    ring_step(b, next, prev, segment[static_cast<std::size_t>(wrap(pos - s, n))],
+              segment[static_cast<std::size_t>(wrap(pos - s - 1, n))], false, channel, slice_elems, window);
 }
 
-void pairwise_exchange(ProgramBuilder& b, int peer, const Chunk& data, bool reduce, int channel, std::uint64_t slice_elems,
-                       int window) {
+void pairwise_exchange(ProgramBuilder& b, int peer, const Chunk& data, bool reduce, int channel,
+                       std::uint64_t slice_elems, int window) {
   ring_step(b, peer, peer, data, data, reduce, channel, slice_elems, window);
 }
 
@@ -122,12 +130,14 @@ void tree_reduce(ProgramBuilder& b, const TreeLinks& links, const Chunk& data, i
   for (std::uint64_t k = 0; k < n; ++k) reduce_slice(b, links, slice(data, n, k), channel);
 }
 
-void tree_broadcast(ProgramBuilder& b, const TreeLinks& links, const Chunk& data, int channel, std::uint64_t slice_elems) {
+void tree_broadcast(ProgramBuilder& b, const TreeLinks& links, const Chunk& data, int channel,
+                    std::uint64_t slice_elems) {
   const std::uint64_t n = slice_count(data.count, slice_elems);
   for (std::uint64_t k = 0; k < n; ++k) broadcast_slice(b, links, slice(data, n, k), channel);
 }
 
-void tree_allreduce(ProgramBuilder& b, const TreeLinks& links, const Chunk& data, int channel, std::uint64_t slice_elems) {
+void tree_allreduce(ProgramBuilder& b, const TreeLinks& links, const Chunk& data, int channel,
+                    std::uint64_t slice_elems) {
   tree_reduce(b, links, data, channel, slice_elems);
   tree_broadcast(b, links, data, channel, slice_elems);
 }

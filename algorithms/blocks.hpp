@@ -29,14 +29,14 @@ void ring_reduce_scatter(ProgramBuilder& b, const std::vector<int>& ring, int po
 
 // Ring allgather. Before: position i holds segment[i]. After: every position holds all.
 // n-1 steps; at step s position i sends segment[i-s] to i+1 and receives segment[i-s-1].
-void ring_allgather(ProgramBuilder& b, const std::vector<int>& ring, int pos, const std::vector<Chunk>& segment, int channel,
-                    std::uint64_t slice_elems, int window = 1);
+void ring_allgather(ProgramBuilder& b, const std::vector<int>& ring, int pos, const std::vector<Chunk>& segment,
+                    int channel, std::uint64_t slice_elems, int window = 1);
 
 // Pairwise exchange with one peer (a step of recursive doubling): send `data` to `peer` and
 // receive the peer's `data` into it (reduced when `reduce`), slice by slice, the sends running
 // `window` slices ahead of the receives. Both peers run the same step, so neither waits first.
-void pairwise_exchange(ProgramBuilder& b, int peer, const Chunk& data, bool reduce, int channel, std::uint64_t slice_elems,
-                       int window = 1);
+void pairwise_exchange(ProgramBuilder& b, int peer, const Chunk& data, bool reduce, int channel,
+                       std::uint64_t slice_elems, int window = 1);
 
 // A rank's place in a rooted tree: its parent (-1 at the root) and children, as ranks.
 struct TreeLinks {
@@ -65,12 +65,14 @@ TreeLinks btree_mirror(int n, int r);
 // `links` are ranks. After: the root's `data` holds the reduction over the tree.
 void tree_reduce(ProgramBuilder& b, const TreeLinks& links, const Chunk& data, int channel, std::uint64_t slice_elems);
 // Tree broadcast, pipelined: recv the slice from the parent, then send it to every child.
-void tree_broadcast(ProgramBuilder& b, const TreeLinks& links, const Chunk& data, int channel, std::uint64_t slice_elems);
+void tree_broadcast(ProgramBuilder& b, const TreeLinks& links, const Chunk& data, int channel,
+                    std::uint64_t slice_elems);
 // Tree allreduce: the pipelined reduce up, then the pipelined broadcast down, on one channel
 // (NCCL's runTreeUpDown). Interleaving the two waves on one in-order channel does not overlap
 // them: a rank's next up-slice would wait behind its down-receive, a round trip per slice.
 // Overlapping them (NCCL's split tree, two warp groups) needs two channels ordered by data,
 // which contract rule 6 does not allow yet.
-void tree_allreduce(ProgramBuilder& b, const TreeLinks& links, const Chunk& data, int channel, std::uint64_t slice_elems);
+void tree_allreduce(ProgramBuilder& b, const TreeLinks& links, const Chunk& data, int channel,
+                    std::uint64_t slice_elems);
 
 }  // namespace topocoll::algo

@@ -11,7 +11,9 @@ namespace topocoll::algo {
 
 namespace {
 
-Chunk chunk(BufferId b, std::uint64_t offset, std::uint64_t count) { return Chunk{b, offset, count}; }
+Chunk chunk(BufferId b, std::uint64_t offset, std::uint64_t count) {
+  return Chunk{b, offset, count};
+}
 
 struct RingPlan {
   std::vector<std::vector<int>> ring, pos;
@@ -35,19 +37,24 @@ Schedule make_reduce_scatter(const Layout& l, const CollectiveArgs& a, const Tun
   auto plan = ring_plan(l, K);
   const std::uint64_t se = slice_elems(a, t);
   const int depth = std::max(1, t.pipeline_depth);
-  return Schedule("reduce_scatter-ring", a, K, a.count * static_cast<std::uint64_t>(a.ranks), [plan, a, K, se, depth](int rank, Program& out) {
-    ProgramBuilder b(out);
-    for (int c = 0; c < K; ++c) {
-      const Range part = channel_range(a.count, K, c);
-      const auto& ring = plan->ring[static_cast<std::size_t>(c)];
-      std::vector<Chunk> seg;
-      for (int owner : ring) seg.push_back(chunk(BufferId::Scratch, static_cast<std::uint64_t>(owner) * a.count + part.offset, part.count));
-      for (const Chunk& s : seg) b.copy(chunk(BufferId::Input, s.offset, s.count), s, c);
-      ring_reduce_scatter(b, ring, plan->pos[static_cast<std::size_t>(c)][static_cast<std::size_t>(rank)], seg, c, se, depth);
-      b.copy(chunk(BufferId::Scratch, static_cast<std::uint64_t>(rank) * a.count + part.offset, part.count),
-             chunk(BufferId::Output, part.offset, part.count), c);
-    }
-  });
+  return Schedule(
+      "reduce_scatter-ring", a, K, a.count * static_cast<std::uint64_t>(a.ranks),
+      [plan, a, K, se, depth](int rank, Program& out) {
+        ProgramBuilder b(out);
+        for (int c = 0; c < K; ++c) {
+          const Range part = channel_range(a.count, K, c);
+          const auto& ring = plan->ring[static_cast<std::size_t>(c)];
+          std::vector<Chunk> seg;
+          for (int owner : ring)
+            seg.push_back(
+                chunk(BufferId::Scratch, static_cast<std::uint64_t>(owner) * a.count + part.offset, part.count));
+          for (const Chunk& s : seg) b.copy(chunk(BufferId::Input, s.offset, s.count), s, c);
+          ring_reduce_scatter(b, ring, plan->pos[static_cast<std::size_t>(c)][static_cast<std::size_t>(rank)], seg, c,
+                              se, depth);
+          b.copy(chunk(BufferId::Scratch, static_cast<std::uint64_t>(rank) * a.count + part.offset, part.count),
+                 chunk(BufferId::Output, part.offset, part.count), c);
+        }
+      });
 }
 
 // allgather: rank r's input becomes block r of everyone's output.
@@ -62,10 +69,12 @@ Schedule make_allgather(const Layout& l, const CollectiveArgs& a, const Tuning& 
       const Range part = channel_range(a.count, K, c);
       const auto& ring = plan->ring[static_cast<std::size_t>(c)];
       std::vector<Chunk> seg;
-      for (int owner : ring) seg.push_back(chunk(BufferId::Output, static_cast<std::uint64_t>(owner) * a.count + part.offset, part.count));
+      for (int owner : ring)
+        seg.push_back(chunk(BufferId::Output, static_cast<std::uint64_t>(owner) * a.count + part.offset, part.count));
       b.copy(chunk(BufferId::Input, part.offset, part.count),
              chunk(BufferId::Output, static_cast<std::uint64_t>(rank) * a.count + part.offset, part.count), c);
-      ring_allgather(b, ring, plan->pos[static_cast<std::size_t>(c)][static_cast<std::size_t>(rank)], seg, c, se, depth);
+      ring_allgather(b, ring, plan->pos[static_cast<std::size_t>(c)][static_cast<std::size_t>(rank)], seg, c, se,
+                     depth);
     }
   });
 }
@@ -106,7 +115,8 @@ Schedule make_rooted(const Layout& l, const CollectiveArgs& a, const Tuning& t, 
   const int K = std::max(1, t.channels);
   const bool broadcast = a.collective == Collective::Broadcast;
   auto links = std::make_shared<std::vector<std::vector<TreeLinks>>>(rooted_links(l, K, a.root, shape));
-  const std::string name = std::string(broadcast ? "broadcast" : "reduce") + (shape == Shape::Chain ? "-chain" : "-tree");
+  const std::string name =
+      std::string(broadcast ? "broadcast" : "reduce") + (shape == Shape::Chain ? "-chain" : "-tree");
   return Schedule(name, a, K, 0, [links, a, K, t, broadcast](int rank, Program& out) {
     ProgramBuilder b(out);
     for (int c = 0; c < K; ++c) {
@@ -114,13 +124,17 @@ Schedule make_rooted(const Layout& l, const CollectiveArgs& a, const Tuning& t, 
       const Chunk data = chunk(BufferId::Output, part.offset, part.count);
       const TreeLinks& me = (*links)[static_cast<std::size_t>(c)][static_cast<std::size_t>(rank)];
       if (!broadcast || rank == a.root) b.copy(chunk(BufferId::Input, part.offset, part.count), data, c);
-      if (broadcast) tree_broadcast(b, me, data, c, tree_slice_elems(a, t, data.count));
-      else tree_reduce(b, me, data, c, tree_slice_elems(a, t, data.count));
+      if (broadcast)
+        tree_broadcast(b, me, data, c, tree_slice_elems(a, t, data.count));
+      else
+        tree_reduce(b, me, data, c, tree_slice_elems(a, t, data.count));
     }
   });
 }
 
-Support always(const Layout&, const CollectiveArgs&, const Tuning&) { return Support::yes(); }
+Support always(const Layout&, const CollectiveArgs&, const Tuning&) {
+  return Support::yes();
+}
 
 Support root_in_range(const Layout& l, const CollectiveArgs& a, const Tuning&) {
   if (a.root < 0 || a.root >= l.ranks) return Support::no("the root must be a rank of the job");
@@ -162,7 +176,9 @@ CostSheet cost_rooted(const Layout& l, const CollectiveArgs& a, const Tuning& t,
   int depth = 0;
   for (int r = 0; r < l.ranks; ++r) {
     std::uint64_t sent = 0, inter = 0;
-    auto on_other_node = [&](int peer) { return l.node_of[static_cast<std::size_t>(peer)] != l.node_of[static_cast<std::size_t>(r)]; };
+    auto on_other_node = [&](int peer) {
+      return l.node_of[static_cast<std::size_t>(peer)] != l.node_of[static_cast<std::size_t>(r)];
+    };
     for (int ch = 0; ch < K; ++ch) {
       const TreeLinks& x = links[static_cast<std::size_t>(ch)][static_cast<std::size_t>(r)];
       const std::uint64_t part = channel_range(a.count, K, ch).count * size_of(a.dtype);
@@ -193,22 +209,27 @@ CostSheet cost_rooted(const Layout& l, const CollectiveArgs& a, const Tuning& t,
 }  // namespace
 
 void register_blocks(std::vector<Algorithm>& out) {
-  out.push_back({"reduce_scatter-ring", "ring reduce-scatter: p-1 steps, (p-1)/p of the input sent per rank", Collective::ReduceScatter,
-                 always, cost_ring_block, make_reduce_scatter});
-  out.push_back({"allgather-ring", "ring allgather: p-1 steps, (p-1)/p of the output sent per rank", Collective::AllGather, always,
-                 cost_ring_block, make_allgather});
-  out.push_back({"broadcast-chain", "pipelined chain from the root along the ring order", Collective::Broadcast, root_in_range,
-                 [](const Layout& l, const CollectiveArgs& a, const Tuning& t) { return cost_rooted(l, a, t, Shape::Chain); },
-                 [](const Layout& l, const CollectiveArgs& a, const Tuning& t) { return make_rooted(l, a, t, Shape::Chain); }});
-  out.push_back({"broadcast-tree", "pipelined binary tree (NCCL's btree) rooted at the root", Collective::Broadcast, root_in_range,
-                 [](const Layout& l, const CollectiveArgs& a, const Tuning& t) { return cost_rooted(l, a, t, Shape::Tree); },
-                 [](const Layout& l, const CollectiveArgs& a, const Tuning& t) { return make_rooted(l, a, t, Shape::Tree); }});
-  out.push_back({"reduce-chain", "pipelined chain towards the root along the ring order", Collective::Reduce, root_in_range,
-                 [](const Layout& l, const CollectiveArgs& a, const Tuning& t) { return cost_rooted(l, a, t, Shape::Chain); },
-                 [](const Layout& l, const CollectiveArgs& a, const Tuning& t) { return make_rooted(l, a, t, Shape::Chain); }});
-  out.push_back({"reduce-tree", "pipelined binary tree (NCCL's btree) towards the root", Collective::Reduce, root_in_range,
-                 [](const Layout& l, const CollectiveArgs& a, const Tuning& t) { return cost_rooted(l, a, t, Shape::Tree); },
-                 [](const Layout& l, const CollectiveArgs& a, const Tuning& t) { return make_rooted(l, a, t, Shape::Tree); }});
+  out.push_back({"reduce_scatter-ring", "ring reduce-scatter: p-1 steps, (p-1)/p of the input sent per rank",
+                 Collective::ReduceScatter, always, cost_ring_block, make_reduce_scatter});
+  out.push_back({"allgather-ring", "ring allgather: p-1 steps, (p-1)/p of the output sent per rank",
+                 Collective::AllGather, always, cost_ring_block, make_allgather});
+  out.push_back(
+      {"broadcast-chain", "pipelined chain from the root along the ring order", Collective::Broadcast, root_in_range,
+       [](const Layout& l, const CollectiveArgs& a, const Tuning& t) { return cost_rooted(l, a, t, Shape::Chain); },
+       [](const Layout& l, const CollectiveArgs& a, const Tuning& t) { return make_rooted(l, a, t, Shape::Chain); }});
+  out.push_back(
+      {"broadcast-tree", "pipelined binary tree (NCCL's btree) rooted at the root", Collective::Broadcast,
+       root_in_range,
+       [](const Layout& l, const CollectiveArgs& a, const Tuning& t) { return cost_rooted(l, a, t, Shape::Tree); },
+       [](const Layout& l, const CollectiveArgs& a, const Tuning& t) { return make_rooted(l, a, t, Shape::Tree); }});
+  out.push_back(
+      {"reduce-chain", "pipelined chain towards the root along the ring order", Collective::Reduce, root_in_range,
+       [](const Layout& l, const CollectiveArgs& a, const Tuning& t) { return cost_rooted(l, a, t, Shape::Chain); },
+       [](const Layout& l, const CollectiveArgs& a, const Tuning& t) { return make_rooted(l, a, t, Shape::Chain); }});
+  out.push_back(
+      {"reduce-tree", "pipelined binary tree (NCCL's btree) towards the root", Collective::Reduce, root_in_range,
+       [](const Layout& l, const CollectiveArgs& a, const Tuning& t) { return cost_rooted(l, a, t, Shape::Tree); },
+       [](const Layout& l, const CollectiveArgs& a, const Tuning& t) { return make_rooted(l, a, t, Shape::Tree); }});
 }
 
 }  // namespace topocoll::algo

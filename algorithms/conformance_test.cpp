@@ -2,12 +2,10 @@
 // element count, several node shapes, in place and out of place, proven by the verifier; cost
 // sheets checked against the bytes the verifier counted.
 #include <doctest/doctest.h>
-
-#include "algorithms/testing.hpp"
-
 #include <fmt/format.h>
 
 #include "algorithms/registry.hpp"
+#include "algorithms/testing.hpp"
 #include "algorithms/verifier.hpp"
 #include "common/errors.hpp"
 
@@ -25,7 +23,9 @@ std::vector<std::pair<int, int>> shapes(int p) {
   return out;
 }
 
-std::vector<std::uint64_t> counts(int p) { return topocoll::algo::testing::awkward_counts(p); }
+std::vector<std::uint64_t> counts(int p) {
+  return topocoll::algo::testing::awkward_counts(p);
+}
 
 // The per-rank element count an algorithm's collective takes for a total of `n`.
 CollectiveArgs args_for(const Algorithm& alg, int p, std::uint64_t n, int root) {
@@ -70,8 +70,8 @@ TEST_CASE("conformance: every registered algorithm is proven correct on awkward 
           o.in_place = in_place;
           o.node_of = layout.node_of;
           const VerifyResult r = verify(sched, o);
-          INFO(fmt::format("{} p={} shape={}x{} count={} channels={} in_place={}", alg.name, p, nodes, per_node, n, t.channels,
-                           in_place));
+          INFO(fmt::format("{} p={} shape={}x{} count={} channels={} in_place={}", alg.name, p, nodes, per_node, n,
+                           t.channels, in_place));
           CHECK_MESSAGE(r.ok(), r.message);
           ++proven;
         }

@@ -64,7 +64,8 @@ Layout layout_of(const topo::Topology& t) {
         double best_bw = -1.0;
         for (std::size_t j = 0; j < ranks.size(); ++j) {
           if (used[j]) continue;
-          const double bw = topo::find_path(t, t.rank(ranks[static_cast<std::size_t>(cur)]).gpu, t.rank(ranks[j]).gpu).bw_gbps;
+          const double bw =
+              topo::find_path(t, t.rank(ranks[static_cast<std::size_t>(cur)]).gpu, t.rank(ranks[j]).gpu).bw_gbps;
           if (bw > best_bw + 1e-9) {
             best_bw = bw;
             best = static_cast<int>(j);
@@ -76,7 +77,8 @@ Layout layout_of(const topo::Topology& t) {
       order_by_model.emplace_back(model, walk);
       order = &order_by_model.back().second;
     }
-    for (int local : *order) l.node_ranks[static_cast<std::size_t>(n)].push_back(ranks[static_cast<std::size_t>(local)]);
+    for (int local : *order)
+      l.node_ranks[static_cast<std::size_t>(n)].push_back(ranks[static_cast<std::size_t>(local)]);
   }
   return l;
 }

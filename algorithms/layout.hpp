@@ -14,10 +14,10 @@ namespace topocoll::algo {
 struct Layout {
   int ranks = 0;
   int nodes = 0;
-  std::vector<int> node_of;                 // per rank
-  std::vector<std::vector<int>> node_ranks; // per node: its ranks in intra-node ring order
-  std::vector<int> rail_of;                 // per rank: NIC rail, -1 none
-  int rails = 0;                            // NICs per node (max)
+  std::vector<int> node_of;                  // per rank
+  std::vector<std::vector<int>> node_ranks;  // per node: its ranks in intra-node ring order
+  std::vector<int> rail_of;                  // per rank: NIC rail, -1 none
+  int rails = 0;                             // NICs per node (max)
 
   // Same number of ranks on every node.
   bool uniform() const;

@@ -47,11 +47,14 @@ std::vector<const Algorithm*> select_algorithms(const std::string& list, std::op
 double busbw_factor(Collective c, int ranks) {
   const double p = ranks;
   switch (c) {
-    case Collective::AllReduce: return ranks > 0 ? 2.0 * (p - 1) / p : 0.0;
+    case Collective::AllReduce:
+      return ranks > 0 ? 2.0 * (p - 1) / p : 0.0;
     case Collective::ReduceScatter:
-    case Collective::AllGather: return ranks > 0 ? (p - 1) / p : 0.0;
+    case Collective::AllGather:
+      return ranks > 0 ? (p - 1) / p : 0.0;
     case Collective::Broadcast:
-    case Collective::Reduce: return 1.0;
+    case Collective::Reduce:
+      return 1.0;
   }
   return 1.0;
 }

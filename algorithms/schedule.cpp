@@ -8,31 +8,42 @@ namespace topocoll::algo {
 
 std::string_view to_string(BufferId b) {
   switch (b) {
-    case BufferId::Input: return "input";
-    case BufferId::Output: return "output";
-    case BufferId::Scratch: return "scratch";
+    case BufferId::Input:
+      return "input";
+    case BufferId::Output:
+      return "output";
+    case BufferId::Scratch:
+      return "scratch";
   }
   return "?";
 }
 
 std::string_view to_string(OpKind k) {
   switch (k) {
-    case OpKind::Send: return "send";
-    case OpKind::Recv: return "recv";
-    case OpKind::RecvReduce: return "recv_reduce";
-    case OpKind::Copy: return "copy";
-    case OpKind::Reduce: return "reduce";
+    case OpKind::Send:
+      return "send";
+    case OpKind::Recv:
+      return "recv";
+    case OpKind::RecvReduce:
+      return "recv_reduce";
+    case OpKind::Copy:
+      return "copy";
+    case OpKind::Reduce:
+      return "reduce";
   }
   return "?";
 }
 
 namespace {
-std::string chunk_text(const Chunk& c) { return fmt::format("{}[{}:{}]", to_string(c.buffer), c.offset, c.end()); }
+std::string chunk_text(const Chunk& c) {
+  return fmt::format("{}[{}:{}]", to_string(c.buffer), c.offset, c.end());
+}
 }  // namespace
 
 std::string describe(const Op& op) {
   switch (op.kind) {
-    case OpKind::Send: return fmt::format("send(peer {}, {}) ch {}", op.peer, chunk_text(op.src), op.channel);
+    case OpKind::Send:
+      return fmt::format("send(peer {}, {}) ch {}", op.peer, chunk_text(op.src), op.channel);
     case OpKind::Recv:
     case OpKind::RecvReduce:
       return fmt::format("{}(peer {}, {}) ch {}", to_string(op.kind), op.peer, chunk_text(op.dst), op.channel);
@@ -73,8 +84,13 @@ void ProgramBuilder::reduce(Chunk src, Chunk dst, int channel) {
   if (src.count > 0) out_.push_back(make(OpKind::Reduce, -1, src, dst, channel));
 }
 
-Schedule::Schedule(std::string name, CollectiveArgs args, int channels, std::uint64_t scratch_count, Generator generator)
-    : name_(std::move(name)), args_(args), channels_(channels), scratch_count_(scratch_count), generator_(std::move(generator)) {}
+Schedule::Schedule(std::string name, CollectiveArgs args, int channels, std::uint64_t scratch_count,
+                   Generator generator)
+    : name_(std::move(name)),
+      args_(args),
+      channels_(channels),
+      scratch_count_(scratch_count),
+      generator_(std::move(generator)) {}
 
 Schedule Schedule::from_programs(std::string name, CollectiveArgs args, int channels, std::uint64_t scratch_count,
                                  std::vector<Program> programs) {
@@ -89,9 +105,12 @@ Schedule Schedule::from_programs(std::string name, CollectiveArgs args, int chan
 
 std::uint64_t Schedule::buffer_count(BufferId b) const {
   switch (b) {
-    case BufferId::Input: return args_.input_count();
-    case BufferId::Output: return args_.output_count();
-    case BufferId::Scratch: return scratch_count_;
+    case BufferId::Input:
+      return args_.input_count();
+    case BufferId::Output:
+      return args_.output_count();
+    case BufferId::Scratch:
+      return scratch_count_;
   }
   return 0;
 }

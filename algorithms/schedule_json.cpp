@@ -1,10 +1,10 @@
 #include "algorithms/schedule_json.hpp"
 
-#include <fstream>
-#include <sstream>
-
 #include <fmt/format.h>
+
+#include <fstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "common/errors.hpp"
 
@@ -35,7 +35,9 @@ int parse_int(const json& j, const std::string& where, const char* what) {
   return j.get<int>();
 }
 
-json chunk_fields(const Chunk& c) { return json::array({std::string(to_string(c.buffer)), c.offset, c.count}); }
+json chunk_fields(const Chunk& c) {
+  return json::array({std::string(to_string(c.buffer)), c.offset, c.count});
+}
 
 Op parse_op(const json& j, const std::string& where) {
   if (!j.is_array() || j.empty() || !j[0].is_string())
@@ -58,7 +60,8 @@ Op parse_op(const json& j, const std::string& where) {
     op.src = Chunk{parse_buffer(j[2], where), parse_u64(j[3], where, "offset"), count};
     op.dst = Chunk{parse_buffer(j[4], where), parse_u64(j[5], where, "offset"), count};
   } else {
-    throw InputError(fmt::format("{}: unknown operation '{}': expected send, recv, recv_reduce, copy or reduce", where, kind));
+    throw InputError(
+        fmt::format("{}: unknown operation '{}': expected send, recv, recv_reduce, copy or reduce", where, kind));
   }
   const int channel = parse_int(j[1], where, "channel");
   if (channel < 0 || channel > 65535) throw InputError(fmt::format("{}: channel {} is out of range", where, channel));
@@ -72,8 +75,9 @@ void write_schedule_json(const Schedule& s, std::ostream& out) {
   const CollectiveArgs& a = s.args();
   out << "{\"format\": \"topocoll-schedule\", \"version\": 1, \"name\": " << json(s.name()).dump()
       << ", \"collective\": " << json(std::string(to_string(a.collective))).dump() << ", \"count\": " << a.count
-      << ", \"dtype\": " << json(std::string(to_string(a.dtype))).dump() << ", \"op\": " << json(std::string(to_string(a.op))).dump()
-      << ", \"ranks\": " << a.ranks << ", \"root\": " << a.root << ", \"channels\": " << s.num_channels()
+      << ", \"dtype\": " << json(std::string(to_string(a.dtype))).dump()
+      << ", \"op\": " << json(std::string(to_string(a.op))).dump() << ", \"ranks\": " << a.ranks
+      << ", \"root\": " << a.root << ", \"channels\": " << s.num_channels()
       << ", \"scratch_count\": " << s.scratch_count() << ",\n \"programs\": [\n";
   // One rank per line, generated and written one at a time (O(one program) memory).
   for (int r = 0; r < a.ranks; ++r) {
@@ -81,9 +85,15 @@ void write_schedule_json(const Schedule& s, std::ostream& out) {
     for (const Op& op : s.program(r)) {
       json o = json::array({std::string(to_string(op.kind)), op.channel});
       switch (op.kind) {
-        case OpKind::Send: o.push_back(op.peer); for (auto& f : chunk_fields(op.src)) o.push_back(f); break;
+        case OpKind::Send:
+          o.push_back(op.peer);
+          for (auto& f : chunk_fields(op.src)) o.push_back(f);
+          break;
         case OpKind::Recv:
-        case OpKind::RecvReduce: o.push_back(op.peer); for (auto& f : chunk_fields(op.dst)) o.push_back(f); break;
+        case OpKind::RecvReduce:
+          o.push_back(op.peer);
+          for (auto& f : chunk_fields(op.dst)) o.push_back(f);
+          break;
         case OpKind::Copy:
         case OpKind::Reduce:
           o.push_back(std::string(to_string(op.src.buffer)));
@@ -107,7 +117,8 @@ Schedule read_schedule_json(const std::string& text, const std::string& source) 
   } catch (const json::parse_error& e) {
     // nlohmann gives a byte offset: turn it into a line.
     const std::size_t upto = std::min<std::size_t>(e.byte, text.size());
-    const std::size_t line = 1 + static_cast<std::size_t>(std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(upto), '\n'));
+    const std::size_t line =
+        1 + static_cast<std::size_t>(std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(upto), '\n'));
     throw InputError(fmt::format("{}:{}: not valid JSON ({})", source, line, e.what()));
   }
   if (!j.is_object() || j.value("format", "") != "topocoll-schedule")
@@ -131,7 +142,8 @@ Schedule read_schedule_json(const std::string& text, const std::string& source) 
   if (a.ranks < 1) throw InputError(fmt::format("{}: \"ranks\" must be at least 1, got {}", source, a.ranks));
   const int channels = parse_int(j["channels"], source, "channels");
   if (channels < 1) throw InputError(fmt::format("{}: \"channels\" must be at least 1, got {}", source, channels));
-  const std::uint64_t scratch = j.contains("scratch_count") ? parse_u64(j["scratch_count"], source, "scratch_count") : 0;
+  const std::uint64_t scratch =
+      j.contains("scratch_count") ? parse_u64(j["scratch_count"], source, "scratch_count") : 0;
   const json& programs = j["programs"];
   if (!programs.is_array() || programs.size() != static_cast<std::size_t>(a.ranks))
     throw InputError(fmt::format("{}: \"programs\" must be an array of {} programs (one per rank)", source, a.ranks));

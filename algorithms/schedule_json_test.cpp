@@ -1,9 +1,10 @@
+#include "algorithms/schedule_json.hpp"
+
 #include <doctest/doctest.h>
 
 #include <sstream>
 
 #include "algorithms/registry.hpp"
-#include "algorithms/schedule_json.hpp"
 #include "algorithms/verifier.hpp"
 #include "common/errors.hpp"
 
@@ -72,7 +73,8 @@ TEST_CASE("schedule json: a hand-written file verifies; malformed files are reje
             "programs[0][1]: buffer \"inbox\" is not one of input, output, scratch");
   check_bad(replace(kGood, "[\"send\", 0, 1, \"input\", 0, 4]", "[\"send\", 0, 1, \"input\", -2, 4]"),
             "programs[0][1]: offset -2 is not a non-negative integer");
-  check_bad(replace(kGood, "[\"send\", 0, 1, \"input\", 0, 4]", "[\"send\", 0, 1, \"input\", 0]"), "'send' takes 6 fields, got 5");
+  check_bad(replace(kGood, "[\"send\", 0, 1, \"input\", 0, 4]", "[\"send\", 0, 1, \"input\", 0]"),
+            "'send' takes 6 fields, got 5");
   check_bad(replace(kGood, "\"channels\": 1", "\"channels\": 0"), "\"channels\" must be at least 1");
 }
 

@@ -51,8 +51,12 @@ struct CollectiveArgs {
     return a;
   }
 
-  std::uint64_t input_count() const { return collective == Collective::ReduceScatter ? count * static_cast<std::uint64_t>(ranks) : count; }
-  std::uint64_t output_count() const { return collective == Collective::AllGather ? count * static_cast<std::uint64_t>(ranks) : count; }
+  std::uint64_t input_count() const {
+    return collective == Collective::ReduceScatter ? count * static_cast<std::uint64_t>(ranks) : count;
+  }
+  std::uint64_t output_count() const {
+    return collective == Collective::AllGather ? count * static_cast<std::uint64_t>(ranks) : count;
+  }
 };
 
 // Tuning knobs of a generator (style rule 7: a policy struct, never literals in a loop).

@@ -1,5 +1,7 @@
 #include "algorithms/verifier.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <array>
 #include <deque>
@@ -7,28 +9,40 @@
 #include <optional>
 #include <unordered_map>
 
-#include <fmt/format.h>
-
 #include "common/errors.hpp"
 
 namespace topocoll::algo {
 
 std::string_view to_string(Failure f) {
   switch (f) {
-    case Failure::None: return "OK";
-    case Failure::Deadlock: return "deadlock";
-    case Failure::UnmatchedSend: return "unmatched send";
-    case Failure::UnmatchedRecv: return "unmatched receive";
-    case Failure::OutOfBounds: return "out of bounds";
-    case Failure::BadPeer: return "bad peer";
-    case Failure::BadChannel: return "bad channel";
-    case Failure::WritesInput: return "writes the input buffer";
-    case Failure::SizeMismatch: return "size mismatch";
-    case Failure::DoubleCounted: return "double-counted contribution";
-    case Failure::Missing: return "missing contribution";
-    case Failure::WrongElement: return "wrong element";
-    case Failure::Uninitialised: return "uninitialised read";
-    case Failure::ChannelRace: return "write race between channels";
+    case Failure::None:
+      return "OK";
+    case Failure::Deadlock:
+      return "deadlock";
+    case Failure::UnmatchedSend:
+      return "unmatched send";
+    case Failure::UnmatchedRecv:
+      return "unmatched receive";
+    case Failure::OutOfBounds:
+      return "out of bounds";
+    case Failure::BadPeer:
+      return "bad peer";
+    case Failure::BadChannel:
+      return "bad channel";
+    case Failure::WritesInput:
+      return "writes the input buffer";
+    case Failure::SizeMismatch:
+      return "size mismatch";
+    case Failure::DoubleCounted:
+      return "double-counted contribution";
+    case Failure::Missing:
+      return "missing contribution";
+    case Failure::WrongElement:
+      return "wrong element";
+    case Failure::Uninitialised:
+      return "uninitialised read";
+    case Failure::ChannelRace:
+      return "write race between channels";
   }
   return "?";
 }
@@ -61,8 +75,10 @@ RankSet unite(const RankSet& a, const RankSet& b) {
   std::merge(a.begin(), a.end(), b.begin(), b.end(), std::back_inserter(all));
   RankSet out;
   for (const auto& iv : all) {
-    if (!out.empty() && iv.first <= out.back().second) out.back().second = std::max(out.back().second, iv.second);
-    else out.push_back(iv);
+    if (!out.empty() && iv.first <= out.back().second)
+      out.back().second = std::max(out.back().second, iv.second);
+    else
+      out.push_back(iv);
   }
   return out;
 }
@@ -241,7 +257,8 @@ class Verifier {
         return {0, c.buffer == BufferId::Input ? c.offset : c.offset + shift};
       case Collective::AllGather:  // input lives inside output at rank * count
         return {1, c.buffer == BufferId::Output ? c.offset : c.offset + shift};
-      default: return {1, c.offset};
+      default:
+        return {1, c.offset};
     }
   }
 
@@ -266,17 +283,19 @@ class Verifier {
       for (std::size_t i = 0; i < st.program.size(); ++i) {
         const Op& op = st.program[i];
         if (op.channel >= s_.num_channels())
-          return fail(Failure::BadChannel, fmt::format("{}: channel {} but the schedule has {} channels", where(r, op, i),
-                                                       op.channel, s_.num_channels()));
+          return fail(Failure::BadChannel, fmt::format("{}: channel {} but the schedule has {} channels",
+                                                       where(r, op, i), op.channel, s_.num_channels()));
         const bool comm = op.kind == OpKind::Send || op.kind == OpKind::Recv || op.kind == OpKind::RecvReduce;
         if (comm && (op.peer < 0 || op.peer >= p_ || op.peer == r))
-          return fail(Failure::BadPeer, fmt::format("{}: peer {} is not another rank of 0..{}", where(r, op, i), op.peer, p_ - 1));
+          return fail(Failure::BadPeer,
+                      fmt::format("{}: peer {} is not another rank of 0..{}", where(r, op, i), op.peer, p_ - 1));
         if (op.kind != OpKind::Recv && op.kind != OpKind::RecvReduce && !check_chunk(r, op, i, op.src)) return false;
         if (op.kind != OpKind::Send && !check_chunk(r, op, i, op.dst)) return false;
         if (op.kind != OpKind::Send && op.dst.buffer == BufferId::Input)
           return fail(Failure::WritesInput, fmt::format("{}: the input buffer is read-only", where(r, op, i)));
         if ((op.kind == OpKind::Copy || op.kind == OpKind::Reduce) && op.src.count != op.dst.count)
-          return fail(Failure::SizeMismatch, fmt::format("{}: {} elements into {}", where(r, op, i), op.src.count, op.dst.count));
+          return fail(Failure::SizeMismatch,
+                      fmt::format("{}: {} elements into {}", where(r, op, i), op.src.count, op.dst.count));
         st.channels[op.channel].ops.push_back(i);
       }
       init_buffers(r, st);
@@ -292,30 +311,37 @@ class Verifier {
     if (!o_.in_place) return;
     const std::uint64_t base = static_cast<std::uint64_t>(r) * args_.count;
     switch (args_.collective) {
-      case Collective::ReduceScatter: break;  // storage 0 is the shared buffer, already the input
+      case Collective::ReduceScatter:
+        break;  // storage 0 is the shared buffer, already the input
       case Collective::AllGather:
         st.buffers[1].write(base, {{0, args_.count, mine}});
         break;
-      default: st.buffers[1].reset(args_.output_count(), mine); break;
+      default:
+        st.buffers[1].reset(args_.output_count(), mine);
+        break;
     }
   }
 
   // Footprints for contract 6. Storage ids are packed in the top bits so one sorted list per
   // channel covers all buffers. Reads of the (read-only, out-of-place) input are not recorded.
-  static void append_interval(std::vector<std::pair<std::uint64_t, std::uint64_t>>& v, int storage, std::uint64_t offset,
-                              std::uint64_t count) {
+  static void append_interval(std::vector<std::pair<std::uint64_t, std::uint64_t>>& v, int storage,
+                              std::uint64_t offset, std::uint64_t count) {
     const std::uint64_t tag = static_cast<std::uint64_t>(storage) << 60;
-    if (!v.empty() && v.back().second == (tag | offset)) v.back().second = tag | (offset + count);
-    else v.push_back({tag | offset, tag | (offset + count)});
+    if (!v.empty() && v.back().second == (tag | offset))
+      v.back().second = tag | (offset + count);
+    else
+      v.push_back({tag | offset, tag | (offset + count)});
   }
   void record_write(int rank, int channel, const Chunk& c) {
     auto [storage, offset] = resolve(rank, c);
-    append_interval(ranks_[static_cast<std::size_t>(rank)].writes[static_cast<std::size_t>(channel)], storage, offset, c.count);
+    append_interval(ranks_[static_cast<std::size_t>(rank)].writes[static_cast<std::size_t>(channel)], storage, offset,
+                    c.count);
   }
   void record_read(int rank, int channel, const Chunk& c) {
     auto [storage, offset] = resolve(rank, c);
     if (storage == 0 && !o_.in_place) return;
-    append_interval(ranks_[static_cast<std::size_t>(rank)].reads[static_cast<std::size_t>(channel)], storage, offset, c.count);
+    append_interval(ranks_[static_cast<std::size_t>(rank)].reads[static_cast<std::size_t>(channel)], storage, offset,
+                    c.count);
   }
 
   std::vector<Run> read_chunk(int rank, const Chunk& c) {
@@ -340,13 +366,15 @@ class Verifier {
       const Value& x = current[i].value;
       const Value& y = data[j].value;
       if (!x.init || !y.init)
-        return fail(Failure::Uninitialised, fmt::format("{}: reduces elements [{}:{}] of the chunk that were never written",
-                                                        where(rank, op, index), a, b));
+        return fail(Failure::Uninitialised,
+                    fmt::format("{}: reduces elements [{}:{}] of the chunk that were never written",
+                                where(rank, op, index), a, b));
       if (x.shift != y.shift)
-        return fail(Failure::WrongElement,
-                    fmt::format("{}: reduces input element {} into a value of input element {} (chunk elements [{}:{}])",
-                                where(rank, op, index), static_cast<std::int64_t>(a) + y.shift,
-                                static_cast<std::int64_t>(a) + x.shift, a, b));
+        return fail(
+            Failure::WrongElement,
+            fmt::format("{}: reduces input element {} into a value of input element {} (chunk elements [{}:{}])",
+                        where(rank, op, index), static_cast<std::int64_t>(a) + y.shift,
+                        static_cast<std::int64_t>(a) + x.shift, a, b));
       int witness = -1;
       if (intersects(x.ranks, y.ranks, &witness))
         return fail(Failure::DoubleCounted,
@@ -361,8 +389,9 @@ class Verifier {
   bool check_initialised(int rank, const Op& op, std::size_t index, const std::vector<Run>& data) {
     for (const Run& r : data)
       if (!r.value.init)
-        return fail(Failure::Uninitialised, fmt::format("{}: reads elements [{}:{}] of the chunk that were never written",
-                                                        where(rank, op, index), r.start, r.end));
+        return fail(Failure::Uninitialised,
+                    fmt::format("{}: reads elements [{}:{}] of the chunk that were never written",
+                                where(rank, op, index), r.start, r.end));
     return true;
   }
 
@@ -400,8 +429,10 @@ class Verifier {
                                     op.dst.count, op.peer, m.count, m.op_index));
           ch.clock = std::max(ch.clock, m.clock + 1);
           result_.steps = std::max(result_.steps, ch.clock);
-          if (op.kind == OpKind::Recv) write_chunk(rank, op.dst, m.data);
-          else if (!reduce_chunk(rank, op, index, op.dst, m.data)) return false;
+          if (op.kind == OpKind::Recv)
+            write_chunk(rank, op.dst, m.data);
+          else if (!reduce_chunk(rank, op, index, op.dst, m.data))
+            return false;
           record_write(rank, channel, op.dst);
           break;
         }
@@ -462,8 +493,8 @@ class Verifier {
             for (auto it = start; it != chain.end(); ++it) cycle += fmt::format("{} -> ", *it);
             cycle += std::to_string(cur);
             const std::size_t index = cc.ops[cc.next];
-            return fail(Failure::Deadlock, fmt::format("deadlock on channel {}: ranks wait in a cycle {} (e.g. {})", c, cycle,
-                                                       where(cur, st.program[index], index)));
+            return fail(Failure::Deadlock, fmt::format("deadlock on channel {}: ranks wait in a cycle {} (e.g. {})", c,
+                                                       cycle, where(cur, st.program[index], index)));
           }
           seen[static_cast<std::size_t>(cur)] = 1;
           chain.push_back(cur);
@@ -475,8 +506,8 @@ class Verifier {
         const ChannelState& cc = st.channels[static_cast<std::size_t>(c)];
         const std::size_t index = cc.ops[cc.next];
         return fail(Failure::UnmatchedRecv,
-                    fmt::format("{}: waits for rank {}, which finished channel {} without sending it", where(waiter, st.program[index], index),
-                                st.program[index].peer, c));
+                    fmt::format("{}: waits for rank {}, which finished channel {} without sending it",
+                                where(waiter, st.program[index], index), st.program[index].peer, c));
       }
     return true;
   }
@@ -486,11 +517,13 @@ class Verifier {
       if (q.empty()) continue;
       const std::uint64_t channel = key % static_cast<std::uint64_t>(s_.num_channels());
       const std::uint64_t pair = key / static_cast<std::uint64_t>(s_.num_channels());
-      const int src = static_cast<int>(pair / static_cast<std::uint64_t>(p_)), dst = static_cast<int>(pair % static_cast<std::uint64_t>(p_));
+      const int src = static_cast<int>(pair / static_cast<std::uint64_t>(p_)),
+                dst = static_cast<int>(pair % static_cast<std::uint64_t>(p_));
       const Message& m = q.front();
       const Op& op = ranks_[static_cast<std::size_t>(src)].program[m.op_index];
-      return fail(Failure::UnmatchedSend, fmt::format("{}: rank {} never receives it on channel {} ({} unmatched sends)",
-                                                      where(src, op, m.op_index), dst, channel, q.size()));
+      return fail(Failure::UnmatchedSend,
+                  fmt::format("{}: rank {} never receives it on channel {} ({} unmatched sends)",
+                              where(src, op, m.op_index), dst, channel, q.size()));
     }
     for (const RankState& st : ranks_) {
       result_.max_intra_bytes_sent = std::max(result_.max_intra_bytes_sent, st.intra_bytes);
@@ -545,14 +578,16 @@ class Verifier {
       for (const auto& [lo, hi, c, write] : all) {
         for (const Reach& w : writes)
           if (w.channel >= 0 && w.channel != c && w.hi > lo)
-            return fail(Failure::ChannelRace, fmt::format("rank {}: channel {} writes {}[{}:{}] that channel {} {}", r, w.channel,
-                                                          kStorage[lo >> 60], lo & mask, std::min(w.hi, hi) & mask, c,
-                                                          write ? "writes too" : "reads"));
+            return fail(
+                Failure::ChannelRace,
+                fmt::format("rank {}: channel {} writes {}[{}:{}] that channel {} {}", r, w.channel, kStorage[lo >> 60],
+                            lo & mask, std::min(w.hi, hi) & mask, c, write ? "writes too" : "reads"));
         if (write)
           for (const Reach& a : any)
             if (a.channel >= 0 && a.channel != c && a.hi > lo)
-              return fail(Failure::ChannelRace, fmt::format("rank {}: channel {} writes {}[{}:{}] that channel {} reads", r, c,
-                                                            kStorage[lo >> 60], lo & mask, std::min(a.hi, hi) & mask, a.channel));
+              return fail(Failure::ChannelRace,
+                          fmt::format("rank {}: channel {} writes {}[{}:{}] that channel {} reads", r, c,
+                                      kStorage[lo >> 60], lo & mask, std::min(a.hi, hi) & mask, a.channel));
         insert(any, hi, c);
         if (write) insert(writes, hi, c);
       }
@@ -566,13 +601,17 @@ class Verifier {
   std::optional<Value> expected(int rank, std::uint64_t pos) const {
     const RankSet all{{0, p_}};
     switch (args_.collective) {
-      case Collective::AllReduce: return Value{true, 0, all};
-      case Collective::ReduceScatter: return Value{true, static_cast<std::int64_t>(rank * args_.count), all};
+      case Collective::AllReduce:
+        return Value{true, 0, all};
+      case Collective::ReduceScatter:
+        return Value{true, static_cast<std::int64_t>(rank * args_.count), all};
       case Collective::AllGather: {
         const int j = static_cast<int>(pos / std::max<std::uint64_t>(args_.count, 1));
-        return Value{true, -static_cast<std::int64_t>(static_cast<std::uint64_t>(j) * args_.count), RankSet{{j, j + 1}}};
+        return Value{true, -static_cast<std::int64_t>(static_cast<std::uint64_t>(j) * args_.count),
+                     RankSet{{j, j + 1}}};
       }
-      case Collective::Broadcast: return Value{true, 0, RankSet{{args_.root, args_.root + 1}}};
+      case Collective::Broadcast:
+        return Value{true, 0, RankSet{{args_.root, args_.root + 1}}};
       case Collective::Reduce:
         if (rank != args_.root) return std::nullopt;
         return Value{true, 0, all};
@@ -598,13 +637,13 @@ class Verifier {
             const std::string at = fmt::format("rank {}: output[{}:{}]", r, pos, block_end);
             if (!got.init) return fail(Failure::Missing, at + " is never written");
             if (got.shift != want->shift)
-              return fail(Failure::WrongElement, fmt::format("{} holds input elements offset by {} instead of {}", at, got.shift,
-                                                             want->shift));
+              return fail(Failure::WrongElement, fmt::format("{} holds input elements offset by {} instead of {}", at,
+                                                             got.shift, want->shift));
             if (got.ranks != want->ranks) {
               const bool subset = unite(got.ranks, want->ranks) == want->ranks;
               return fail(subset ? Failure::Missing : Failure::WrongElement,
-                          fmt::format("{} is the reduction of ranks {} but must be of ranks {}", at, rank_set_text(got.ranks),
-                                      rank_set_text(want->ranks)));
+                          fmt::format("{} is the reduction of ranks {} but must be of ranks {}", at,
+                                      rank_set_text(got.ranks), rank_set_text(want->ranks)));
             }
           }
           pos = block_end;
@@ -619,7 +658,8 @@ class Verifier {
 
 VerifyResult verify(const Schedule& schedule, const VerifyOptions& options) {
   if (!options.node_of.empty() && options.node_of.size() != static_cast<std::size_t>(schedule.num_ranks()))
-    throw InputError(fmt::format("verify: node_of has {} entries for {} ranks", options.node_of.size(), schedule.num_ranks()));
+    throw InputError(
+        fmt::format("verify: node_of has {} entries for {} ranks", options.node_of.size(), schedule.num_ranks()));
   return Verifier(schedule, options).run();
 }
 

@@ -39,15 +39,15 @@ enum class Failure : std::uint8_t {
 std::string_view to_string(Failure f);
 
 struct VerifyOptions {
-  bool in_place = false;      // input and output alias as NCCL's in-place calls do
-  std::vector<int> node_of;   // node of each rank (bytes split intra/inter); empty: all one node
+  bool in_place = false;     // input and output alias as NCCL's in-place calls do
+  std::vector<int> node_of;  // node of each rank (bytes split intra/inter); empty: all one node
 };
 
 struct VerifyResult {
   Failure failure = Failure::None;
-  std::string message;             // names rank, channel, operation index
-  std::uint64_t operations = 0;    // total over ranks
-  std::uint64_t steps = 0;         // longest chain of dependent transfers (logical clock)
+  std::string message;                     // names rank, channel, operation index
+  std::uint64_t operations = 0;            // total over ranks
+  std::uint64_t steps = 0;                 // longest chain of dependent transfers (logical clock)
   std::uint64_t max_bytes_sent = 0;        // max over ranks
   std::uint64_t max_intra_bytes_sent = 0;  // to peers on the same node, max over ranks
   std::uint64_t max_inter_bytes_sent = 0;  // to peers on other nodes, max over ranks

@@ -1,22 +1,39 @@
 // Each failure the verifier reports, proven on a hand-made broken schedule.
+#include "algorithms/verifier.hpp"
+
 #include <doctest/doctest.h>
 
 #include "algorithms/registry.hpp"
-#include "algorithms/verifier.hpp"
 
 using namespace topocoll::algo;
 
 namespace {
 
-Op send(int peer, Chunk c, int ch = 0) { return Op{OpKind::Send, static_cast<std::uint16_t>(ch), peer, c, Chunk{}}; }
-Op recv(int peer, Chunk c, int ch = 0) { return Op{OpKind::Recv, static_cast<std::uint16_t>(ch), peer, Chunk{}, c}; }
-Op recv_reduce(int peer, Chunk c, int ch = 0) { return Op{OpKind::RecvReduce, static_cast<std::uint16_t>(ch), peer, Chunk{}, c}; }
-Op copy(Chunk s, Chunk d, int ch = 0) { return Op{OpKind::Copy, static_cast<std::uint16_t>(ch), -1, s, d}; }
-Op reduce(Chunk s, Chunk d, int ch = 0) { return Op{OpKind::Reduce, static_cast<std::uint16_t>(ch), -1, s, d}; }
+Op send(int peer, Chunk c, int ch = 0) {
+  return Op{OpKind::Send, static_cast<std::uint16_t>(ch), peer, c, Chunk{}};
+}
+Op recv(int peer, Chunk c, int ch = 0) {
+  return Op{OpKind::Recv, static_cast<std::uint16_t>(ch), peer, Chunk{}, c};
+}
+Op recv_reduce(int peer, Chunk c, int ch = 0) {
+  return Op{OpKind::RecvReduce, static_cast<std::uint16_t>(ch), peer, Chunk{}, c};
+}
+Op copy(Chunk s, Chunk d, int ch = 0) {
+  return Op{OpKind::Copy, static_cast<std::uint16_t>(ch), -1, s, d};
+}
+Op reduce(Chunk s, Chunk d, int ch = 0) {
+  return Op{OpKind::Reduce, static_cast<std::uint16_t>(ch), -1, s, d};
+}
 
-Chunk in(std::uint64_t o, std::uint64_t n) { return Chunk{BufferId::Input, o, n}; }
-Chunk out(std::uint64_t o, std::uint64_t n) { return Chunk{BufferId::Output, o, n}; }
-Chunk scratch(std::uint64_t o, std::uint64_t n) { return Chunk{BufferId::Scratch, o, n}; }
+Chunk in(std::uint64_t o, std::uint64_t n) {
+  return Chunk{BufferId::Input, o, n};
+}
+Chunk out(std::uint64_t o, std::uint64_t n) {
+  return Chunk{BufferId::Output, o, n};
+}
+Chunk scratch(std::uint64_t o, std::uint64_t n) {
+  return Chunk{BufferId::Scratch, o, n};
+}
 
 CollectiveArgs allreduce(int ranks, std::uint64_t count) {
   CollectiveArgs a;
@@ -33,8 +50,8 @@ std::vector<Program> good_pair() {
   };
 }
 
-VerifyResult run(std::vector<Program> programs, CollectiveArgs a = allreduce(2, 4), int channels = 1, std::uint64_t scratch_count = 0,
-                 VerifyOptions o = {}) {
+VerifyResult run(std::vector<Program> programs, CollectiveArgs a = allreduce(2, 4), int channels = 1,
+                 std::uint64_t scratch_count = 0, VerifyOptions o = {}) {
   return verify(Schedule::from_programs("hand-made", a, channels, scratch_count, std::move(programs)), o);
 }
 
@@ -66,7 +83,8 @@ TEST_CASE("verifier: deadlock names the cycle of waiting ranks") {
 TEST_CASE("verifier: unmatched receive and unmatched send") {
   auto p = good_pair();
   p[0].erase(p[0].begin() + 1);  // rank 0 never sends
-  expect(run(p), Failure::UnmatchedRecv, "rank 1 channel 0 op 2 (recv_reduce(peer 0, output[0:4]) ch 0): waits for rank 0");
+  expect(run(p), Failure::UnmatchedRecv,
+         "rank 1 channel 0 op 2 (recv_reduce(peer 0, output[0:4]) ch 0): waits for rank 0");
   auto q = good_pair();
   q[1].push_back(send(0, out(0, 4)));  // one send too many
   expect(run(q), Failure::UnmatchedSend, "rank 1 channel 0 op 3");
@@ -75,7 +93,8 @@ TEST_CASE("verifier: unmatched receive and unmatched send") {
 TEST_CASE("verifier: out-of-bounds chunk, bad peer, bad channel, write to input") {
   auto p = good_pair();
   p[1][1] = send(0, in(2, 4));
-  expect(run(p), Failure::OutOfBounds, "rank 1 channel 0 op 1 (send(peer 0, input[2:6]) ch 0): input[2:6] is outside the input buffer of 4 elements");
+  expect(run(p), Failure::OutOfBounds,
+         "rank 1 channel 0 op 1 (send(peer 0, input[2:6]) ch 0): input[2:6] is outside the input buffer of 4 elements");
   auto q = good_pair();
   q[0][1] = send(7, in(0, 4));
   expect(run(q), Failure::BadPeer, "peer 7 is not another rank of 0..1");
@@ -93,7 +112,8 @@ TEST_CASE("verifier: out-of-bounds chunk, bad peer, bad channel, write to input"
 TEST_CASE("verifier: size mismatch between matched operations") {
   auto p = good_pair();
   p[1][1] = send(0, in(0, 3));
-  expect(run(p), Failure::SizeMismatch, "rank 0 channel 0 op 2 (recv_reduce(peer 1, output[0:4]) ch 0): receives 4 elements but rank 1 sent 3");
+  expect(run(p), Failure::SizeMismatch,
+         "rank 0 channel 0 op 2 (recv_reduce(peer 1, output[0:4]) ch 0): receives 4 elements but rank 1 sent 3");
 }
 
 TEST_CASE("verifier: double-counted and missing contributions") {
@@ -120,7 +140,8 @@ TEST_CASE("verifier: wrong element and uninitialised data") {
       {send(1, out(0, 4)), recv(1, out(0, 4))},
       {copy(in(0, 4), out(0, 4)), recv_reduce(0, out(0, 4)), send(0, out(0, 4))},
   };
-  expect(run(u), Failure::Uninitialised, "rank 0 channel 0 op 0 (send(peer 1, output[0:4]) ch 0): reads elements [0:4]");
+  expect(run(u), Failure::Uninitialised,
+         "rank 0 channel 0 op 0 (send(peer 1, output[0:4]) ch 0): reads elements [0:4]");
   std::vector<Program> never = {{}, {copy(in(0, 4), out(0, 4))}};
   expect(run(never, allreduce(2, 4)), Failure::Missing, "rank 0: output[0:4] is never written");
 }
@@ -130,7 +151,8 @@ TEST_CASE("verifier: two channels writing the same elements race") {
       {copy(in(0, 4), out(0, 4), 0), send(1, in(0, 4), 1), recv_reduce(1, out(0, 4), 1)},
       {copy(in(0, 4), out(0, 4), 0), send(0, in(0, 4), 1), recv_reduce(0, out(0, 4), 1)},
   };
-  expect(run(p, allreduce(2, 4), 2), Failure::ChannelRace, "rank 0: channel 0 writes output[0:4] that channel 1 writes too");
+  expect(run(p, allreduce(2, 4), 2), Failure::ChannelRace,
+         "rank 0: channel 0 writes output[0:4] that channel 1 writes too");
   // Channel 1 sends what channel 0 writes: a read-write race, whatever the timing.
   std::vector<Program> q = {
       {copy(in(0, 4), out(0, 4), 0), recv_reduce(1, out(0, 4), 0), send(1, out(0, 4), 1)},
@@ -184,7 +206,8 @@ TEST_CASE("verifier: reduce_scatter and allgather postconditions") {
   auto bad = g;
   bad[1][2] = recv(0, out(2, 2));  // overwrites its own block with rank 0's
   bad[1][0] = copy(in(0, 2), out(0, 2));
-  expect(run(bad, ag), Failure::WrongElement, "rank 1: output[0:2] is the reduction of ranks {1} but must be of ranks {0}");
+  expect(run(bad, ag), Failure::WrongElement,
+         "rank 1: output[0:2] is the reduction of ranks {1} but must be of ranks {0}");
 }
 
 TEST_CASE("verifier: a generated ring for 16,384 ranks can be walked rank by rank") {

@@ -1,9 +1,9 @@
 #include "common/cli_io.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <stdexcept>
-
-#include <fmt/format.h>
 
 #include "common/errors.hpp"
 
@@ -20,16 +20,20 @@ std::uint64_t parse_size(const std::string& text, const char* flag) {
   }
   const std::string suffix = text.substr(used);
   std::uint64_t mult = 1;
-  if (suffix == "K" || suffix == "k") mult = 1ull << 10;
-  else if (suffix == "M" || suffix == "m") mult = 1ull << 20;
-  else if (suffix == "G" || suffix == "g") mult = 1ull << 30;
-  else if (!suffix.empty()) throw InputError(fmt::format("{} {}: unknown suffix '{}': expected K, M or G", flag, text, suffix));
+  if (suffix == "K" || suffix == "k")
+    mult = 1ull << 10;
+  else if (suffix == "M" || suffix == "m")
+    mult = 1ull << 20;
+  else if (suffix == "G" || suffix == "g")
+    mult = 1ull << 30;
+  else if (!suffix.empty())
+    throw InputError(fmt::format("{} {}: unknown suffix '{}': expected K, M or G", flag, text, suffix));
   if (v > (~0ull) / mult) throw InputError(fmt::format("{} {}: too large", flag, text));
   return v * mult;
 }
 
-std::vector<std::uint64_t> size_sweep(const std::string& min_bytes, const std::string& max_bytes, const std::string& factor,
-                                      std::size_t elem) {
+std::vector<std::uint64_t> size_sweep(const std::string& min_bytes, const std::string& max_bytes,
+                                      const std::string& factor, std::size_t elem) {
   const std::uint64_t lo = parse_size(min_bytes, "-b"), hi = parse_size(max_bytes, "-e");
   if (lo > hi) throw InputError(fmt::format("-b {} is larger than -e {}: expected min <= max", min_bytes, max_bytes));
   double f = 0.0;
@@ -42,7 +46,8 @@ std::vector<std::uint64_t> size_sweep(const std::string& min_bytes, const std::s
   }
   if (!(f > 1.0)) throw InputError(fmt::format("-f {}: expected a number > 1", factor));
   std::vector<std::uint64_t> sizes;
-  for (double s = static_cast<double>(std::max<std::uint64_t>(lo, elem)); s <= static_cast<double>(hi) * (1 + 1e-12); s *= f) {
+  for (double s = static_cast<double>(std::max<std::uint64_t>(lo, elem)); s <= static_cast<double>(hi) * (1 + 1e-12);
+       s *= f) {
     const std::uint64_t bytes = static_cast<std::uint64_t>(s) / elem * elem;  // whole elements, as nccl-tests
     if (sizes.empty() || bytes != sizes.back()) sizes.push_back(bytes);
     if (sizes.size() > 4096) throw InputError("the size sweep has more than 4096 points: raise -f");

@@ -15,8 +15,8 @@ std::uint64_t parse_size(const std::string& text, const char* flag);
 
 // nccl-tests' sweep: from -b to -e, times -f, in whole elements of `elem` bytes. InputError when
 // -b > -e, -f <= 1 or the sweep has more than 4096 points.
-std::vector<std::uint64_t> size_sweep(const std::string& min_bytes, const std::string& max_bytes, const std::string& factor,
-                                      std::size_t elem);
+std::vector<std::uint64_t> size_sweep(const std::string& min_bytes, const std::string& max_bytes,
+                                      const std::string& factor, std::size_t elem);
 
 // Where a command writes: the file named by `flag` (none or "-": the given stream). Errors on
 // open and on close name the flag and the file.

@@ -20,8 +20,7 @@ class InternalError : public std::logic_error {
   explicit InternalError(const std::string& what) : std::logic_error(what) {}
 };
 
-[[noreturn]] inline void assertion_failed(const char* expr, const std::string& detail, const char* file,
-                                          int line) {
+[[noreturn]] inline void assertion_failed(const char* expr, const std::string& detail, const char* file, int line) {
   std::ostringstream os;
   os << "internal error: assertion `" << expr << "` failed";
   if (!detail.empty()) os << " (" << detail << ")";
@@ -31,7 +30,7 @@ class InternalError : public std::logic_error {
 
 }  // namespace topocoll
 
-#define TOPOCOLL_ASSERT(expr, detail)                                                  \
-  do {                                                                                 \
-    if (!(expr)) ::topocoll::assertion_failed(#expr, (detail), __FILE__, __LINE__);   \
+#define TOPOCOLL_ASSERT(expr, detail)                                               \
+  do {                                                                              \
+    if (!(expr)) ::topocoll::assertion_failed(#expr, (detail), __FILE__, __LINE__); \
   } while (0)

@@ -15,11 +15,17 @@ struct Config {
     Config c;
     if (const char* v = std::getenv("TOPOCOLL_LOG")) {
       std::string s(v);
-      if (s == "error") c.level = Level::Error;
-      else if (s == "warn") c.level = Level::Warn;
-      else if (s == "info") c.level = Level::Info;
-      else if (s == "debug") c.level = Level::Debug;
-      else std::fprintf(stderr, "topocoll WARN [log] TOPOCOLL_LOG=%s is not one of error|warn|info|debug; using warn\n", v);
+      if (s == "error")
+        c.level = Level::Error;
+      else if (s == "warn")
+        c.level = Level::Warn;
+      else if (s == "info")
+        c.level = Level::Info;
+      else if (s == "debug")
+        c.level = Level::Debug;
+      else
+        std::fprintf(stderr, "topocoll WARN [log] TOPOCOLL_LOG=%s is not one of error|warn|info|debug; using warn\n",
+                     v);
     }
     if (const char* v = std::getenv("TOPOCOLL_LOG_SUBSYS")) c.subsystems = v;
     return c;
@@ -53,8 +59,8 @@ bool enabled(Level level, std::string_view subsys) {
 }
 
 void write(Level level, std::string_view subsys, std::string_view message) {
-  std::fprintf(stderr, "topocoll %s [%.*s] %.*s\n", kLevelNames[static_cast<int>(level)], static_cast<int>(subsys.size()),
-               subsys.data(), static_cast<int>(message.size()), message.data());
+  std::fprintf(stderr, "topocoll %s [%.*s] %.*s\n", kLevelNames[static_cast<int>(level)],
+               static_cast<int>(subsys.size()), subsys.data(), static_cast<int>(message.size()), message.data());
 }
 
 }  // namespace topocoll::log

@@ -39,12 +39,14 @@ Communicator::~Communicator() {
 
 algo::Layout Communicator::layout() const {
   if (!uniform_)
-    throw InputError(fmt::format("the job's nodes hold different numbers of ranks ({} on node {} of {}): expected the same on every node",
-                                 local_size_, node_index_, nodes_));
+    throw InputError(fmt::format(
+        "the job's nodes hold different numbers of ranks ({} on node {} of {}): expected the same on every node",
+        local_size_, node_index_, nodes_));
   for (int r = 0; r < size_; ++r)
     if (node_of_[static_cast<std::size_t>(r)] != r / local_size_)
-      throw InputError(fmt::format("rank {} is on node {}: expected ranks numbered node by node ({} per node; mpirun --map-by core)", r,
-                                   node_of_[static_cast<std::size_t>(r)], local_size_));
+      throw InputError(
+          fmt::format("rank {} is on node {}: expected ranks numbered node by node ({} per node; mpirun --map-by core)",
+                      r, node_of_[static_cast<std::size_t>(r)], local_size_));
   return algo::uniform_layout(nodes_, local_size_);
 }
 

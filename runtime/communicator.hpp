@@ -32,12 +32,12 @@ class Communicator {
 
   int rank() const { return rank_; }
   int size() const { return size_; }
-  int node() const { return node_index_; }         // this rank's node, 0 ... nodes()-1
+  int node() const { return node_index_; }  // this rank's node, 0 ... nodes()-1
   int nodes() const { return nodes_; }
-  int local_rank() const { return local_rank_; }    // rank within its node
-  int local_size() const { return local_size_; }    // ranks on this rank's node
+  int local_rank() const { return local_rank_; }                // rank within its node
+  int local_size() const { return local_size_; }                // ranks on this rank's node
   const std::vector<int>& node_of() const { return node_of_; }  // per rank
-  MPI_Comm comm() const { return comm_; }           // a private duplicate of the world
+  MPI_Comm comm() const { return comm_; }                       // a private duplicate of the world
 
   // Ranks per node when every node holds the same number; -1 otherwise.
   int ranks_per_node() const { return uniform_ ? local_size_ : -1; }

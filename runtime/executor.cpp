@@ -17,14 +17,18 @@ using algo::Collective;
 using algo::Op;
 using algo::OpKind;
 
-void Transport::wait(std::chrono::steady_clock::time_point /*deadline*/) { std::this_thread::yield(); }
+void Transport::wait(std::chrono::steady_clock::time_point /*deadline*/) {
+  std::this_thread::yield();
+}
 
 namespace {
 
 // The "no memory" buffer of zero-element chunks: base_[kNoBuffer] stays null.
 constexpr std::uint8_t kNoBuffer = 3;
 
-bool is_comm(OpKind k) { return k == OpKind::Send || k == OpKind::Recv || k == OpKind::RecvReduce; }
+bool is_comm(OpKind k) {
+  return k == OpKind::Send || k == OpKind::Recv || k == OpKind::RecvReduce;
+}
 
 }  // namespace
 
@@ -39,7 +43,8 @@ std::string Plan::where(std::size_t index) const {
 Plan::Plan(const algo::Schedule& s, int rank, MemorySpace& memory)
     : args_(s.args()), name_(s.name()), rank_(rank), elem_(algo::size_of(s.args().dtype)), memory_(&memory) {
   if (rank < 0 || rank >= s.num_ranks())
-    throw InputError(fmt::format("execute: rank {} is not a rank of schedule '{}' (0..{})", rank, s.name(), s.num_ranks() - 1));
+    throw InputError(
+        fmt::format("execute: rank {} is not a rank of schedule '{}' (0..{})", rank, s.name(), s.num_ranks() - 1));
   for (int b = 0; b < 3; ++b) buffer_elements_[b] = s.buffer_count(static_cast<BufferId>(b));
   program_ = s.program(rank);
   ops_.resize(program_.size());
@@ -64,16 +69,20 @@ Plan::Plan(const algo::Schedule& s, int rank, MemorySpace& memory)
     b.peer = op.peer;
     b.channel = static_cast<int>(op.channel);
     if (op.channel >= channels_.size())
-      throw InputError(fmt::format("execute: {}: channel {} but the schedule has {} channels", where(i), op.channel, s.num_channels()));
+      throw InputError(fmt::format("execute: {}: channel {} but the schedule has {} channels", where(i), op.channel,
+                                   s.num_channels()));
     if (is_comm(op.kind) && (op.peer < 0 || op.peer >= s.num_ranks() || op.peer == rank_))
-      throw InputError(fmt::format("execute: {}: peer {} is not another rank of 0..{}", where(i), op.peer, s.num_ranks() - 1));
+      throw InputError(
+          fmt::format("execute: {}: peer {} is not another rank of 0..{}", where(i), op.peer, s.num_ranks() - 1));
     if ((op.kind == OpKind::Copy || op.kind == OpKind::Reduce) && op.src.count != op.dst.count)
       throw InputError(fmt::format("execute: {}: {} elements into {}", where(i), op.src.count, op.dst.count));
-    if (op.kind == OpKind::Send || op.kind == OpKind::Copy || op.kind == OpKind::Reduce) resolve(i, op.src, b.src_buffer, b.src_offset);
+    if (op.kind == OpKind::Send || op.kind == OpKind::Copy || op.kind == OpKind::Reduce)
+      resolve(i, op.src, b.src_buffer, b.src_offset);
     if (op.kind != OpKind::Send) resolve(i, op.dst, b.dst_buffer, b.dst_offset);
     b.count = static_cast<std::size_t>(op.count());
     b.bytes = b.count * elem_;
-    if (op.kind == OpKind::RecvReduce || op.kind == OpKind::Recv) recv_bytes[op.channel] = std::max(recv_bytes[op.channel], b.bytes);
+    if (op.kind == OpKind::RecvReduce || op.kind == OpKind::Recv)
+      recv_bytes[op.channel] = std::max(recv_bytes[op.channel], b.bytes);
     channels_[op.channel].ops.push_back(static_cast<std::uint32_t>(i));
   }
   // One receive slice per channel (a channel has one receive posted at a time), each aligned to
@@ -96,8 +105,8 @@ void Plan::run(const Buffers& buffers, Transport& t, const ExecOptions& o) {
   for (int b = 0; b < 3; ++b)
     if (needs_buffer_[b] && base_[b] == nullptr) {
       const Op& op = program_[first_user_[b]];
-      throw InputError(fmt::format("execute: {}: the {} buffer is null but the chunk needs {} elements", where(first_user_[b]),
-                                   algo::to_string(static_cast<BufferId>(b)), op.count()));
+      throw InputError(fmt::format("execute: {}: the {} buffer is null but the chunk needs {} elements",
+                                   where(first_user_[b]), algo::to_string(static_cast<BufferId>(b)), op.count()));
     }
   std::size_t unfinished = 0;
   for (Channel& ch : channels_) {
@@ -163,7 +172,8 @@ bool Plan::clear_to_write(Channel& ch, const std::byte* dst, std::size_t bytes, 
   if (in_flight_ == 0 || bytes == 0) return true;
   auto blocking = [&]() -> const InFlight* {
     for (std::size_t r = 0; r < in_flight_; ++r)
-      if (overlaps(window_[r].begin, static_cast<std::size_t>(window_[r].end - window_[r].begin), dst, bytes)) return &window_[r];
+      if (overlaps(window_[r].begin, static_cast<std::size_t>(window_[r].end - window_[r].begin), dst, bytes))
+        return &window_[r];
     return nullptr;
   };
   if (blocking() == nullptr) return true;
@@ -218,8 +228,10 @@ bool Plan::step(Channel& ch, std::uint32_t index, Transport& t) {
       }
       if (ch.staged && b.count > 0) {
         if (!clear_to_write(ch, dst, b.bytes, t)) return false;
-        if (b.kind == OpKind::RecvReduce) memory_->reduce(args_.dtype, args_.op, dst, staging, b.count);
-        else memory_->copy(dst, staging, b.bytes);
+        if (b.kind == OpKind::RecvReduce)
+          memory_->reduce(args_.dtype, args_.op, dst, staging, b.count);
+        else
+          memory_->copy(dst, staging, b.bytes);
       }
       ch.posted = false;
       return true;
@@ -274,16 +286,17 @@ bool Plan::step(Channel& ch, std::uint32_t index, Transport& t) {
 [[noreturn]] void Plan::throw_send_timeout(const ExecOptions& o) const {
   const InFlight& f = window_[0];
   const std::string others = in_flight_ > 1 ? fmt::format(" ({} other sends wait too)", in_flight_ - 1) : "";
-  throw PeerTimeout(fmt::format("rank {}: no progress for {} ms: channel {} op {} ({}) waits for peer {} to receive it{}", rank_,
-                                o.progress_timeout.count(), f.channel, f.op, algo::describe(program_[f.op]), f.peer, others),
-                    rank_, f.peer, f.channel, f.op);
+  throw PeerTimeout(
+      fmt::format("rank {}: no progress for {} ms: channel {} op {} ({}) waits for peer {} to receive it{}", rank_,
+                  o.progress_timeout.count(), f.channel, f.op, algo::describe(program_[f.op]), f.peer, others),
+      rank_, f.peer, f.channel, f.op);
 }
 
-void resolve_chunk(const algo::Chunk& c, std::uint64_t size, std::size_t elem, const std::string& where, std::uint8_t& buffer,
-                   std::size_t& offset) {
+void resolve_chunk(const algo::Chunk& c, std::uint64_t size, std::size_t elem, const std::string& where,
+                   std::uint8_t& buffer, std::size_t& offset) {
   if (c.end() > size || c.end() < c.offset)
-    throw InputError(fmt::format("{}: {}[{}:{}] is outside the {} buffer of {} elements", where, algo::to_string(c.buffer), c.offset,
-                                 c.end(), algo::to_string(c.buffer), size));
+    throw InputError(fmt::format("{}: {}[{}:{}] is outside the {} buffer of {} elements", where,
+                                 algo::to_string(c.buffer), c.offset, c.end(), algo::to_string(c.buffer), size));
   buffer = c.count == 0 ? kNoBuffer : static_cast<std::uint8_t>(c.buffer);
   offset = c.count == 0 ? 0 : static_cast<std::size_t>(c.offset) * elem;
 }
@@ -298,7 +311,9 @@ void finish_avg(const algo::CollectiveArgs& a, int rank, void* output, MemorySpa
   memory.finish_avg(a.dtype, output, static_cast<std::size_t>(a.output_count()), a.ranks);
 }
 
-void execute(const algo::Schedule& s, int rank, const Buffers& b, Transport& t, const ExecOptions& o) { Plan(s, rank).run(b, t, o); }
+void execute(const algo::Schedule& s, int rank, const Buffers& b, Transport& t, const ExecOptions& o) {
+  Plan(s, rank).run(b, t, o);
+}
 
 ExecOptions ExecOptions::from_environment() {
   ExecOptions o;
@@ -307,7 +322,8 @@ ExecOptions ExecOptions::from_environment() {
   char* end = nullptr;
   const double seconds = std::strtod(v, &end);
   if (end == v || *end != '\0' || !(seconds > 0) || seconds > 1e6)
-    throw InputError(fmt::format("TOPOCOLL_TIMEOUT='{}': expected the progress timeout in seconds, a number > 0 (e.g. 30)", v));
+    throw InputError(
+        fmt::format("TOPOCOLL_TIMEOUT='{}': expected the progress timeout in seconds, a number > 0 (e.g. 30)", v));
   o.progress_timeout = std::chrono::milliseconds(static_cast<std::int64_t>(seconds * 1000.0 + 0.5));
   return o;
 }

@@ -230,7 +230,7 @@ class Plan {
   std::vector<Channel> channels_;
   std::uint64_t buffer_elements_[3] = {};
   bool needs_buffer_[3] = {};
-  std::uint32_t first_user_[3] = {};       // the first op that needs each buffer (error messages)
+  std::uint32_t first_user_[3] = {};  // the first op that needs each buffer (error messages)
   MemorySpace* memory_ = nullptr;
   SpaceBuffer recv_staging_;    // every channel's receive slice
   SpaceBuffer reduce_staging_;  // partially overlapping local reduces (first use)
@@ -242,8 +242,8 @@ class Plan {
 // A chunk of a schedule as (buffer index, byte offset) for `elem`-byte elements, checked against
 // the buffer's `size` in elements: InputError "WHERE: output[a:b] is outside the output buffer of
 // N elements" otherwise. A zero-element chunk resolves to buffer 3 (no memory), offset 0.
-void resolve_chunk(const algo::Chunk& c, std::uint64_t size, std::size_t elem, const std::string& where, std::uint8_t& buffer,
-                   std::size_t& offset);
+void resolve_chunk(const algo::Chunk& c, std::uint64_t size, std::size_t elem, const std::string& where,
+                   std::uint8_t& buffer, std::size_t& offset);
 
 // Avg's division at the end of a run (see above): on the ranks whose output is a reduction, the
 // output divided by the rank count in `memory`; nothing for other ops.

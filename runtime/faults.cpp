@@ -75,8 +75,8 @@ std::string PeerTable::describe_gone() const {
   return out;
 }
 
-void wait_bounded(MPI_Request& request, std::chrono::milliseconds timeout, const std::string& what, const PeerTable* peers,
-                  const std::function<void()>& progress) {
+void wait_bounded(MPI_Request& request, std::chrono::milliseconds timeout, const std::string& what,
+                  const PeerTable* peers, const std::function<void()>& progress) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   for (;;) {
     if (progress) progress();
@@ -107,8 +107,8 @@ std::string describe(const CallSignature& s) {
   return out;
 }
 
-void check_same_call(MPI_Comm comm, const CallSignature& mine, std::chrono::milliseconds timeout, const PeerTable* peers,
-                     const std::function<void()>& progress) {
+void check_same_call(MPI_Comm comm, const CallSignature& mine, std::chrono::milliseconds timeout,
+                     const PeerTable* peers, const std::function<void()>& progress) {
   // A fixed-size image of the signature; the algorithm name is compared up to 63 characters.
   struct Image {
     std::uint64_t count, slice_bytes;
@@ -124,14 +124,16 @@ void check_same_call(MPI_Comm comm, const CallSignature& mine, std::chrono::mill
   img.ranks = mine.args.ranks;
   img.root = mine.args.root;
   img.channels = mine.channels;
-  std::memcpy(img.algorithm, mine.algorithm.data(), std::min<std::size_t>(mine.algorithm.size(), sizeof img.algorithm - 1));
+  std::memcpy(img.algorithm, mine.algorithm.data(),
+              std::min<std::size_t>(mine.algorithm.size(), sizeof img.algorithm - 1));
 
   int size = 1;
   MPI_Comm_size(comm, &size);
   std::vector<Image> all(static_cast<std::size_t>(size));
   MPI_Request req = MPI_REQUEST_NULL;
   MPI_Iallgather(&img, sizeof(Image), MPI_BYTE, all.data(), sizeof(Image), MPI_BYTE, comm, &req);
-  wait_bounded(req, timeout, fmt::format("checking the call ({}) with the other ranks", describe(mine)), peers, progress);
+  wait_bounded(req, timeout, fmt::format("checking the call ({}) with the other ranks", describe(mine)), peers,
+               progress);
 
   // Group the ranks by signature, in rank order of first appearance.
   std::vector<std::pair<std::string, std::vector<int>>> groups;
@@ -149,8 +151,10 @@ void check_same_call(MPI_Comm comm, const CallSignature& mine, std::chrono::mill
     s.slice_bytes = m.slice_bytes;
     const std::string d = describe(s);
     auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == d; });
-    if (it == groups.end()) groups.push_back({d, {r}});
-    else it->second.push_back(r);
+    if (it == groups.end())
+      groups.push_back({d, {r}});
+    else
+      it->second.push_back(r);
   }
   if (groups.size() == 1) return;
   std::string list;
@@ -160,8 +164,10 @@ void check_same_call(MPI_Comm comm, const CallSignature& mine, std::chrono::mill
     if (ranks.size() > 8) rs += fmt::format(",... ({} ranks)", ranks.size());
     list += fmt::format("{}ranks {}: {}", list.empty() ? "" : "; ", rs, d);
   }
-  throw InputError(fmt::format("ranks disagree on the collective call: {}: expected every rank to pass the same collective, "
-                               "count, type, op, root and algorithm", list));
+  throw InputError(
+      fmt::format("ranks disagree on the collective call: {}: expected every rank to pass the same collective, "
+                  "count, type, op, root and algorithm",
+                  list));
 }
 
 bool arm_test_kill(int rank) {

@@ -44,12 +44,14 @@ void InprocFabric::abort(const std::string& reason) {
 
 InprocTransport::InprocTransport(InprocFabric& fabric, int rank) : fabric_(fabric), rank_(rank) {
   if (rank < 0 || rank >= fabric.ranks())
-    throw InputError(fmt::format("InprocTransport: rank {} is not a rank of the fabric (0..{})", rank, fabric.ranks() - 1));
+    throw InputError(
+        fmt::format("InprocTransport: rank {} is not a rank of the fabric (0..{})", rank, fabric.ranks() - 1));
 }
 
 InprocFabric::Mailbox& InprocTransport::mailbox(int rank) const {
   if (rank < 0 || rank >= fabric_.ranks())
-    throw InputError(fmt::format("inproc: rank {}: peer {} is not a rank of the fabric (0..{})", rank_, rank, fabric_.ranks() - 1));
+    throw InputError(
+        fmt::format("inproc: rank {}: peer {} is not a rank of the fabric (0..{})", rank_, rank, fabric_.ranks() - 1));
   return *fabric_.mailboxes_[static_cast<std::size_t>(rank)];
 }
 
@@ -75,7 +77,9 @@ Transport::Request InprocTransport::post_send(int peer, int channel, const void*
   return kDone;
 }
 
-bool InprocTransport::test_send(Request /*r*/) { return true; }  // sends complete when posted
+bool InprocTransport::test_send(Request /*r*/) {
+  return true;
+}  // sends complete when posted
 
 Transport::Request InprocTransport::post_recv(int peer, int channel, void* dst, std::size_t bytes) {
   mailbox(peer);  // checks the peer
@@ -97,8 +101,9 @@ bool InprocTransport::try_recv(int peer, int channel, void* dst, std::size_t byt
     auto it = m.queues.find(queue_key(peer, channel));
     if (it == m.queues.end() || it->second.empty()) return false;
     if (it->second.front().size() != bytes)
-      throw InputError(fmt::format("inproc: rank {} receives {} bytes from rank {} on channel {}, but the next message has {} bytes",
-                                   rank_, bytes, peer, channel, it->second.front().size()));
+      throw InputError(
+          fmt::format("inproc: rank {} receives {} bytes from rank {} on channel {}, but the next message has {} bytes",
+                      rank_, bytes, peer, channel, it->second.front().size()));
     message = std::move(it->second.front());
     it->second.pop_front();
   }
@@ -145,7 +150,8 @@ struct RankMemory {
 RankMemory prepare_rank(const algo::Schedule& s, int r, bool in_place) {
   const algo::CollectiveArgs& a = s.args();
   const std::size_t elem = algo::size_of(a.dtype);
-  const std::size_t in_n = static_cast<std::size_t>(a.input_count()), out_n = static_cast<std::size_t>(a.output_count());
+  const std::size_t in_n = static_cast<std::size_t>(a.input_count()),
+                    out_n = static_cast<std::size_t>(a.output_count());
   const std::size_t block = static_cast<std::size_t>(a.count) * static_cast<std::size_t>(r) * elem;
   RankMemory m;
   m.output_bytes = out_n * elem;
@@ -239,18 +245,24 @@ std::size_t count_wrong_outputs(const algo::Schedule& s, const RunResult& r) {
   for (int rank = 0; rank < a.ranks; ++rank) {
     const std::vector<std::byte>& got = r.outputs[static_cast<std::size_t>(rank)];
     if (got.size() != out_n * elem)
-      throw InputError(fmt::format("count_wrong_outputs: rank {} has {} output bytes, expected {}", rank, got.size(), out_n * elem));
+      throw InputError(
+          fmt::format("count_wrong_outputs: rank {} has {} output bytes, expected {}", rank, got.size(), out_n * elem));
     switch (a.collective) {
-      case Collective::AllReduce: fill_expected(a.dtype, a.op, a.ranks, 0, expected.data(), n); break;
+      case Collective::AllReduce:
+        fill_expected(a.dtype, a.op, a.ranks, 0, expected.data(), n);
+        break;
       case Collective::ReduceScatter:
         fill_expected(a.dtype, a.op, a.ranks, static_cast<std::uint64_t>(rank) * a.count, expected.data(), n);
         break;
       case Collective::AllGather:
         // Block j is rank j's input, numbered from j * count.
         for (int j = 0; j < a.ranks; ++j)
-          fill_input(a.dtype, a.op, j, a.ranks, input_offset(a, j), expected.data() + static_cast<std::size_t>(j) * n * elem, n);
+          fill_input(a.dtype, a.op, j, a.ranks, input_offset(a, j),
+                     expected.data() + static_cast<std::size_t>(j) * n * elem, n);
         break;
-      case Collective::Broadcast: fill_input(a.dtype, a.op, a.root, a.ranks, 0, expected.data(), n); break;
+      case Collective::Broadcast:
+        fill_input(a.dtype, a.op, a.root, a.ranks, 0, expected.data(), n);
+        break;
       case Collective::Reduce:
         if (rank != a.root) continue;
         fill_expected(a.dtype, a.op, a.ranks, 0, expected.data(), n);

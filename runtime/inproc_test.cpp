@@ -3,7 +3,6 @@
 #include "runtime/inproc.hpp"
 
 #include <doctest/doctest.h>
-
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -35,9 +34,12 @@ std::int64_t recv_int(InprocTransport& t, int peer, int channel) {
   return t.try_recv(peer, channel, &value, sizeof value) ? value : -1;
 }
 
-void send_int(InprocTransport& t, int peer, int channel, std::int64_t value) { t.post_send(peer, channel, &value, sizeof value); }
+void send_int(InprocTransport& t, int peer, int channel, std::int64_t value) {
+  t.post_send(peer, channel, &value, sizeof value);
+}
 
-CollectiveArgs args_of(Collective c, std::uint64_t count, int ranks, DataType t = DataType::Int32, ReduceOp op = ReduceOp::Sum) {
+CollectiveArgs args_of(Collective c, std::uint64_t count, int ranks, DataType t = DataType::Int32,
+                       ReduceOp op = ReduceOp::Sum) {
   CollectiveArgs a;
   a.collective = c;
   a.count = count;
@@ -118,9 +120,10 @@ TEST_CASE("inproc transport: FIFO per (source, destination, channel)") {
   SUBCASE("a message of another size than the receive is an error") {
     send_int(r0, 2, 0, 1);
     std::int32_t small = 0;
-    CHECK_THROWS_WITH_AS(r2.try_recv(0, 0, &small, 4),
-                         doctest::Contains("rank 2 receives 4 bytes from rank 0 on channel 0, but the next message has 8 bytes"),
-                         InputError);
+    CHECK_THROWS_WITH_AS(
+        r2.try_recv(0, 0, &small, 4),
+        doctest::Contains("rank 2 receives 4 bytes from rank 0 on channel 0, but the next message has 8 bytes"),
+        InputError);
   }
   SUBCASE("a sender thread and a polling receiver keep the order") {
     constexpr std::int64_t kMessages = 20000;
@@ -212,17 +215,20 @@ TEST_CASE("run_inproc: exceptions from rank threads reach the caller") {
   SUBCASE("a timeout on one rank") {
     ExecOptions o;
     o.progress_timeout = std::chrono::milliseconds(200);
-    CHECK_THROWS_WITH_AS(run_inproc(silent_peer(), false, o), doctest::Contains("rank 0: no progress for 200 ms"), PeerTimeout);
+    CHECK_THROWS_WITH_AS(run_inproc(silent_peer(), false, o), doctest::Contains("rank 0: no progress for 200 ms"),
+                         PeerTimeout);
   }
   SUBCASE("a bad schedule on rank 1 aborts rank 0 instead of letting it wait for the timeout") {
     std::vector<Program> programs(2);
     ProgramBuilder(programs[0]).recv(1, {BufferId::Output, 0, 4}, 0);
     ProgramBuilder(programs[1]).send(0, {BufferId::Output, 2, 4}, 0);  // output[2:6] of 4 elements
-    const Schedule s = Schedule::from_programs("out-of-bounds", args_of(Collective::AllReduce, 4, 2), 1, 0, std::move(programs));
+    const Schedule s =
+        Schedule::from_programs("out-of-bounds", args_of(Collective::AllReduce, 4, 2), 1, 0, std::move(programs));
     const auto start = Clock::now();
     CHECK_THROWS_WITH_AS(
         run_inproc(s, false),
-        doctest::Contains("rank 1 op 0 (send(peer 0, output[2:6]) ch 0): output[2:6] is outside the output buffer of 4 elements"),
+        doctest::Contains(
+            "rank 1 op 0 (send(peer 0, output[2:6]) ch 0): output[2:6] is outside the output buffer of 4 elements"),
         InputError);
     CHECK(Clock::now() - start < std::chrono::seconds(5));
   }
@@ -230,10 +236,12 @@ TEST_CASE("run_inproc: exceptions from rank threads reach the caller") {
     std::vector<Program> programs(2);
     ProgramBuilder(programs[0]).recv(1, {BufferId::Output, 0, 4}, 0);
     ProgramBuilder(programs[1]).send(0, {BufferId::Input, 0, 2}, 0);
-    const Schedule s = Schedule::from_programs("size-mismatch", args_of(Collective::AllReduce, 4, 2), 1, 0, std::move(programs));
-    CHECK_THROWS_WITH_AS(run_inproc(s, false),
-                         doctest::Contains("rank 0 op 0 (recv(peer 1, output[0:4]) ch 0): inproc: rank 0 receives 16 bytes"),
-                         InputError);
+    const Schedule s =
+        Schedule::from_programs("size-mismatch", args_of(Collective::AllReduce, 4, 2), 1, 0, std::move(programs));
+    CHECK_THROWS_WITH_AS(
+        run_inproc(s, false),
+        doctest::Contains("rank 0 op 0 (recv(peer 1, output[0:4]) ch 0): inproc: rank 0 receives 16 bytes"),
+        InputError);
   }
 }
 
@@ -255,7 +263,9 @@ class LateCopyTransport final : public Transport {
     forward_through(r);
     return true;
   }
-  Request post_recv(int peer, int channel, void* dst, std::size_t bytes) override { return inner_.post_recv(peer, channel, dst, bytes); }
+  Request post_recv(int peer, int channel, void* dst, std::size_t bytes) override {
+    return inner_.post_recv(peer, channel, dst, bytes);
+  }
   bool test_recv(Request r) override { return inner_.test_recv(r); }
   void wait(std::chrono::steady_clock::time_point deadline) override {
     for (std::size_t r = 0; r < pending_.size(); ++r)
@@ -302,7 +312,8 @@ TEST_CASE("executor: writes wait for unfinished sends of the same region (zero-c
     LateCopyTransport t(fabric, r);
     Plan plan(s, r);
     for (int run = 0; run < 3; ++run) {
-      for (int i = 0; i < 4; ++i) buf[static_cast<std::size_t>(r)][static_cast<std::size_t>(i)] = (r + 1) * 10 + i + run;
+      for (int i = 0; i < 4; ++i)
+        buf[static_cast<std::size_t>(r)][static_cast<std::size_t>(i)] = (r + 1) * 10 + i + run;
       void* p = buf[static_cast<std::size_t>(r)].data();
       plan.run(Buffers{p, p, nullptr}, t);
       // Rank r holds (r + 1) * 10 + i + run: the sum is 30 + 2i + 2 run.
@@ -331,7 +342,8 @@ struct PostedCounts {
 
 class RendezvousTransport final : public Transport {
  public:
-  RendezvousTransport(InprocFabric& fabric, int rank, PostedCounts& counts) : inner_(fabric, rank), rank_(rank), counts_(counts) {}
+  RendezvousTransport(InprocFabric& fabric, int rank, PostedCounts& counts)
+      : inner_(fabric, rank), rank_(rank), counts_(counts) {}
   Request post_send(int peer, int channel, const void* data, std::size_t bytes) override {
     const int seq = sent_[static_cast<std::size_t>(peer)][static_cast<std::size_t>(channel)]++;
     pending_.push_back(Pending{peer, channel, data, bytes, seq, false});
@@ -342,7 +354,8 @@ class RendezvousTransport final : public Transport {
     return pending_[r].sent;
   }
   Request post_recv(int peer, int channel, void* dst, std::size_t bytes) override {
-    ++counts_.posted[static_cast<std::size_t>(peer)][static_cast<std::size_t>(rank_)][static_cast<std::size_t>(channel)];
+    ++counts_
+          .posted[static_cast<std::size_t>(peer)][static_cast<std::size_t>(rank_)][static_cast<std::size_t>(channel)];
     return inner_.post_recv(peer, channel, dst, bytes);
   }
   bool test_recv(Request r) override {
@@ -367,7 +380,8 @@ class RendezvousTransport final : public Transport {
   void progress() {
     for (Pending& q : pending_) {
       if (q.sent) continue;
-      const int posted = counts_.posted[static_cast<std::size_t>(rank_)][static_cast<std::size_t>(q.peer)][static_cast<std::size_t>(q.channel)];
+      const int posted = counts_.posted[static_cast<std::size_t>(rank_)][static_cast<std::size_t>(q.peer)]
+                                       [static_cast<std::size_t>(q.channel)];
       if (posted <= q.seq) continue;
       inner_.post_send(q.peer, q.channel, q.data, q.bytes);
       q.sent = true;

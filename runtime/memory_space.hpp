@@ -15,8 +15,8 @@
 #pragma once
 
 #include <cstddef>
-#include <utility>
 #include <string>
+#include <utility>
 
 #include "algorithms/types.hpp"
 

@@ -9,8 +9,8 @@
 //
 // Exit status per rank: 2 the expected input error, 1 a runtime error, 0 the collective
 // "succeeded" (which with different counts is a defect the test reports).
-#include <mpi.h>
 #include <fmt/format.h>
+#include <mpi.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -35,9 +35,11 @@ int main(int argc, char** argv) {
   const auto timeout = std::chrono::milliseconds(3000);
   int rc = 0;
   try {
-    if (mode != "checked" && mode != "unchecked") throw InputError(fmt::format("mode '{}': expected checked or unchecked", mode));
+    if (mode != "checked" && mode != "unchecked")
+      throw InputError(fmt::format("mode '{}': expected checked or unchecked", mode));
     const std::uint64_t count = 1000 + (rank == 1 ? 1 : 0);
-    const algo::CollectiveArgs args = algo::CollectiveArgs::allreduce(count, algo::DataType::Float32, algo::ReduceOp::Sum, ranks);
+    const algo::CollectiveArgs args =
+        algo::CollectiveArgs::allreduce(count, algo::DataType::Float32, algo::ReduceOp::Sum, ranks);
     algo::Tuning tuning;
     const algo::Algorithm& ring = algo::find_algorithm("ring");
     const algo::Layout layout = algo::uniform_layout(1, ranks);
@@ -50,7 +52,8 @@ int main(int argc, char** argv) {
     runtime::ExecOptions o;
     o.progress_timeout = timeout;
     runtime::execute(s, rank, runtime::Buffers{in.data(), out.data(), scratch.data()}, transport, o);
-    std::fprintf(stderr, "rank %d: the allreduce of %llu elements completed\n", rank, static_cast<unsigned long long>(count));
+    std::fprintf(stderr, "rank %d: the allreduce of %llu elements completed\n", rank,
+                 static_cast<unsigned long long>(count));
   } catch (const InputError& e) {
     std::fprintf(stderr, "rank %d: error: %s\n", rank, e.what());
     rc = 2;

@@ -1,13 +1,13 @@
 #include "runtime/mpi_transport.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <climits>
 #include <cstdint>
 #include <exception>
 #include <stdexcept>
 #include <thread>
-
-#include <fmt/format.h>
 
 #include "common/errors.hpp"
 
@@ -57,7 +57,8 @@ MpiTransport::~MpiTransport() {
 void MpiTransport::check_peer(int peer, std::size_t bytes, const char* what) const {
   if (peer < 0 || peer >= size_) throw InputError(fmt::format("{} peer {}: the job has {} ranks", what, peer, size_));
   if (bytes > static_cast<std::size_t>(INT_MAX))
-    throw InputError(fmt::format("a message of {} bytes: the MPI transport moves at most {} bytes at once", bytes, INT_MAX));
+    throw InputError(
+        fmt::format("a message of {} bytes: the MPI transport moves at most {} bytes at once", bytes, INT_MAX));
 }
 
 Transport::Request MpiTransport::post(bool send, int peer, int channel, void* data, std::size_t bytes) {
@@ -101,22 +102,26 @@ bool MpiTransport::test_recv(Request r) {
     // multiple-completion calls: the return code is the error here.)
     const int code = rc;
     slots_.release(r);
-    throw InputError(fmt::format("rank {}: the message from peer {} on channel {} has more than {} bytes, expected {} ({}): the ranks "
-                                 "disagree on the collective (count, dtype or algorithm)",
-                                 rank_, s.peer, s.channel, s.bytes, s.bytes, mpi_error_string(code)));
+    throw InputError(fmt::format(
+        "rank {}: the message from peer {} on channel {} has more than {} bytes, expected {} ({}): the ranks "
+        "disagree on the collective (count, dtype or algorithm)",
+        rank_, s.peer, s.channel, s.bytes, s.bytes, mpi_error_string(code)));
   }
   if (!flag) return false;
   slots_.release(r);
   int got = 0;
   MPI_Get_count(&status, MPI_BYTE, &got);
   if (static_cast<std::size_t>(got) != s.bytes)
-    throw InputError(fmt::format("rank {}: the message from peer {} on channel {} has {} bytes, expected {}: the ranks disagree on the "
-                                 "collective (count, dtype or algorithm)",
-                                 rank_, s.peer, s.channel, got, s.bytes));
+    throw InputError(fmt::format(
+        "rank {}: the message from peer {} on channel {} has {} bytes, expected {}: the ranks disagree on the "
+        "collective (count, dtype or algorithm)",
+        rank_, s.peer, s.channel, got, s.bytes));
   return true;
 }
 
-void MpiTransport::wait(std::chrono::steady_clock::time_point /*deadline*/) { std::this_thread::yield(); }
+void MpiTransport::wait(std::chrono::steady_clock::time_point /*deadline*/) {
+  std::this_thread::yield();
+}
 
 void MpiTransport::flush() {
   slots_.for_each([this](Request r, Slot& s) {
@@ -146,17 +151,23 @@ MpiRoundTransport::~MpiRoundTransport() {
 void MpiRoundTransport::post(bool send, int peer, void* data, std::size_t bytes) {
   const char* what = send ? "send" : "receive";
   if (peer < 0 || peer >= size_ || peer == rank_ || bytes > static_cast<std::size_t>(INT32_MAX))
-    throw InputError(fmt::format("mpi rounds: rank {}: {} of {} bytes, peer {} (0..{}, not itself)", rank_, what, bytes, peer, size_ - 1));
+    throw InputError(fmt::format("mpi rounds: rank {}: {} of {} bytes, peer {} (0..{}, not itself)", rank_, what, bytes,
+                                 peer, size_ - 1));
   requests_.push_back(MPI_REQUEST_NULL);
   peers_.push_back(peer);
   const int rc = send ? MPI_Isend(data, static_cast<int>(bytes), MPI_BYTE, peer, 0, comm_, &requests_.back())
                       : MPI_Irecv(data, static_cast<int>(bytes), MPI_BYTE, peer, 0, comm_, &requests_.back());
-  if (rc != MPI_SUCCESS) throw std::runtime_error(fmt::format("mpi rounds: rank {}: the {} with rank {} failed in MPI", rank_, what, peer));
+  if (rc != MPI_SUCCESS)
+    throw std::runtime_error(fmt::format("mpi rounds: rank {}: the {} with rank {} failed in MPI", rank_, what, peer));
 }
 
-void MpiRoundTransport::send(int peer, const void* src, std::size_t bytes) { post(true, peer, const_cast<void*>(src), bytes); }
+void MpiRoundTransport::send(int peer, const void* src, std::size_t bytes) {
+  post(true, peer, const_cast<void*>(src), bytes);
+}
 
-void MpiRoundTransport::recv(int peer, void* dst, std::size_t bytes) { post(false, peer, dst, bytes); }
+void MpiRoundTransport::recv(int peer, void* dst, std::size_t bytes) {
+  post(false, peer, dst, bytes);
+}
 
 void MpiRoundTransport::end_round() {
   const int round = round_++;
@@ -165,7 +176,8 @@ void MpiRoundTransport::end_round() {
   for (;;) {
     int done = 0;
     if (MPI_Testall(static_cast<int>(requests_.size()), requests_.data(), &done, MPI_STATUSES_IGNORE) != MPI_SUCCESS)
-      throw InputError(fmt::format("mpi rounds: rank {}: round {}: a transfer failed (a message of another size than expected?)", rank_, round));
+      throw InputError(fmt::format(
+          "mpi rounds: rank {}: round {}: a transfer failed (a message of another size than expected?)", rank_, round));
     if (done) break;
     if (std::chrono::steady_clock::now() >= deadline) {
       std::vector<int> waiting;
@@ -175,9 +187,10 @@ void MpiRoundTransport::end_round() {
       waiting.erase(std::unique(waiting.begin(), waiting.end()), waiting.end());
       std::string list;
       for (int p : waiting) list += (list.empty() ? "" : ",") + std::to_string(p);
-      throw PeerTimeout(fmt::format("rank {}: no progress for {} ms in round {}: transfers with rank(s) {} did not complete", rank_,
-                                    timeout_.count(), round, list),
-                        rank_, waiting.empty() ? -1 : waiting.front(), 0, 0);
+      throw PeerTimeout(
+          fmt::format("rank {}: no progress for {} ms in round {}: transfers with rank(s) {} did not complete", rank_,
+                      timeout_.count(), round, list),
+          rank_, waiting.empty() ? -1 : waiting.front(), 0, 0);
     }
     std::this_thread::yield();
   }

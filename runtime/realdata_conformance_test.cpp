@@ -2,9 +2,6 @@
 // buffers over the in-process transport, checking the outputs bit for bit against test_data's
 // closed-form expectation (style rule 16: awkward rank counts and element counts).
 #include <doctest/doctest.h>
-
-#include "algorithms/testing.hpp"
-
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -16,6 +13,7 @@
 #include <vector>
 
 #include "algorithms/registry.hpp"
+#include "algorithms/testing.hpp"
 #include "runtime/inproc.hpp"
 
 using namespace topocoll::algo;
@@ -30,13 +28,18 @@ constexpr auto& kOps = topocoll::algo::kAllOps;
 // to give (8 per node preferred; 4 ranks as 2 x 2 so that they are a multi-node shape too).
 std::vector<std::pair<int, int>> shapes(int p) {
   std::vector<std::pair<int, int>> out = {{1, p}};
-  if (p % 8 == 0 && p > 8) out.push_back({p / 8, 8});
-  else if (p % 4 == 0 && p > 4) out.push_back({p / 4, 4});
-  else if (p == 4) out.push_back({2, 2});
+  if (p % 8 == 0 && p > 8)
+    out.push_back({p / 8, 8});
+  else if (p % 4 == 0 && p > 4)
+    out.push_back({p / 4, 4});
+  else if (p == 4)
+    out.push_back({2, 2});
   return out;
 }
 
-std::vector<std::uint64_t> counts(int p) { return topocoll::algo::testing::awkward_counts(p); }
+std::vector<std::uint64_t> counts(int p) {
+  return topocoll::algo::testing::awkward_counts(p);
+}
 
 // The covering design. Every (algorithm, p, shape, count) -- combination j, counted in loop order --
 // runs out of place and in place (m = 0, 1), with
@@ -91,8 +94,8 @@ TEST_CASE("realdata conformance: every registered algorithm is bit-exact on real
               continue;
             }
             const Schedule s = alg.generate(layout, a, t);
-            INFO(fmt::format("{} p={} shape={}x{} count={} {} {} channels={} root={} in_place={}", alg.name, p, nodes, per_node,
-                             n, to_string(a.dtype), to_string(a.op), t.channels, a.root, in_place));
+            INFO(fmt::format("{} p={} shape={}x{} count={} {} {} channels={} root={} in_place={}", alg.name, p, nodes,
+                             per_node, n, to_string(a.dtype), to_string(a.op), t.channels, a.root, in_place));
             CHECK(count_wrong_outputs(s, run_inproc(s, in_place, o)) == 0);
             alg_dtype.insert({ai, a.dtype});
             alg_op.insert({ai, a.op});
@@ -105,8 +108,8 @@ TEST_CASE("realdata conformance: every registered algorithm is bit-exact on real
       }
     }
   }
-  MESSAGE(fmt::format("{} real-data runs over {} algorithms, {} combinations unsupported (with a reason)", runs, algs.size(),
-                      unsupported));
+  MESSAGE(fmt::format("{} real-data runs over {} algorithms, {} combinations unsupported (with a reason)", runs,
+                      algs.size(), unsupported));
   // The covering design reached every pair it promises.
   CHECK(alg_dtype.size() == algs.size() * kDataTypes.size());
   CHECK(alg_op.size() == algs.size() * kOps.size());

@@ -16,7 +16,9 @@ using algo::OpKind;
 
 namespace {
 
-bool is_comm(OpKind k) { return k == OpKind::Send || k == OpKind::Recv || k == OpKind::RecvReduce; }
+bool is_comm(OpKind k) {
+  return k == OpKind::Send || k == OpKind::Recv || k == OpKind::RecvReduce;
+}
 
 struct OpRef {
   int rank = -1;
@@ -28,7 +30,8 @@ struct OpRef {
 std::vector<std::vector<OpRef>> match(const algo::Schedule& s, const std::vector<algo::Program>& prog) {
   const int p = s.num_ranks();
   auto key = [](int src, int dst, int channel) {
-    return (static_cast<std::uint64_t>(src) << 40) | (static_cast<std::uint64_t>(dst) << 16) | static_cast<std::uint64_t>(channel);
+    return (static_cast<std::uint64_t>(src) << 40) | (static_cast<std::uint64_t>(dst) << 16) |
+           static_cast<std::uint64_t>(channel);
   };
   std::unordered_map<std::uint64_t, std::vector<OpRef>> sends, recvs;
   std::vector<std::vector<OpRef>> partner(static_cast<std::size_t>(p));
@@ -41,8 +44,10 @@ std::vector<std::vector<OpRef>> match(const algo::Schedule& s, const std::vector
       if (op.peer < 0 || op.peer >= p || op.peer == r)
         throw InputError(fmt::format("round plan: rank {} op {} ({}): peer {} is not another rank of 0..{}", r, i,
                                      algo::describe(op), op.peer, p - 1));
-      if (op.kind == OpKind::Send) sends[key(r, op.peer, op.channel)].push_back({r, i});
-      else recvs[key(op.peer, r, op.channel)].push_back({r, i});
+      if (op.kind == OpKind::Send)
+        sends[key(r, op.peer, op.channel)].push_back({r, i});
+      else
+        recvs[key(op.peer, r, op.channel)].push_back({r, i});
     }
   }
   for (auto& [k, list] : sends) {
@@ -51,13 +56,14 @@ std::vector<std::vector<OpRef>> match(const algo::Schedule& s, const std::vector
       const OpRef snd = list[n];
       const Op& so = prog[static_cast<std::size_t>(snd.rank)][snd.op];
       if (n >= other.size())
-        throw InputError(fmt::format("round plan: rank {} op {} ({}) has no matching receive on rank {}", snd.rank, snd.op,
-                                     algo::describe(so), so.peer));
+        throw InputError(fmt::format("round plan: rank {} op {} ({}) has no matching receive on rank {}", snd.rank,
+                                     snd.op, algo::describe(so), so.peer));
       const OpRef rcv = other[n];
       const Op& ro = prog[static_cast<std::size_t>(rcv.rank)][rcv.op];
       if (so.count() != ro.count())
-        throw InputError(fmt::format("round plan: rank {} op {} ({}) sends {} elements, rank {} op {} ({}) receives {}", snd.rank,
-                                     snd.op, algo::describe(so), so.count(), rcv.rank, rcv.op, algo::describe(ro), ro.count()));
+        throw InputError(fmt::format("round plan: rank {} op {} ({}) sends {} elements, rank {} op {} ({}) receives {}",
+                                     snd.rank, snd.op, algo::describe(so), so.count(), rcv.rank, rcv.op,
+                                     algo::describe(ro), ro.count()));
       partner[static_cast<std::size_t>(snd.rank)][snd.op] = rcv;
       partner[static_cast<std::size_t>(rcv.rank)][rcv.op] = snd;
     }
@@ -90,11 +96,16 @@ struct Access {
 };
 Access access(const Op& op) {
   switch (op.kind) {
-    case OpKind::Send: return {op.src, {}};
-    case OpKind::Recv: return {{}, op.dst};
-    case OpKind::RecvReduce: return {op.dst, op.dst};
-    case OpKind::Copy: return {op.src, op.dst};
-    case OpKind::Reduce: return {op.src, op.dst};  // dst is read too: covered by the write
+    case OpKind::Send:
+      return {op.src, {}};
+    case OpKind::Recv:
+      return {{}, op.dst};
+    case OpKind::RecvReduce:
+      return {op.dst, op.dst};
+    case OpKind::Copy:
+      return {op.src, op.dst};
+    case OpKind::Reduce:
+      return {op.src, op.dst};  // dst is read too: covered by the write
   }
   return {};
 }
@@ -129,9 +140,12 @@ std::vector<std::vector<Dep>> dependencies(const algo::Program& prog) {
       if (!conflict) continue;
       const bool i_comm = is_comm(op.kind), j_comm = is_comm(other.kind);
       std::int32_t delta = 0;
-      if (op.kind == OpKind::Send) delta = 1;       // reads a write: the write's group or slot must be over
-      else if (i_comm && !j_comm) delta = 1;        // a receive after a local op
-      else delta = 0;
+      if (op.kind == OpKind::Send)
+        delta = 1;  // reads a write: the write's group or slot must be over
+      else if (i_comm && !j_comm)
+        delta = 1;  // a receive after a local op
+      else
+        delta = 0;
       if (op.kind == OpKind::Send && !i_reads_j_writes) continue;  // a send after a send: no order needed
       deps[i].push_back({j, delta});
     }
@@ -142,8 +156,8 @@ std::vector<std::vector<Dep>> dependencies(const algo::Program& prog) {
 
 // One rank's values given the forces of its transfers' partners: program order is a topological
 // order of the dependencies, so one pass is exact. Local ops default to -1 (before round 0).
-void assign(const algo::Program& prog, const std::vector<std::vector<Dep>>& deps, const std::vector<std::int32_t>& force,
-            std::vector<std::int32_t>& val) {
+void assign(const algo::Program& prog, const std::vector<std::vector<Dep>>& deps,
+            const std::vector<std::int32_t>& force, std::vector<std::int32_t>& val) {
   val.resize(prog.size());
   for (std::size_t i = 0; i < prog.size(); ++i) {
     std::int32_t v = is_comm(prog[i].kind) ? force[i] : -1;
@@ -162,8 +176,8 @@ std::vector<RoundPlan> plan_rounds(const algo::Schedule& s) {
     prog.push_back(s.program(r));
     for (const Op& op : prog.back()) {
       if (op.channel >= s.num_channels())
-        throw InputError(fmt::format("round plan: rank {}: {}: channel {} but the schedule has {}", r, algo::describe(op),
-                                     op.channel, s.num_channels()));
+        throw InputError(fmt::format("round plan: rank {}: {}: channel {} but the schedule has {}", r,
+                                     algo::describe(op), op.channel, s.num_channels()));
       comm_ops += is_comm(op.kind) ? 1 : 0;
     }
   }
@@ -181,13 +195,15 @@ std::vector<RoundPlan> plan_rounds(const algo::Schedule& s) {
   const std::size_t max_sweeps = comm_ops + 2;
   for (std::size_t sweep = 0;; ++sweep) {
     if (sweep > max_sweeps)
-      throw InputError(fmt::format("round plan: schedule '{}' cannot be cut into rounds (its transfers force each other "
-                                   "into ever later rounds: a cycle a rendezvous transport would deadlock on)",
-                                   s.name()));
+      throw InputError(
+          fmt::format("round plan: schedule '{}' cannot be cut into rounds (its transfers force each other "
+                      "into ever later rounds: a cycle a rendezvous transport would deadlock on)",
+                      s.name()));
     bool changed = false;
     for (int r = 0; r < p; ++r) {
       auto& rr = round[static_cast<std::size_t>(r)];
-      assign(prog[static_cast<std::size_t>(r)], deps[static_cast<std::size_t>(r)], force[static_cast<std::size_t>(r)], rr);
+      assign(prog[static_cast<std::size_t>(r)], deps[static_cast<std::size_t>(r)], force[static_cast<std::size_t>(r)],
+             rr);
       const auto& pr = partner[static_cast<std::size_t>(r)];
       for (std::size_t i = 0; i < rr.size(); ++i) {
         if (!is_comm(prog[static_cast<std::size_t>(r)][i].kind)) continue;
@@ -203,7 +219,8 @@ std::vector<RoundPlan> plan_rounds(const algo::Schedule& s) {
   std::int32_t rounds = 0;
   for (int r = 0; r < p; ++r)
     for (std::size_t i = 0; i < round[static_cast<std::size_t>(r)].size(); ++i)
-      if (is_comm(prog[static_cast<std::size_t>(r)][i].kind)) rounds = std::max(rounds, round[static_cast<std::size_t>(r)][i] + 1);
+      if (is_comm(prog[static_cast<std::size_t>(r)][i].kind))
+        rounds = std::max(rounds, round[static_cast<std::size_t>(r)][i] + 1);
   std::vector<RoundPlan> out(static_cast<std::size_t>(p));
   for (int r = 0; r < p; ++r) {
     out[static_cast<std::size_t>(r)].rounds = rounds;
@@ -218,11 +235,12 @@ RoundExecutor::RoundExecutor(const algo::Schedule& s, int rank, RoundPlan plan, 
     : args_(s.args()), rank_(rank), plan_(std::move(plan)), memory_(&memory) {
   const algo::Program prog = s.program(rank);
   if (plan_.round.size() != prog.size())
-    throw InputError(fmt::format("round executor: rank {}: a plan of {} ops for a program of {}", rank, plan_.round.size(), prog.size()));
+    throw InputError(fmt::format("round executor: rank {}: a plan of {} ops for a program of {}", rank,
+                                 plan_.round.size(), prog.size()));
   const std::size_t elem = algo::size_of(args_.dtype);
   auto resolve = [&](std::size_t i, const Chunk& c, std::uint8_t& buffer, std::size_t& offset) {
-    resolve_chunk(c, s.buffer_count(c.buffer), elem, fmt::format("round executor: rank {} op {} ({})", rank, i, algo::describe(prog[i])),
-                  buffer, offset);
+    resolve_chunk(c, s.buffer_count(c.buffer), elem,
+                  fmt::format("round executor: rank {} op {} ({})", rank, i, algo::describe(prog[i])), buffer, offset);
   };
   comm_.resize(static_cast<std::size_t>(plan_.rounds));
   after_.resize(static_cast<std::size_t>(plan_.rounds) + 1);
@@ -235,23 +253,27 @@ RoundExecutor::RoundExecutor(const algo::Schedule& s, int rank, RoundPlan plan, 
     b.channel = op.channel;
     b.count = static_cast<std::size_t>(op.count());
     b.bytes = b.count * elem;
-    if (op.kind == OpKind::Send || op.kind == OpKind::Copy || op.kind == OpKind::Reduce) resolve(i, op.src, b.src_buffer, b.src_offset);
+    if (op.kind == OpKind::Send || op.kind == OpKind::Copy || op.kind == OpKind::Reduce)
+      resolve(i, op.src, b.src_buffer, b.src_offset);
     if (op.kind != OpKind::Send) resolve(i, op.dst, b.dst_buffer, b.dst_offset);
     ops_.push_back(b);
     const std::int32_t k = plan_.round[i];
     if (is_comm(op.kind)) {
-      if (k < 0 || k >= plan_.rounds) throw InputError(fmt::format("round executor: rank {} op {}: round {} of {}", rank, i, k, plan_.rounds));
+      if (k < 0 || k >= plan_.rounds)
+        throw InputError(fmt::format("round executor: rank {} op {}: round {} of {}", rank, i, k, plan_.rounds));
       comm_[static_cast<std::size_t>(k)].push_back(i);
       if (op.kind != OpKind::Send) round_bytes[static_cast<std::size_t>(k)] += (b.bytes + 63) / 64 * 64;
     } else {
-      if (k < -1 || k >= plan_.rounds) throw InputError(fmt::format("round executor: rank {} op {}: after round {} of {}", rank, i, k, plan_.rounds));
+      if (k < -1 || k >= plan_.rounds)
+        throw InputError(fmt::format("round executor: rank {} op {}: after round {} of {}", rank, i, k, plan_.rounds));
       after_[static_cast<std::size_t>(k + 1)].push_back(i);
     }
   }
   // Within a round: channel by channel, program order inside each (both ends of a pair of ranks
   // then queue the messages between them in the same order).
   for (auto& list : comm_)
-    std::stable_sort(list.begin(), list.end(), [&](std::uint32_t a, std::uint32_t b) { return ops_[a].channel < ops_[b].channel; });
+    std::stable_sort(list.begin(), list.end(),
+                     [&](std::uint32_t a, std::uint32_t b) { return ops_[a].channel < ops_[b].channel; });
   const std::size_t most = round_bytes.empty() ? 0 : *std::max_element(round_bytes.begin(), round_bytes.end());
   staging_ = SpaceBuffer(memory, most);
   // Which receives land in staging, decided once: a receive-reduce always; a plain receive when
@@ -263,7 +285,8 @@ RoundExecutor::RoundExecutor(const algo::Schedule& s, int rank, RoundPlan plan, 
       if (prog[i].kind == OpKind::Send) continue;
       bool staged = prog[i].kind == OpKind::RecvReduce;
       for (std::uint32_t j : list)
-        if (!staged && j != i) staged = may_overlap(prog[i].dst, prog[j].kind == OpKind::Send ? prog[j].src : prog[j].dst);
+        if (!staged && j != i)
+          staged = may_overlap(prog[i].dst, prog[j].kind == OpKind::Send ? prog[j].src : prog[j].dst);
       staged_[i] = staged;
     }
 }
@@ -284,7 +307,8 @@ void RoundExecutor::begin(const Buffers& b) {
   base_[3] = nullptr;
   for (const Bound& op : ops_) {
     const bool reads = op.kind == OpKind::Send || op.kind == OpKind::Copy || op.kind == OpKind::Reduce;
-    if ((reads && op.bytes > 0 && base_[op.src_buffer] == nullptr) || (op.kind != OpKind::Send && op.bytes > 0 && base_[op.dst_buffer] == nullptr))
+    if ((reads && op.bytes > 0 && base_[op.src_buffer] == nullptr) ||
+        (op.kind != OpKind::Send && op.bytes > 0 && base_[op.dst_buffer] == nullptr))
       throw InputError(fmt::format("round executor: rank {}: a buffer the program needs is null", rank_));
   }
   for (std::uint32_t i : after_[0]) run_local(ops_[i]);
@@ -318,13 +342,17 @@ void RoundExecutor::finish(int k, RoundTransport& t) {
   for (std::size_t n = 0; n < landed_.size(); ++n) {
     const Bound& b = ops_[landed_[n]];
     std::byte* from = staging_.data() + landed_at_[n];
-    if (b.kind == OpKind::RecvReduce) memory_->reduce(args_.dtype, args_.op, dst(b), from, b.count);
-    else memory_->copy(dst(b), from, b.bytes);
+    if (b.kind == OpKind::RecvReduce)
+      memory_->reduce(args_.dtype, args_.op, dst(b), from, b.count);
+    else
+      memory_->copy(dst(b), from, b.bytes);
   }
   for (std::uint32_t i : after_[static_cast<std::size_t>(k) + 1]) run_local(ops_[i]);
 }
 
-void RoundExecutor::end() { finish_avg(args_, rank_, base_[1], *memory_); }
+void RoundExecutor::end() {
+  finish_avg(args_, rank_, base_[1], *memory_);
+}
 
 void RoundExecutor::run(const Buffers& b, RoundTransport& t) {
   begin(b);

@@ -39,8 +39,9 @@
 namespace topocoll::runtime {
 
 struct RoundPlan {
-  int rounds = 0;                   // the same on every rank
-  std::vector<std::int32_t> round;  // per op of the rank's program: its round; local ops: after which round (-1: before 0)
+  int rounds = 0;  // the same on every rank
+  std::vector<std::int32_t>
+      round;  // per op of the rank's program: its round; local ops: after which round (-1: before 0)
 };
 
 // Every rank's plan. InputError when the programs do not match (a send without its receive, sizes

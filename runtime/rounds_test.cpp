@@ -36,7 +36,9 @@ class LockstepTransport final : public RoundTransport {
   void send(int peer, const void* src, std::size_t bytes) override {
     sends.push_back({peer, const_cast<std::byte*>(static_cast<const std::byte*>(src)), bytes});
   }
-  void recv(int peer, void* dst, std::size_t bytes) override { recvs.push_back({peer, static_cast<std::byte*>(dst), bytes}); }
+  void recv(int peer, void* dst, std::size_t bytes) override {
+    recvs.push_back({peer, static_cast<std::byte*>(dst), bytes});
+  }
   void end_round() override {}
   std::vector<Transfer> sends, recvs;
 };
@@ -51,15 +53,19 @@ void run_group(int k, std::vector<LockstepTransport>& ts) {
   for (std::size_t r = 0; r < ts.size(); ++r)
     for (const auto& v : ts[r].recvs) {
       auto& q = fifo[{v.peer, static_cast<int>(r)}];
-      if (q.empty()) throw std::runtime_error(fmt::format("round {}: rank {} receives from {}, which sent nothing more", k, r, v.peer));
+      if (q.empty())
+        throw std::runtime_error(
+            fmt::format("round {}: rank {} receives from {}, which sent nothing more", k, r, v.peer));
       if (q.front().size() != v.bytes)
-        throw std::runtime_error(fmt::format("round {}: rank {} receives {} bytes from {}, the message has {}", k, r, v.bytes, v.peer,
-                                             q.front().size()));
+        throw std::runtime_error(fmt::format("round {}: rank {} receives {} bytes from {}, the message has {}", k, r,
+                                             v.bytes, v.peer, q.front().size()));
       std::memcpy(v.data, q.front().data(), v.bytes);
       q.pop_front();
     }
   for (const auto& [pair, q] : fifo)
-    if (!q.empty()) throw std::runtime_error(fmt::format("round {}: {} message(s) from {} to {} not received", k, q.size(), pair.first, pair.second));
+    if (!q.empty())
+      throw std::runtime_error(
+          fmt::format("round {}: {} message(s) from {} to {} not received", k, q.size(), pair.first, pair.second));
   for (auto& t : ts) t.sends.clear(), t.recvs.clear();
 }
 
@@ -76,14 +82,15 @@ RunResult run_lockstep(const Schedule& s) {
   for (int r = 0; r < p; ++r) {
     auto& i = in[static_cast<std::size_t>(r)];
     i.resize(a.input_count() * elem);
-    fill_input(a.dtype, a.op, r, p, a.collective == Collective::AllGather ? static_cast<std::uint64_t>(r) * a.count : 0, i.data(),
-               a.input_count());
+    fill_input(a.dtype, a.op, r, p, a.collective == Collective::AllGather ? static_cast<std::uint64_t>(r) * a.count : 0,
+               i.data(), a.input_count());
     result.outputs.emplace_back(a.output_count() * elem, std::byte{0xA5});
     scratch[static_cast<std::size_t>(r)].resize(s.scratch_count() * elem);
     ex.emplace_back(s, r, plans[static_cast<std::size_t>(r)]);
   }
   for (int r = 0; r < p; ++r)
-    ex[static_cast<std::size_t>(r)].begin(Buffers{in[static_cast<std::size_t>(r)].data(), result.outputs[static_cast<std::size_t>(r)].data(),
+    ex[static_cast<std::size_t>(r)].begin(Buffers{in[static_cast<std::size_t>(r)].data(),
+                                                  result.outputs[static_cast<std::size_t>(r)].data(),
                                                   scratch[static_cast<std::size_t>(r)].data()});
   const int rounds = plans.front().rounds;
   for (int k = 0; k < rounds; ++k) {
@@ -125,7 +132,8 @@ TEST_CASE("rounds: the plan is the least one (a ring of p ranks with one slice t
     Tuning t;
     t.channels = 1;
     t.slice_bytes = std::uint64_t{1} << 30;
-    const Schedule s = find_algorithm("ring").generate(uniform_layout(1, p), CollectiveArgs::allreduce(64 * p, DataType::Float32, ReduceOp::Sum, p), t);
+    const Schedule s = find_algorithm("ring").generate(
+        uniform_layout(1, p), CollectiveArgs::allreduce(64 * p, DataType::Float32, ReduceOp::Sum, p), t);
     CHECK(plan_rounds(s).front().rounds == 2 * (p - 1));
   }
 }
@@ -133,20 +141,25 @@ TEST_CASE("rounds: the plan is the least one (a ring of p ranks with one slice t
 TEST_CASE("rounds: avg is divided once, at the end") {
   Tuning t;
   t.slice_bytes = 64;
-  const Schedule s = find_algorithm("recursive-doubling").generate(uniform_layout(1, 5), CollectiveArgs::allreduce(999, DataType::Float32, ReduceOp::Avg, 5), t);
+  const Schedule s =
+      find_algorithm("recursive-doubling")
+          .generate(uniform_layout(1, 5), CollectiveArgs::allreduce(999, DataType::Float32, ReduceOp::Avg, 5), t);
   CHECK(count_wrong_outputs(s, run_lockstep(s)) == 0);
 }
 
 TEST_CASE("rounds: programs that do not match are an InputError naming the op") {
   std::vector<Program> programs(2);
   ProgramBuilder(programs[0]).send(1, {BufferId::Input, 0, 4}, 0);
-  const Schedule s = Schedule::from_programs("lonely-send", CollectiveArgs::allreduce(4, DataType::Int32, ReduceOp::Sum, 2), 1, 0,
-                                             std::move(programs));
-  CHECK_THROWS_WITH_AS(plan_rounds(s), doctest::Contains("rank 0 op 0 (send(peer 1, input[0:4]) ch 0) has no matching receive on rank 1"),
-                       topocoll::InputError);
+  const Schedule s = Schedule::from_programs(
+      "lonely-send", CollectiveArgs::allreduce(4, DataType::Int32, ReduceOp::Sum, 2), 1, 0, std::move(programs));
+  CHECK_THROWS_WITH_AS(
+      plan_rounds(s),
+      doctest::Contains("rank 0 op 0 (send(peer 1, input[0:4]) ch 0) has no matching receive on rank 1"),
+      topocoll::InputError);
   std::vector<Program> sizes(2);
   ProgramBuilder(sizes[0]).send(1, {BufferId::Input, 0, 4}, 0);
   ProgramBuilder(sizes[1]).recv(0, {BufferId::Output, 0, 3}, 0);
-  const Schedule t = Schedule::from_programs("sizes", CollectiveArgs::allreduce(4, DataType::Int32, ReduceOp::Sum, 2), 1, 0, std::move(sizes));
+  const Schedule t = Schedule::from_programs("sizes", CollectiveArgs::allreduce(4, DataType::Int32, ReduceOp::Sum, 2),
+                                             1, 0, std::move(sizes));
   CHECK_THROWS_WITH_AS(plan_rounds(t), doctest::Contains("sends 4 elements"), topocoll::InputError);
 }

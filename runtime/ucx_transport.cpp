@@ -1,13 +1,12 @@
 #include "runtime/ucx_transport.hpp"
 
+#include <fmt/format.h>
 #include <ucs/memory/memory_type.h>
 
 #include <cstdlib>
 #include <exception>
 #include <stdexcept>
 #include <thread>
-
-#include <fmt/format.h>
 
 #include "common/errors.hpp"
 
@@ -64,7 +63,8 @@ UcxTransport::UcxTransport(MPI_Comm comm, const UcxOptions& options) : bulk_byte
   attr.field_mask = UCP_ATTR_FIELD_MEMORY_TYPES;
   check(ucp_context_query(context_, &attr), "ucp_context_query");
   for (int t = 0; t < UCS_MEMORY_TYPE_LAST; ++t)
-    if (attr.memory_types & UCS_BIT(t)) memory_types_ += (memory_types_.empty() ? "" : ", ") + std::string(ucs_memory_type_names[t]);
+    if (attr.memory_types & UCS_BIT(t))
+      memory_types_ += (memory_types_.empty() ? "" : ", ") + std::string(ucs_memory_type_names[t]);
   cuda_memory_ = (attr.memory_types & UCS_BIT(UCS_MEMORY_TYPE_CUDA)) != 0;
 
   ucp_worker_params_t wparams{};
@@ -85,7 +85,8 @@ UcxTransport::UcxTransport(MPI_Comm comm, const UcxOptions& options) : bulk_byte
     total += lengths[static_cast<std::size_t>(r)];
   }
   std::vector<std::byte> addresses(static_cast<std::size_t>(total));
-  const int rc = MPI_Allgatherv(address, length, MPI_BYTE, addresses.data(), lengths.data(), displs.data(), MPI_BYTE, comm_);
+  const int rc =
+      MPI_Allgatherv(address, length, MPI_BYTE, addresses.data(), lengths.data(), displs.data(), MPI_BYTE, comm_);
   ucp_worker_release_address(worker_, address);
   check_mpi(rc, "MPI_Allgatherv (worker addresses)");
 
@@ -98,21 +99,24 @@ UcxTransport::UcxTransport(MPI_Comm comm, const UcxOptions& options) : bulk_byte
     if (r == rank_) continue;
     handlers_[static_cast<std::size_t>(r)] = PeerHandler{this, r};
     ucp_ep_params_t ep{};
-    ep.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE | UCP_EP_PARAM_FIELD_ERR_HANDLER;
+    ep.field_mask =
+        UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE | UCP_EP_PARAM_FIELD_ERR_HANDLER;
     ep.address = reinterpret_cast<const ucp_address_t*>(addresses.data() + displs[static_cast<std::size_t>(r)]);
     ep.err_mode = UCP_ERR_HANDLING_MODE_PEER;
     ep.err_handler.cb = &UcxTransport::on_peer_error;
     ep.err_handler.arg = &handlers_[static_cast<std::size_t>(r)];
     const ucs_status_t s = ucp_ep_create(worker_, &ep, &endpoints_[static_cast<std::size_t>(r)]);
     if (s != UCS_OK)
-      throw std::runtime_error(fmt::format("UCX: rank {}: ucp_ep_create to rank {} failed: {}", rank_, r, ucs_status_string(s)));
+      throw std::runtime_error(
+          fmt::format("UCX: rank {}: ucp_ep_create to rank {} failed: {}", rank_, r, ucs_status_string(s)));
     if (bulk_bytes_ == 0) continue;
     ucp_ep_params_t bulk{};
     bulk.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
     bulk.address = ep.address;
     const ucs_status_t b = ucp_ep_create(worker_, &bulk, &bulk_[static_cast<std::size_t>(r)]);
     if (b != UCS_OK)
-      throw std::runtime_error(fmt::format("UCX: rank {}: ucp_ep_create (bulk) to rank {} failed: {}", rank_, r, ucs_status_string(b)));
+      throw std::runtime_error(
+          fmt::format("UCX: rank {}: ucp_ep_create (bulk) to rank {} failed: {}", rank_, r, ucs_status_string(b)));
   }
 }
 
@@ -169,8 +173,8 @@ UcxTransport::~UcxTransport() {
 std::string UcxTransport::memory_support() const {
   unsigned major = 0, minor = 0, release = 0;
   ucp_get_version(&major, &minor, &release);
-  return fmt::format("GPU memory {}supported by this UCX build (memory types: {}); UCX {}.{}.{}", cuda_memory_ ? "" : "not ",
-                     memory_types_, major, minor, release);
+  return fmt::format("GPU memory {}supported by this UCX build (memory types: {}); UCX {}.{}.{}",
+                     cuda_memory_ ? "" : "not ", memory_types_, major, minor, release);
 }
 
 // ---- requests ---------------------------------------------------------------------------------
@@ -188,28 +192,32 @@ void UcxTransport::release(Request r) {
 
 void UcxTransport::check_peer(int peer, int channel, const char* what) const {
   if (peer < 0 || peer >= size_ || peer == rank_)
-    throw InputError(fmt::format("UCX: rank {}: {} peer {}: expected another rank of 0..{}", rank_, what, peer, size_ - 1));
+    throw InputError(
+        fmt::format("UCX: rank {}: {} peer {}: expected another rank of 0..{}", rank_, what, peer, size_ - 1));
   if (channel < 0 || static_cast<std::uint32_t>(channel) >= kBulkBit)
-    throw InputError(fmt::format("UCX: rank {}: {} peer {} on channel {}: expected a channel in 0..{}", rank_, what, peer, channel,
-                                 kBulkBit - 1));
+    throw InputError(fmt::format("UCX: rank {}: {} peer {} on channel {}: expected a channel in 0..{}", rank_, what,
+                                 peer, channel, kBulkBit - 1));
 }
 
 void UcxTransport::throw_failed(const Slot& s, ucs_status_t status, const char* what) const {
   if (status == UCS_ERR_MESSAGE_TRUNCATED)
-    throw InputError(fmt::format("UCX: rank {}: the message from peer {} on channel {} has more than {} bytes, expected {}: the ranks "
-                                 "disagree on the collective (count, dtype or algorithm)",
-                                 rank_, s.peer, s.channel, s.bytes, s.bytes));
+    throw InputError(fmt::format(
+        "UCX: rank {}: the message from peer {} on channel {} has more than {} bytes, expected {}: the ranks "
+        "disagree on the collective (count, dtype or algorithm)",
+        rank_, s.peer, s.channel, s.bytes, s.bytes));
   const ucs_status_t peer_status = failed_[static_cast<std::size_t>(s.peer)];
-  throw std::runtime_error(fmt::format("UCX: rank {}: {} peer {} on channel {} ({} bytes) failed: {}{}", rank_, what, s.peer, s.channel,
-                                       s.bytes, ucs_status_string(status),
-                                       peer_status != UCS_OK ? fmt::format(" (rank {} failed: {})", s.peer, ucs_status_string(peer_status))
-                                                             : std::string()));
+  throw std::runtime_error(
+      fmt::format("UCX: rank {}: {} peer {} on channel {} ({} bytes) failed: {}{}", rank_, what, s.peer, s.channel,
+                  s.bytes, ucs_status_string(status),
+                  peer_status != UCS_OK ? fmt::format(" (rank {} failed: {})", s.peer, ucs_status_string(peer_status))
+                                        : std::string()));
 }
 
 Transport::Request UcxTransport::post_send(int peer, int channel, const void* data, std::size_t bytes) {
   check_peer(peer, channel, "send to");
   const Slot s{nullptr, true, peer, channel, bytes};
-  if (failed_[static_cast<std::size_t>(peer)] != UCS_OK) throw_failed(s, failed_[static_cast<std::size_t>(peer)], "send to");
+  if (failed_[static_cast<std::size_t>(peer)] != UCS_OK)
+    throw_failed(s, failed_[static_cast<std::size_t>(peer)], "send to");
   ucp_request_param_t p{};  // contiguous bytes, no callback: completion is polled
   const bool bulk = bulk_bytes_ > 0 && bytes >= bulk_bytes_;
   ucp_ep_h ep = (bulk ? bulk_ : endpoints_)[static_cast<std::size_t>(peer)];
@@ -233,7 +241,8 @@ bool UcxTransport::test_send(Request r) {
 Transport::Request UcxTransport::post_recv(int peer, int channel, void* dst, std::size_t bytes) {
   check_peer(peer, channel, "receive from");
   const Slot s{nullptr, false, peer, channel, bytes};
-  if (failed_[static_cast<std::size_t>(peer)] != UCS_OK) throw_failed(s, failed_[static_cast<std::size_t>(peer)], "receive from");
+  if (failed_[static_cast<std::size_t>(peer)] != UCS_OK)
+    throw_failed(s, failed_[static_cast<std::size_t>(peer)], "receive from");
   // Always a request (no immediate completion): UCX 1.13.1 reported length 0 in recv_info for
   // receives that completed at once, and the length is what catches a message of the wrong size.
   ucp_request_param_t p{};
@@ -263,13 +272,16 @@ bool UcxTransport::test_recv(Request r) {
   release(r);
   if (status != UCS_OK) throw_failed(s, status, "receive from");
   if (info.length != s.bytes)
-    throw InputError(fmt::format("UCX: rank {}: the message from peer {} on channel {} has {} bytes, expected {}: the ranks disagree on "
-                                 "the collective (count, dtype or algorithm)",
-                                 rank_, s.peer, s.channel, info.length, s.bytes));
+    throw InputError(fmt::format(
+        "UCX: rank {}: the message from peer {} on channel {} has {} bytes, expected {}: the ranks disagree on "
+        "the collective (count, dtype or algorithm)",
+        rank_, s.peer, s.channel, info.length, s.bytes));
   return true;
 }
 
-void UcxTransport::progress() { ucp_worker_progress(worker_); }
+void UcxTransport::progress() {
+  ucp_worker_progress(worker_);
+}
 
 void UcxTransport::wait(std::chrono::steady_clock::time_point /*deadline*/) {
   if (ucp_worker_progress(worker_) == 0) std::this_thread::yield();

@@ -71,7 +71,7 @@ class UcxTransport final : public Transport {
 
   int rank() const { return rank_; }
   int size() const { return size_; }
-  bool cuda_memory() const { return cuda_memory_; }  // the UCX build handles CUDA memory
+  bool cuda_memory() const { return cuda_memory_; }                  // the UCX build handles CUDA memory
   const std::string& memory_types() const { return memory_types_; }  // e.g. "host, cuda"
   // One line for a start-up banner, e.g. "GPU memory not supported by this UCX build (memory
   // types: host); UCX 1.13.1".
@@ -98,11 +98,11 @@ class UcxTransport final : public Transport {
   int rank_ = 0, size_ = 1;
   ucp_context_h context_ = nullptr;
   ucp_worker_h worker_ = nullptr;
-  std::vector<ucp_ep_h> endpoints_;     // per peer, peer failure handling; null for this rank
-  std::vector<ucp_ep_h> bulk_;          // per peer, no error handling (bulk_bytes and more)
-  std::size_t bulk_bytes_ = 0;          // 0: no bulk endpoints
-  std::vector<PeerHandler> handlers_;   // per peer, never reallocated after start-up
-  std::vector<ucs_status_t> failed_;    // per peer: UCS_OK, or the status the error callback saw
+  std::vector<ucp_ep_h> endpoints_;    // per peer, peer failure handling; null for this rank
+  std::vector<ucp_ep_h> bulk_;         // per peer, no error handling (bulk_bytes and more)
+  std::size_t bulk_bytes_ = 0;         // 0: no bulk endpoints
+  std::vector<PeerHandler> handlers_;  // per peer, never reallocated after start-up
+  std::vector<ucs_status_t> failed_;   // per peer: UCS_OK, or the status the error callback saw
   RequestSlots<Slot> slots_;
   bool cuda_memory_ = false;
   std::string memory_types_;

@@ -17,14 +17,14 @@
 // slowing each other down. Exact for rings (all flows run together); an approximation
 // otherwise: SimGrid's engine shares links dynamically, and the two are compared in the tests
 // and docs/validation.md.
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <deque>
 #include <functional>
 #include <limits>
 #include <map>
 #include <unordered_map>
-
-#include <fmt/format.h>
 
 #include "common/errors.hpp"
 #include "simulator/engine.hpp"
@@ -43,7 +43,8 @@ struct FlowKey {
 };
 struct FlowKeyHash {
   std::size_t operator()(const FlowKey& k) const {
-    return (static_cast<std::size_t>(k.src) * 1000003u + static_cast<std::size_t>(k.dst)) * 131u + static_cast<std::size_t>(k.channel);
+    return (static_cast<std::size_t>(k.src) * 1000003u + static_cast<std::size_t>(k.dst)) * 131u +
+           static_cast<std::size_t>(k.channel);
   }
 };
 
@@ -61,7 +62,8 @@ class AnalyticEngine final : public Engine {
 
   SimResult run(const topo::Topology& t, const algo::Schedule& s, const Calibration& c, const SimOptions& o) override {
     if (s.num_ranks() != t.num_ranks())
-      throw InputError(fmt::format("the schedule has {} ranks but the topology has {} GPUs", s.num_ranks(), t.num_ranks()));
+      throw InputError(
+          fmt::format("the schedule has {} ranks but the topology has {} GPUs", s.num_ranks(), t.num_ranks()));
     const int p = s.num_ranks(), K = s.num_channels();
     const std::size_t elem = algo::size_of(s.args().dtype);
     Router router(t);
@@ -89,8 +91,10 @@ class AnalyticEngine final : public Engine {
       chans.resize(static_cast<std::size_t>(K));
       for (const Op& op : s.program(r)) {
         std::uint32_t f = 0;
-        if (op.kind == OpKind::Send) f = flow_of(FlowKey{r, op.peer, op.channel});
-        else if (op.kind == OpKind::Recv || op.kind == OpKind::RecvReduce) f = flow_of(FlowKey{op.peer, r, op.channel});
+        if (op.kind == OpKind::Send)
+          f = flow_of(FlowKey{r, op.peer, op.channel});
+        else if (op.kind == OpKind::Recv || op.kind == OpKind::RecvReduce)
+          f = flow_of(FlowKey{op.peer, r, op.channel});
         chans[op.channel].push_back(Step{op.count() * elem, static_cast<std::uint64_t>(op.kind), f, op.peer});
       }
       for (auto& ch : chans) ch.shrink_to_fit();
@@ -114,7 +118,8 @@ class AnalyticEngine final : public Engine {
         double bw = std::numeric_limits<double>::infinity();
         for (std::size_t k = 0; k < flow.route->links.size(); ++k) {
           const topo::Edge e = flow.route->links[k];
-          bw = std::min(bw, c.rate_bytes_per_s(g, e) / sharers(static_cast<std::uint32_t>(f), {e, flow.route->forward[k]}));
+          bw = std::min(bw,
+                        c.rate_bytes_per_s(g, e) / sharers(static_cast<std::uint32_t>(f), {e, flow.route->forward[k]}));
         }
         if (const double cap = c.channel_cap_bytes_per_s(g, flow.route->links); cap > 0) bw = std::min(bw, cap);
         flow.bw_bytes_per_s = bw;
@@ -125,8 +130,12 @@ class AnalyticEngine final : public Engine {
 
     const double launch_s = c.launch_overhead_us * 1e-6;
     const std::size_t slots = static_cast<std::size_t>(p) * static_cast<std::size_t>(K);
-    auto slot = [K](int r, int ch) { return static_cast<std::size_t>(r) * static_cast<std::size_t>(K) + static_cast<std::size_t>(ch); };
-    auto local_time = [&](std::uint64_t bytes) { return c.reduce_gbps > 0 ? static_cast<double>(bytes) / (c.reduce_gbps * 1e9) : 0.0; };
+    auto slot = [K](int r, int ch) {
+      return static_cast<std::size_t>(r) * static_cast<std::size_t>(K) + static_cast<std::size_t>(ch);
+    };
+    auto local_time = [&](std::uint64_t bytes) {
+      return c.reduce_gbps > 0 ? static_cast<double>(bytes) / (c.reduce_gbps * 1e9) : 0.0;
+    };
     std::vector<double> first_send(flows.size()), last_send(flows.size());
 
     // One pass of the event loop: advance every (rank, channel) while it can, as the verifier does.
@@ -189,7 +198,8 @@ class AnalyticEngine final : public Engine {
       for (int r = 0; r < p; ++r)
         for (int ch = 0; ch < K; ++ch)
           if (next[slot(r, ch)] < steps[static_cast<std::size_t>(r)][static_cast<std::size_t>(ch)].size())
-            throw InputError(fmt::format("the schedule does not complete: rank {} channel {} waits forever (run `topocoll verify`)", r, ch));
+            throw InputError(fmt::format(
+                "the schedule does not complete: rank {} channel {} waits forever (run `topocoll verify`)", r, ch));
       return result;
     };
 
@@ -212,7 +222,9 @@ class AnalyticEngine final : public Engine {
 
 }  // namespace
 
-std::unique_ptr<Engine> make_analytic_engine() { return std::make_unique<AnalyticEngine>(); }
+std::unique_ptr<Engine> make_analytic_engine() {
+  return std::make_unique<AnalyticEngine>();
+}
 
 std::unique_ptr<Engine> make_engine(const std::string& name) {
   if (name == "analytic") return make_analytic_engine();

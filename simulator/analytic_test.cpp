@@ -1,16 +1,15 @@
 #include <doctest/doctest.h>
 
-#include <sstream>
-
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "algorithms/registry.hpp"
 #include "common/errors.hpp"
 #include "simulator/engine.hpp"
 #include "simulator/records.hpp"
 #include "simulator/routes.hpp"
-#include "simulator/trace.hpp"
 #include "simulator/testing.hpp"
+#include "simulator/trace.hpp"
 #include "topologies/load.hpp"
 
 using namespace topocoll;
@@ -60,7 +59,8 @@ TEST_CASE("analytic: ring across nodes, one GPU each, bottlenecked by the NIC") 
     const double B = 50e9, alpha = (0.5 + 0.5 + 0.6 + 0.6 + 0.5 + 0.5) * 1e-6;
     const double S = 64 << 20;
     const double expected = 2.0 * (p - 1) / p * S / B + 2.0 * (p - 1) * alpha;
-    CHECK(simulate(t, "ring", static_cast<std::uint64_t>(S), 1, std::uint64_t{1} << 40) == doctest::Approx(expected).epsilon(0.01));
+    CHECK(simulate(t, "ring", static_cast<std::uint64_t>(S), 1, std::uint64_t{1} << 40) ==
+          doctest::Approx(expected).epsilon(0.01));
   }
 }
 
@@ -92,7 +92,8 @@ TEST_CASE("analytic: trees sit between their cost sheet's lower bound and three 
     const algo::CostSheet c = algo::find_algorithm(alg).cost(l, a, tune);
     const double intra = static_cast<double>(c.bytes_sent - c.inter_bytes_sent) / 450e9;
     const double inter = static_cast<double>(c.inter_bytes_sent) / 50e9;
-    const double lower = (alg == "dbt" ? std::max(intra, inter) : intra + inter) + static_cast<double>(c.steps) * 0.6e-6;
+    const double lower =
+        (alg == "dbt" ? std::max(intra, inter) : intra + inter) + static_cast<double>(c.steps) * 0.6e-6;
     // Pipelined (256 KiB slices): the tree streams, so the busiest links' bytes dominate.
     const double time = simulate(t, alg, a.count * 4, 2, 256 << 10);
     INFO(alg, " time ", time, " lower ", lower);
@@ -152,19 +153,22 @@ TEST_CASE("records: a record survives JSON, and bad records are rejected") {
 
 TEST_CASE("calibration: files override defaults; bad files name the key") {
   const sim::Calibration c = sim::parse_calibration(
-      R"({"links": {"network": {"efficiency": 0.9}}, "channel_cap_gbps": {"nvlink": 40}, "step_overhead_us": 1})", "c.json");
+      R"({"links": {"network": {"efficiency": 0.9}}, "channel_cap_gbps": {"nvlink": 40}, "step_overhead_us": 1})",
+      "c.json");
   CHECK(c.of(topo::LinkKind::Network).efficiency == 0.9);
   CHECK(c.of(topo::LinkKind::NvLink).efficiency == doctest::Approx(20.6 / 25));  // default kept
   CHECK(c.cap(topo::LinkKind::NvLink) == 40);
   CHECK(c.step_overhead_us == 1);
-  CHECK_THROWS_WITH_AS(sim::parse_calibration("{\"links\": {\"nvlnk\": {}}}", "c.json"), doctest::Contains("'links.nvlnk': unknown link kind"),
-                       InputError);
+  CHECK_THROWS_WITH_AS(sim::parse_calibration("{\"links\": {\"nvlnk\": {}}}", "c.json"),
+                       doctest::Contains("'links.nvlnk': unknown link kind"), InputError);
   CHECK_THROWS_WITH_AS(sim::parse_calibration("{\"links\": {\"pcie\": {\"efficiency\": 1.5}}}", "c.json"),
                        doctest::Contains("'links.pcie.efficiency' = 1.5 is outside [1e-06, 1]"), InputError);
-  CHECK_THROWS_WITH_AS(sim::parse_calibration("{\"step\": 1}", "c.json"), doctest::Contains("unknown key 'step'"), InputError);
-  CHECK_THROWS_WITH_AS(sim::parse_calibration("{\n\"step_overhead_us\": }", "c.json"), doctest::Contains("c.json:2: not valid JSON"),
+  CHECK_THROWS_WITH_AS(sim::parse_calibration("{\"step\": 1}", "c.json"), doctest::Contains("unknown key 'step'"),
                        InputError);
+  CHECK_THROWS_WITH_AS(sim::parse_calibration("{\n\"step_overhead_us\": }", "c.json"),
+                       doctest::Contains("c.json:2: not valid JSON"), InputError);
   CHECK_THROWS_WITH_AS(sim::parse_calibration("{\"reduce_gbps\": \"fast\"}", "c.json"),
                        doctest::Contains("'reduce_gbps' must be a number"), InputError);
-  CHECK_THROWS_WITH_AS(sim::make_engine("ns3"), doctest::Contains("unknown engine 'ns3': expected simgrid or analytic"), InputError);
+  CHECK_THROWS_WITH_AS(sim::make_engine("ns3"), doctest::Contains("unknown engine 'ns3': expected simgrid or analytic"),
+                       InputError);
 }

@@ -1,11 +1,11 @@
 #include "simulator/calibration.hpp"
 
+#include <fmt/format.h>
+
 #include <cctype>
 #include <fstream>
-#include <sstream>
-
-#include <fmt/format.h>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "common/errors.hpp"
 #include "simulator/nccl_model.hpp"
@@ -59,9 +59,12 @@ Calibration default_calibration() {
 
 std::string_view to_string(Protocol p) {
   switch (p) {
-    case Protocol::LL: return "LL";
-    case Protocol::LL128: return "LL128";
-    case Protocol::Simple: return "Simple";
+    case Protocol::LL:
+      return "LL";
+    case Protocol::LL128:
+      return "LL128";
+    case Protocol::Simple:
+      return "Simple";
   }
   return "?";
 }
@@ -104,13 +107,16 @@ Calibration protocol_calibration(const Calibration& base, Protocol p) {
   // NCCL's own tables (simulator/nccl_model.cpp), not a copy: [hw][Ring][protocol], [Ring][protocol].
   const NcclTuningTables& tb = nccl_tuning_tables();
   constexpr int kRing = static_cast<int>(NcclAlgo::Ring);
-  const int proto = static_cast<int>(p == Protocol::LL ? NcclProto::LL : p == Protocol::LL128 ? NcclProto::LL128 : NcclProto::Simple);
+  const int proto = static_cast<int>(p == Protocol::LL      ? NcclProto::LL
+                                     : p == Protocol::LL128 ? NcclProto::LL128
+                                                            : NcclProto::Simple);
   constexpr int kLL = static_cast<int>(NcclProto::LL);
   Calibration c = base;
   c.protocol = p;
   if (!base.step_overhead_fixed) {
     for (int hw : {kNcclHwNvlink, kNcclHwPci, kNcclHwNet})
-      c.step_overhead_hw_us[static_cast<std::size_t>(hw)] = tb.hw_lat_us[hw][kRing][proto] - tb.hw_lat_us[hw][kRing][kLL];
+      c.step_overhead_hw_us[static_cast<std::size_t>(hw)] =
+          tb.hw_lat_us[hw][kRing][proto] - tb.hw_lat_us[hw][kRing][kLL];
     c.step_overhead_us = c.step_overhead_hw_us[static_cast<std::size_t>(kNcclHwNvlink)];
   }
   if (!base.launch_overhead_fixed) c.launch_overhead_us = tb.base_lat_us[kRing][proto];
@@ -140,7 +146,8 @@ Calibration parse_calibration(const std::string& text, const std::string& source
   auto number = [&](const nlohmann::json& v, const std::string& key, double lo, double hi) {
     if (!v.is_number()) throw InputError(fmt::format("{}: '{}' must be a number, got {}", source, key, v.dump()));
     const double x = v.get<double>();
-    if (!(x >= lo && x <= hi)) throw InputError(fmt::format("{}: '{}' = {} is outside [{}, {}]", source, key, x, lo, hi));
+    if (!(x >= lo && x <= hi))
+      throw InputError(fmt::format("{}: '{}' = {} is outside [{}, {}]", source, key, x, lo, hi));
     return x;
   };
   for (auto& [key, value] : j.items()) {
@@ -159,17 +166,20 @@ Calibration parse_calibration(const std::string& text, const std::string& source
         if (!c.only_protocol)
           throw InputError(fmt::format("{}: 'protocol' = \"{}\": expected auto, LL, LL128 or Simple", source, name));
       }
-    }
-    else if (key == "reduce_gbps") c.reduce_gbps = number(value, key, 0, 1e6);
-    else if (key == "comment" || key == "source") continue;
+    } else if (key == "reduce_gbps")
+      c.reduce_gbps = number(value, key, 0, 1e6);
+    else if (key == "comment" || key == "source")
+      continue;
     else if (key == "links" || key == "channel_cap_gbps") {
-      if (!value.is_object()) throw InputError(fmt::format("{}: '{}' must be an object keyed by link kind", source, key));
+      if (!value.is_object())
+        throw InputError(fmt::format("{}: '{}' must be an object keyed by link kind", source, key));
       for (auto& [kind, v] : value.items()) {
         std::size_t k = 0;
         while (k < 5 && kind != kKinds[k]) ++k;
         if (k == 5)
-          throw InputError(fmt::format("{}: '{}.{}': unknown link kind, expected nvlink, pcie, c2c, inter_socket or network", source,
-                                       key, kind));
+          throw InputError(
+              fmt::format("{}: '{}.{}': unknown link kind, expected nvlink, pcie, c2c, inter_socket or network", source,
+                          key, kind));
         if (key == "channel_cap_gbps") {
           c.channel_cap_gbps[k] = number(v, key + "." + kind, 0, 1e6);
           continue;
@@ -179,15 +189,18 @@ Calibration parse_calibration(const std::string& text, const std::string& source
           if (field == "efficiency") {
             c.links[k].efficiency = number(x, "links." + kind + ".efficiency", 1e-6, 1.0);
             c.links[k].by_gpu_generation = false;
-          }
-          else if (field == "extra_latency_us") c.links[k].extra_latency_us = number(x, "links." + kind + ".extra_latency_us", 0, 1e6);
-          else throw InputError(fmt::format("{}: 'links.{}.{}': unknown field, expected efficiency or extra_latency_us", source, kind, field));
+          } else if (field == "extra_latency_us")
+            c.links[k].extra_latency_us = number(x, "links." + kind + ".extra_latency_us", 0, 1e6);
+          else
+            throw InputError(fmt::format("{}: 'links.{}.{}': unknown field, expected efficiency or extra_latency_us",
+                                         source, kind, field));
         }
       }
     } else {
-      throw InputError(fmt::format("{}: unknown key '{}': expected links, channel_cap_gbps, step_overhead_us, launch_overhead_us, "
-                                   "reduce_gbps, protocol or comment",
-                                   source, key));
+      throw InputError(
+          fmt::format("{}: unknown key '{}': expected links, channel_cap_gbps, step_overhead_us, launch_overhead_us, "
+                      "reduce_gbps, protocol or comment",
+                      source, key));
     }
   }
   // Ready to use as it is: the file's protocol (Simple when it says none or "auto", like the

@@ -59,7 +59,7 @@ struct Calibration {
   std::optional<Protocol> only_protocol;
   // Set by a calibration file that gives them: protocol_calibration keeps them as they are.
   bool step_overhead_fixed = false, launch_overhead_fixed = false;
-  std::string source;        // "defaults" or the file it came from
+  std::string source;  // "defaults" or the file it came from
 
   const LinkCalibration& of(topo::LinkKind k) const { return links[static_cast<std::size_t>(k)]; }
   // The calibrated rate of one link, bytes per second per direction. Every engine uses this.

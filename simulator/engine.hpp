@@ -35,10 +35,10 @@ struct SimOptions {
 };
 
 struct SimResult {
-  double time_s = 0.0;             // simulated completion time of the collective
-  std::uint64_t transfers = 0;     // point-to-point transfers simulated
+  double time_s = 0.0;                 // simulated completion time of the collective
+  std::uint64_t transfers = 0;         // point-to-point transfers simulated
   std::uint64_t island_transfers = 0;  // simgrid: of those, computed on islands (simgrid_engine.cpp, "Speed")
-  std::vector<TraceEvent> trace;   // when SimOptions::trace
+  std::vector<TraceEvent> trace;       // when SimOptions::trace
   std::string engine;
 };
 
@@ -47,7 +47,8 @@ class Engine {
   virtual ~Engine() = default;
   virtual std::string name() const = 0;
   // Rank r of the schedule runs on t.rank(r).gpu.
-  virtual SimResult run(const topo::Topology& t, const algo::Schedule& s, const Calibration& c, const SimOptions& o) = 0;
+  virtual SimResult run(const topo::Topology& t, const algo::Schedule& s, const Calibration& c,
+                        const SimOptions& o) = 0;
 };
 
 std::unique_ptr<Engine> make_analytic_engine();

@@ -714,8 +714,8 @@ NcclPrediction nccl_choice(const NcclGraphEstimate& g, std::uint64_t bytes) {
   return *best;
 }
 
-std::vector<Protocol> select_protocols(const NcclGraphEstimate& nccl, const Calibration& calib, const std::string& requested,
-                                       const std::string& what) {
+std::vector<Protocol> select_protocols(const NcclGraphEstimate& nccl, const Calibration& calib,
+                                       const std::string& requested, const std::string& what) {
   std::optional<Protocol> only = calib.only_protocol;
   if (!requested.empty() && requested != "auto") {
     only = parse_protocol(requested);
@@ -724,8 +724,9 @@ std::vector<Protocol> select_protocols(const NcclGraphEstimate& nccl, const Cali
     only.reset();
   }
   if (only) return {*only};
-  const bool ll128 = nccl.ranks > 1 &&
-                     nccl_tune_model(nccl).enabled[static_cast<int>(NcclAlgo::Ring)][static_cast<int>(NcclProto::LL128)];
+  const bool ll128 =
+      nccl.ranks > 1 &&
+      nccl_tune_model(nccl).enabled[static_cast<int>(NcclAlgo::Ring)][static_cast<int>(NcclProto::LL128)];
   std::vector<Protocol> protocols{Protocol::LL};
   if (ll128) protocols.push_back(Protocol::LL128);
   protocols.push_back(Protocol::Simple);

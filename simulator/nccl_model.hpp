@@ -125,7 +125,7 @@ std::string_view to_string(NcclProto p);
 // protocol, else ("" or "auto") every protocol NCCL would enable on this topology: LL and Simple
 // always, LL128 by NCCL's own rule (nccl_tune_model on `nccl`). InputError naming `what` and the
 // value for an unknown protocol.
-std::vector<Protocol> select_protocols(const NcclGraphEstimate& nccl, const Calibration& calib, const std::string& requested,
-                                       const std::string& what);
+std::vector<Protocol> select_protocols(const NcclGraphEstimate& nccl, const Calibration& calib,
+                                       const std::string& requested, const std::string& what);
 
 }  // namespace topocoll::sim

@@ -43,9 +43,10 @@ TEST_CASE("protocol: a derived calibration is what NCCL's tables say") {
     sim::NcclProto np;
     double nvlink, pci, net, launch, payload;  // NCCL 2.22.3 tuning.cc, by hand
   };
-  for (const Expect& e : {Expect{sim::Protocol::LL, sim::NcclProto::LL, 0.0, 0.0, 0.0, 6.6, 0.5},
-                          Expect{sim::Protocol::LL128, sim::NcclProto::LL128, 1.9 - 0.6, 2.5 - 1.0, 4.0 - 2.7, 14.0, 120.0 / 128},
-                          Expect{sim::Protocol::Simple, sim::NcclProto::Simple, 3.4 - 0.6, 5.7 - 1.0, 14.0 - 2.7, 8.4, 1.0}}) {
+  for (const Expect& e :
+       {Expect{sim::Protocol::LL, sim::NcclProto::LL, 0.0, 0.0, 0.0, 6.6, 0.5},
+        Expect{sim::Protocol::LL128, sim::NcclProto::LL128, 1.9 - 0.6, 2.5 - 1.0, 4.0 - 2.7, 14.0, 120.0 / 128},
+        Expect{sim::Protocol::Simple, sim::NcclProto::Simple, 3.4 - 0.6, 5.7 - 1.0, 14.0 - 2.7, 8.4, 1.0}}) {
     CAPTURE(sim::to_string(e.p));
     const sim::Calibration c = sim::protocol_calibration(base, e.p);
     REQUIRE(c.protocol);
@@ -53,7 +54,8 @@ TEST_CASE("protocol: a derived calibration is what NCCL's tables say") {
     const int p = static_cast<int>(e.np), ll = static_cast<int>(sim::NcclProto::LL);
     // hwLat[hw][Ring][p] - hwLat[hw][Ring][LL], baseLat[Ring][p]: the tables themselves...
     for (int hw : {sim::kNcclHwNvlink, sim::kNcclHwPci, sim::kNcclHwNet})
-      CHECK(c.step_overhead_hw_us[static_cast<std::size_t>(hw)] == doctest::Approx(tb.hw_lat_us[hw][kRing][p] - tb.hw_lat_us[hw][kRing][ll]));
+      CHECK(c.step_overhead_hw_us[static_cast<std::size_t>(hw)] ==
+            doctest::Approx(tb.hw_lat_us[hw][kRing][p] - tb.hw_lat_us[hw][kRing][ll]));
     CHECK(c.launch_overhead_us == doctest::Approx(tb.base_lat_us[kRing][p]));
     // ... and the numbers printed in NCCL 2.22.3's tuning.cc.
     CHECK(c.step_overhead_hw_us[0] == doctest::Approx(e.nvlink));
@@ -90,7 +92,8 @@ TEST_CASE("protocol: the hop class picks the step overhead") {
 }
 
 TEST_CASE("protocol: a calibration file keeps its overheads under every protocol, and may pick the protocol") {
-  const sim::Calibration f = sim::parse_calibration(R"({"step_overhead_us": 1.5, "launch_overhead_us": 3, "protocol": "ll128"})", "f.json");
+  const sim::Calibration f =
+      sim::parse_calibration(R"({"step_overhead_us": 1.5, "launch_overhead_us": 3, "protocol": "ll128"})", "f.json");
   REQUIRE(f.only_protocol);
   CHECK(*f.only_protocol == sim::Protocol::LL128);
   for (sim::Protocol p : {sim::Protocol::LL, sim::Protocol::LL128, sim::Protocol::Simple}) {
@@ -100,8 +103,8 @@ TEST_CASE("protocol: a calibration file keeps its overheads under every protocol
     CHECK(c.launch_overhead_us == 3);
   }
   CHECK(!sim::parse_calibration(R"({"protocol": "auto"})", "f.json").only_protocol);
-  CHECK_THROWS_WITH_AS(sim::parse_calibration(R"({"protocol": "LL64"})", "f.json"), doctest::Contains("expected auto, LL, LL128 or Simple"),
-                       InputError);
+  CHECK_THROWS_WITH_AS(sim::parse_calibration(R"({"protocol": "LL64"})", "f.json"),
+                       doctest::Contains("expected auto, LL, LL128 or Simple"), InputError);
   CHECK_THROWS_AS(sim::parse_calibration(R"({"protocol": 3})", "f.json"), InputError);
 }
 
@@ -112,7 +115,8 @@ TEST_CASE("protocol: LL beats Simple on a ring at 8 B, Simple beats LL at 1 GiB"
   const sim::Calibration simple = sim::protocol_calibration(base, sim::Protocol::Simple);
   auto engine = sim::make_analytic_engine();
   const double ll8 = ring_time(t, 8, ll, *engine), simple8 = ring_time(t, 8, simple, *engine);
-  const double ll1g = ring_time(t, std::uint64_t{1} << 30, ll, *engine), simple1g = ring_time(t, std::uint64_t{1} << 30, simple, *engine);
+  const double ll1g = ring_time(t, std::uint64_t{1} << 30, ll, *engine),
+               simple1g = ring_time(t, std::uint64_t{1} << 30, simple, *engine);
   CHECK(ll8 < simple8);
   CHECK(simple1g < ll1g);
   // At 8 B both are latency: 6.6 + 14 x 0.6 us (LL) against 8.4 + 14 x 3.4 us (Simple).

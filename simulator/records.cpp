@@ -1,11 +1,10 @@
 #include "simulator/records.hpp"
 
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <ctime>
-
-#include <fmt/format.h>
 
 #include "common/errors.hpp"
 

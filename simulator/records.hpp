@@ -3,24 +3,23 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <ostream>
 #include <string>
-
-#include <nlohmann/json.hpp>
 
 namespace topocoll::sim {
 
 inline constexpr const char* kRecordSchema = "topocoll.record/1";
 
 struct Record {
-  std::string kind = "simulated";   // simulated | measured | model
-  std::string engine;               // analytic | simgrid | nccl-model | mpi | ucx | nccl ...
+  std::string kind = "simulated";  // simulated | measured | model
+  std::string engine;              // analytic | simgrid | nccl-model | mpi | ucx | nccl ...
   std::string collective = "allreduce";
-  std::string algorithm;            // ring, dbt, ... or nccl:<algo>/<proto>
-  std::string topology;             // what --topology said
+  std::string algorithm;  // ring, dbt, ... or nccl:<algo>/<proto>
+  std::string topology;   // what --topology said
   int nodes = 0;
-  std::string fabric;               // "" when one node
+  std::string fabric;  // "" when one node
   double oversubscription = 1.0;
   int ranks = 0;
   std::uint64_t size_bytes = 0;
@@ -33,12 +32,12 @@ struct Record {
   double time_us = 0.0;
   double algbw_gbps = 0.0;
   double busbw_gbps = 0.0;
-  std::optional<std::uint64_t> wrong;  // measured runs: elements that failed verification
+  std::optional<std::uint64_t> wrong;   // measured runs: elements that failed verification
   std::optional<std::string> protocol;  // simulated: the NCCL protocol of the calibration (LL, LL128, Simple)
   std::string calibration;
-  std::string version;               // topocoll version
-  std::string date;                  // ISO 8601 UTC
-  std::string machine;               // hostname of the machine that produced it
+  std::string version;  // topocoll version
+  std::string date;     // ISO 8601 UTC
+  std::string machine;  // hostname of the machine that produced it
   // Experiment provenance (`topocoll exp run`; absent elsewhere). docs/records.md.
   std::optional<std::string> experiment;  // the spec's folder name
   std::optional<std::string> spec_hash;   // "sha256:<hex>" of the spec file's bytes

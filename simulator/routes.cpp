@@ -38,7 +38,9 @@ const std::vector<Vertex>& Router::local_gpu_gpu(int node, int i, int j) {
   for (const topo::RankInfo& r : t_.ranks())
     if (r.node == node && (r.local == i || r.local == j)) (r.local == i ? ra : rb) = r.rank;
   const topo::Path p = topo::find_path(t_, t_.rank(ra).gpu, t_.rank(rb).gpu);
-  if (!p.found) throw InputError(fmt::format("no path between {} and {}", t_.device_name(t_.rank(ra).gpu), t_.device_name(t_.rank(rb).gpu)));
+  if (!p.found)
+    throw InputError(
+        fmt::format("no path between {} and {}", t_.device_name(t_.rank(ra).gpu), t_.device_name(t_.rank(rb).gpu)));
   std::vector<Vertex> stored;
   for (Vertex v : p.vertices) stored.push_back(v >= first && v < last ? v - first : (v | kAbsolute));
   return lp.gpu_gpu.emplace(key, std::move(stored)).first->second;
@@ -52,7 +54,8 @@ const std::vector<Vertex>& Router::local_gpu_nic(int node, int i) {
   const topo::RankInfo* info = nullptr;
   for (const topo::RankInfo& r : t_.ranks())
     if (r.node == node && r.local == i) info = &r;
-  if (info->rail < 0) throw InputError(fmt::format("{} has no NIC: it cannot reach other nodes", t_.device_name(info->gpu)));
+  if (info->rail < 0)
+    throw InputError(fmt::format("{} has no NIC: it cannot reach other nodes", t_.device_name(info->gpu)));
   const topo::Path p = topo::find_path(t_, info->gpu, info->nic);
   std::vector<Vertex> stored;
   for (Vertex v : p.vertices) stored.push_back(v >= first && v < last ? v - first : (v | kAbsolute));
@@ -72,7 +75,8 @@ void Router::append(Route& r, Vertex from, Vertex to) {
 }
 
 const Route& Router::route(int a, int b) {
-  const std::uint64_t key = static_cast<std::uint64_t>(a) * static_cast<std::uint64_t>(t_.num_ranks()) + static_cast<std::uint64_t>(b);
+  const std::uint64_t key =
+      static_cast<std::uint64_t>(a) * static_cast<std::uint64_t>(t_.num_ranks()) + static_cast<std::uint64_t>(b);
   auto it = cache_.find(key);
   if (it != cache_.end()) return it->second;
   const topo::RankInfo& ra = t_.rank(a);
@@ -101,7 +105,8 @@ const Route& Router::route(int a, int b) {
         const auto& hop = local_gpu_gpu(ra.node, ra.local, relay->local);
         bool nvlink = hop.size() >= 2;
         for (std::size_t k = 1; k + 1 < hop.size(); ++k)
-          nvlink &= !(hop[k] & kAbsolute) && t_.graph()[hop[k] + t_.node_vertices(ra.node).first].kind == DeviceKind::NvSwitch;
+          nvlink &= !(hop[k] & kAbsolute) &&
+                    t_.graph()[hop[k] + t_.node_vertices(ra.node).first].kind == DeviceKind::NvSwitch;
         if (!nvlink) relay = nullptr;
       }
     }
@@ -117,7 +122,8 @@ const Route& Router::route(int a, int b) {
       if (spines_.empty()) throw InputError("the fabric has several leaves but no spine");
       // ECMP per flow: a deterministic hash of the two NICs picks the spine, so the flows
       // between two leaves spread over the spines (and may collide, as hashed ECMP does).
-      const std::size_t h = (static_cast<std::size_t>(out.nic) * 2654435761u) ^ (static_cast<std::size_t>(rb.nic) * 40503u);
+      const std::size_t h =
+          (static_cast<std::size_t>(out.nic) * 2654435761u) ^ (static_cast<std::size_t>(rb.nic) * 40503u);
       const Vertex spine = spines_[h % spines_.size()];
       append(r, la, spine);
       append(r, spine, lb);

@@ -20,10 +20,10 @@
 namespace topocoll::sim {
 
 struct Route {
-  std::vector<topo::Edge> links;        // in order from source to destination
-  std::vector<bool> forward;            // per link: traversed from its lower-numbered vertex to the higher?
-  double latency_us = 0.0;              // sum of link latencies
-  double bottleneck_gbps = 0.0;         // smallest link rate
+  std::vector<topo::Edge> links;  // in order from source to destination
+  std::vector<bool> forward;      // per link: traversed from its lower-numbered vertex to the higher?
+  double latency_us = 0.0;        // sum of link latencies
+  double bottleneck_gbps = 0.0;   // smallest link rate
 };
 
 class Router {

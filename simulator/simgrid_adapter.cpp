@@ -5,6 +5,7 @@
 
 #include <dlfcn.h>
 #include <fmt/format.h>
+#include <simgrid/version.h>  // after s4u.hpp: it needs xbt/base.h
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -18,7 +19,6 @@
 #include <simgrid/kernel/Timer.hpp>
 #include <simgrid/kernel/resource/Action.hpp>
 #include <simgrid/s4u.hpp>
-#include <simgrid/version.h>  // after s4u.hpp: it needs xbt/base.h
 #include <stdexcept>
 #include <unordered_map>
 
@@ -253,8 +253,9 @@ class MaestroList {
     auto* head = reinterpret_cast<std::__detail::_List_node_base*>(list);
     if (head->_M_next == nullptr || head->_M_prev == nullptr || head->_M_next != head->_M_prev ||
         head->_M_next->_M_next != head || list->size() != 1 || list->back().get() != impl) {
-      TC_LOG_WARN("sim", "simgrid: SimGrid's maestro activity list is not where 3.32 keeps it; running without "
-                         "the list workaround (slower at thousands of transfers in flight)");
+      TC_LOG_WARN("sim",
+                  "simgrid: SimGrid's maestro activity list is not where 3.32 keeps it; running without "
+                  "the list workaround (slower at thousands of transfers in flight)");
       return false;
     }
     list_ = list;
@@ -350,7 +351,8 @@ struct Simulation::Impl {
   sg4::SplitDuplexLink* link_of(Edge e) {
     auto [it, inserted] = links.try_emplace(&g[e], nullptr);
     if (inserted) {
-      it->second = root->create_split_duplex_link(catalog.name(e), c.rate_bytes_per_s(g, e));  // efficiency by kind (and GPU generation)
+      it->second = root->create_split_duplex_link(catalog.name(e),
+                                                  c.rate_bytes_per_s(g, e));  // efficiency by kind (and GPU generation)
       it->second->set_latency(c.latency_s(g, e));
     }
     return it->second;

@@ -43,7 +43,8 @@
 //
 // Links: one split-duplex SimGrid link per model edge, named as in topologies/export.hpp
 // ("<a>--<b>", UP from a to b, "#k" for parallel edges); bandwidth = Calibration::rate_bytes_per_s
-// (bw_gbps * 1e9 * the efficiency of the link's kind, NVLink by GPU generation); latency = latency_us + the calibration's extra.
+// (bw_gbps * 1e9 * the efficiency of the link's kind, NVLink by GPU generation); latency = latency_us + the
+// calibration's extra.
 //
 // ==================================== The network model ======================================
 //

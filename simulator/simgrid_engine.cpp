@@ -56,9 +56,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <deque>
 #include <limits>
 #include <map>
-#include <deque>
 #include <queue>
 #include <unordered_map>
 
@@ -121,11 +121,11 @@ class Fifo {
 // A connection: the messages of one (source, destination, channel), in order.
 struct Connection {
   int src = 0, dst = 0, channel = 0;
-  double latency_s = 0.0;  // from last byte left to landed: route latency (calibrated) + step overhead
-  bool busy = false;       // a message is being pushed
+  double latency_s = 0.0;        // from last byte left to landed: route latency (calibrated) + step overhead
+  bool busy = false;             // a message is being pushed
   std::uint32_t island = kNone;  // its island, or kNone: its transfers go to SimGrid
   std::uint32_t group = 0;       // its group in the island
-  std::uint32_t lane = kNone;   // its landings' lane in the EventQueue, or kNone
+  std::uint32_t lane = kNone;    // its landings' lane in the EventQueue, or kNone
   std::uint64_t landed = 0, consumed = 0;
   std::uint32_t waiter = kNone;  // channel blocked on the next message
   Fifo<std::uint64_t> queued;    // bytes of issued messages not started yet
@@ -385,9 +385,15 @@ class Execution final : public sg::Listener {
           __builtin_prefetch(&steps_[channels_[ch].next]);
       for (const Event& e : due_) {
         switch (e.kind) {
-          case EventKind::Land: land(e.id, e.time); break;
-          case EventKind::Resume: advance(e.id, e.time); break;
-          case EventKind::Route: island_done(e.id, e.version, e.time); break;
+          case EventKind::Land:
+            land(e.id, e.time);
+            break;
+          case EventKind::Resume:
+            advance(e.id, e.time);
+            break;
+          case EventKind::Route:
+            island_done(e.id, e.version, e.time);
+            break;
         }
       }
     }
@@ -472,8 +478,8 @@ class Execution final : public sg::Listener {
         Channel& c = channels_[static_cast<std::size_t>(r) * static_cast<std::size_t>(K) + op.channel];
         const std::uint64_t bytes = op.count() * elem;
         if (bytes > Step::kMaxBytes)
-          throw InputError(fmt::format("rank {}: {} moves {} bytes: the SimGrid engine takes at most {} per operation", r,
-                                       algo::describe(op), bytes, Step::kMaxBytes));
+          throw InputError(fmt::format("rank {}: {} moves {} bytes: the SimGrid engine takes at most {} per operation",
+                                       r, algo::describe(op), bytes, Step::kMaxBytes));
         std::uint32_t conn = kNone;
         if (op.kind == OpKind::Send || op.kind == OpKind::Recv || op.kind == OpKind::RecvReduce) {
           if (op.peer < 0 || op.peer >= p || op.peer == r)
@@ -481,9 +487,10 @@ class Execution final : public sg::Listener {
                                          algo::describe(op), op.peer, p - 1));
           conn = op.kind == OpKind::Send ? connection(r, op.peer, op.channel) : connection(op.peer, r, op.channel);
           if (conn > Step::kMaxConn)
-            throw InputError(fmt::format("the schedule uses more than {} connections (rank, peer, channel): more than "
-                                         "the SimGrid engine takes",
-                                         Step::kMaxConn + 1));
+            throw InputError(
+                fmt::format("the schedule uses more than {} connections (rank, peer, channel): more than "
+                            "the SimGrid engine takes",
+                            Step::kMaxConn + 1));
         }
         steps_[c.end++] = Step(op.kind, bytes, conn);
       }
@@ -693,7 +700,8 @@ class Execution final : public sg::Listener {
 
   void record(const Channel& ch, const Step& st, double start, double end) {
     if (!o_.trace) return;
-    const int peer = st.conn() == kNone ? -1 : (st.kind() == OpKind::Send ? conns_[st.conn()].dst : conns_[st.conn()].src);
+    const int peer =
+        st.conn() == kNone ? -1 : (st.kind() == OpKind::Send ? conns_[st.conn()].dst : conns_[st.conn()].src);
     trace_.push_back({ch.rank, ch.channel, st.kind(), peer, st.bytes(), start, end});
   }
 

@@ -58,7 +58,6 @@ topo::Topology three_gpus_on_a_switch(std::array<double, 3> gbps = {10.0, 10.0, 
   return topo::Topology::build(m, 1, topo::FabricSpec{});
 }
 
-
 // `nodes` nodes of one GPU and one NIC on a single switch: every hop of a ring is
 //   gpu --PCIe 64 GB/s, 0.5 us-- nic --50 GB/s, 0.6 us-- switch --50 GB/s, 0.6 us-- nic --PCIe-- gpu
 // so B = 50 GB/s and alpha = 0.5 + 0.6 + 0.6 + 0.5 = 2.2 us for every pair.
@@ -416,11 +415,10 @@ TEST_CASE("simgrid: an island of one route shares its links among the transfers 
   Calibration c = ideal_calibration();
   c.reduce_gbps = 100.0;
   Op copy = op(OpKind::Copy, -1, count / 2, 1);
-  const algo::Schedule s = hand_made(
-      2, count,
-      {{op(OpKind::Send, 1, count, 0), copy, op(OpKind::Send, 1, count, 1)},
-       {op(OpKind::Recv, 0, count, 0), op(OpKind::Recv, 0, count, 1)}},
-      2);
+  const algo::Schedule s = hand_made(2, count,
+                                     {{op(OpKind::Send, 1, count, 0), copy, op(OpKind::Send, 1, count, 1)},
+                                      {op(OpKind::Recv, 0, count, 0), op(OpKind::Recv, 0, count, 1)}},
+                                     2);
   const SimResult r = simulate(t, s, c, true);
   CHECK(r.island_transfers == 2);
   const double t1 = static_cast<double>(kMiB) / 100e9;

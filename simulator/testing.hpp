@@ -8,7 +8,8 @@
 namespace topocoll::sim::testing {
 
 // `nodes` copies of `preset` on `fabric`, NVSwitch planes merged (the simulator's view).
-inline topo::Topology load(const std::string& preset, int nodes, topo::FabricKind fabric = topo::FabricKind::SingleSwitch) {
+inline topo::Topology load(const std::string& preset, int nodes,
+                           topo::FabricKind fabric = topo::FabricKind::SingleSwitch) {
   topo::TopologyOptions o{preset};
   o.nodes = nodes;
   o.fabric = fabric;

@@ -1,9 +1,9 @@
 #include "tools/algo_commands.hpp"
 
+#include <fmt/format.h>
+
 #include <chrono>
 #include <fstream>
-
-#include <fmt/format.h>
 
 #include "algorithms/registry.hpp"
 #include "algorithms/schedule_json.hpp"
@@ -13,7 +13,9 @@
 
 namespace topocoll::tools {
 
-std::uint64_t parse_size(const std::string& text, const char* flag) { return cli::parse_size(text, flag); }
+std::uint64_t parse_size(const std::string& text, const char* flag) {
+  return cli::parse_size(text, flag);
+}
 
 namespace {
 
@@ -44,9 +46,11 @@ algo::CollectiveArgs args_of(const AlgoArgs& a, const algo::Algorithm& alg, cons
   c.dtype = algo::parse_dtype(a.dtype);
   c.op = algo::parse_op(a.op);
   c.root = a.root;
-  if (a.root < 0 || a.root >= l.ranks) throw InputError(fmt::format("--root {}: expected a rank from 0 to {}", a.root, l.ranks - 1));
-  c.count = a.count.empty() ? static_cast<std::uint64_t>(l.ranks) * static_cast<std::uint64_t>(std::max(a.channels, 2)) * 64
-                            : parse_size(a.count, "--count");
+  if (a.root < 0 || a.root >= l.ranks)
+    throw InputError(fmt::format("--root {}: expected a rank from 0 to {}", a.root, l.ranks - 1));
+  c.count = a.count.empty()
+                ? static_cast<std::uint64_t>(l.ranks) * static_cast<std::uint64_t>(std::max(a.channels, 2)) * 64
+                : parse_size(a.count, "--count");
   return c;
 }
 
@@ -85,7 +89,8 @@ int verify_command(const AlgoArgs& a, std::ostream& out) {
     algo::VerifyOptions o;
     o.in_place = a.in_place;
     const algo::VerifyResult r = algo::verify(s, o);
-    print_result(out, s.name(), s.num_ranks(), r, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    print_result(out, s.name(), s.num_ranks(), r,
+                 std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
     return r.ok() ? 0 : 1;
   }
   if (a.topo.topology.empty()) throw InputError("verify needs --topology T (with --nodes N) or --schedule FILE.json");
@@ -104,7 +109,8 @@ int verify_command(const AlgoArgs& a, std::ostream& out) {
     o.in_place = a.in_place;
     o.node_of = job.layout.node_of;
     const algo::VerifyResult r = algo::verify(alg->generate(job.layout, c, t), o);
-    print_result(out, alg->name, job.layout.ranks, r, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    print_result(out, alg->name, job.layout.ranks, r,
+                 std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
     all_ok &= r.ok();
   }
   return all_ok ? 0 : 1;
@@ -114,7 +120,8 @@ int schedule_export(const AlgoArgs& a, std::ostream& out) {
   const Job job = load_job(a);
   const algo::Tuning t = tuning_of(a);
   const auto algs = algo::select_algorithms(a.algorithm, std::nullopt);
-  if (algs.size() != 1) throw InputError(fmt::format("--algorithm {}: schedule export takes exactly one algorithm", a.algorithm));
+  if (algs.size() != 1)
+    throw InputError(fmt::format("--algorithm {}: schedule export takes exactly one algorithm", a.algorithm));
   const algo::CollectiveArgs c = args_of(a, *algs.front(), job.layout);
   const algo::Support s = algs.front()->supports(job.layout, c, t);
   if (!s.ok) throw InputError(fmt::format("{} is not supported here: {}", algs.front()->name, s.reason));

@@ -10,16 +10,16 @@
 namespace topocoll::tools {
 
 struct AlgoArgs {
-  TopoArgs topo;                 // --topology / --nodes / --fabric / --oversubscription
+  TopoArgs topo;  // --topology / --nodes / --fabric / --oversubscription
   std::string algorithm = "all";
-  std::string count = "";        // elements, suffixes allowed (K, M, G); default: ranks * channels * 64
+  std::string count = "";  // elements, suffixes allowed (K, M, G); default: ranks * channels * 64
   int channels = 2;
-  std::string slice = "1M";      // bytes per slice
+  std::string slice = "1M";  // bytes per slice
   std::string dtype = "float";
   std::string op = "sum";
   int root = 0;
-  std::string schedule;          // verify --schedule FILE.json
-  std::string output;            // schedule export -o
+  std::string schedule;  // verify --schedule FILE.json
+  std::string output;    // schedule export -o
   bool in_place = false;
 };
 

@@ -1,5 +1,6 @@
 #include "tools/bench_command.hpp"
 
+#include <fmt/format.h>
 #include <mpi.h>
 
 #include <algorithm>
@@ -9,8 +10,6 @@
 #include <memory>
 #include <optional>
 #include <thread>
-
-#include <fmt/format.h>
 
 #include "algorithms/registry.hpp"
 #include "common/cli_io.hpp"
@@ -22,13 +21,14 @@
 #if TOPOCOLL_HAVE_UCX
 #include "runtime/ucx_transport.hpp"
 #endif
+#include <fstream>
+
 #include "runtime/reducer.hpp"
 #include "runtime/rounds.hpp"
 #include "runtime/test_data.hpp"
 #include "simulator/records.hpp"
 #include "tools/bench_nccl.hpp"
 #include "tools/bench_topology.hpp"
-#include <fstream>
 
 namespace topocoll::tools {
 
@@ -54,25 +54,38 @@ std::string allreduce_names() {
 // MPI's type and op for the baseline; nullopt when MPI has no such type.
 std::optional<MPI_Datatype> mpi_type(algo::DataType t) {
   switch (t) {
-    case algo::DataType::Int8: return MPI_INT8_T;
-    case algo::DataType::Uint8: return MPI_UINT8_T;
-    case algo::DataType::Int32: return MPI_INT32_T;
-    case algo::DataType::Uint32: return MPI_UINT32_T;
-    case algo::DataType::Int64: return MPI_INT64_T;
-    case algo::DataType::Uint64: return MPI_UINT64_T;
-    case algo::DataType::Float32: return MPI_FLOAT;
-    case algo::DataType::Float64: return MPI_DOUBLE;
-    default: return std::nullopt;
+    case algo::DataType::Int8:
+      return MPI_INT8_T;
+    case algo::DataType::Uint8:
+      return MPI_UINT8_T;
+    case algo::DataType::Int32:
+      return MPI_INT32_T;
+    case algo::DataType::Uint32:
+      return MPI_UINT32_T;
+    case algo::DataType::Int64:
+      return MPI_INT64_T;
+    case algo::DataType::Uint64:
+      return MPI_UINT64_T;
+    case algo::DataType::Float32:
+      return MPI_FLOAT;
+    case algo::DataType::Float64:
+      return MPI_DOUBLE;
+    default:
+      return std::nullopt;
   }
 }
 
 MPI_Op mpi_op(algo::ReduceOp op) {
   switch (op) {
     case algo::ReduceOp::Sum:
-    case algo::ReduceOp::Avg: return MPI_SUM;  // avg: finish_avg afterwards
-    case algo::ReduceOp::Prod: return MPI_PROD;
-    case algo::ReduceOp::Min: return MPI_MIN;
-    case algo::ReduceOp::Max: return MPI_MAX;
+    case algo::ReduceOp::Avg:
+      return MPI_SUM;  // avg: finish_avg afterwards
+    case algo::ReduceOp::Prod:
+      return MPI_PROD;
+    case algo::ReduceOp::Min:
+      return MPI_MIN;
+    case algo::ReduceOp::Max:
+      return MPI_MAX;
   }
   return MPI_SUM;
 }
@@ -92,8 +105,10 @@ std::unique_ptr<runtime::Transport> make_transport(const BenchArgs& a, MPI_Comm 
     options.bulk_bytes = parse_size(a.ucx_bulk, "--ucx-bulk");
     auto ucx = std::make_unique<runtime::UcxTransport>(comm, options);
     note = "UCX: " + ucx->memory_support() + "\n# UCX: " +
-           (options.bulk_bytes ? fmt::format("messages >= {} B over an endpoint without peer-failure handling (CMA allowed)", options.bulk_bytes)
-                               : std::string("every message over peer-failure endpoints (shared memory or tcp, no CMA)"));
+           (options.bulk_bytes
+                ? fmt::format("messages >= {} B over an endpoint without peer-failure handling (CMA allowed)",
+                              options.bulk_bytes)
+                : std::string("every message over peer-failure endpoints (shared memory or tcp, no CMA)"));
     return ucx;
   }
 #endif
@@ -104,7 +119,8 @@ std::unique_ptr<runtime::Transport> make_transport(const BenchArgs& a, MPI_Comm 
 // Which point-to-point layer (PML) Open MPI uses, as far as the process can tell: mpirun passes
 // --mca pml X to its ranks as OMPI_MCA_pml.
 std::string mpi_pml() {
-  if (const char* pml = std::getenv("OMPI_MCA_pml"); pml != nullptr && *pml != '\0') return fmt::format("{} (OMPI_MCA_pml)", pml);
+  if (const char* pml = std::getenv("OMPI_MCA_pml"); pml != nullptr && *pml != '\0')
+    return fmt::format("{} (OMPI_MCA_pml)", pml);
   return "as configured by mpirun (OMPI_MCA_pml not set: the MPI library's default selection)";
 }
 
@@ -116,13 +132,18 @@ struct Point {
 }  // namespace
 
 std::vector<BenchEntry> validate_bench_args(const BenchArgs& a) {
-  const std::string backends = std::string(TOPOCOLL_HAVE_UCX ? "mpi, ucx" : "mpi") + (TOPOCOLL_HAVE_NCCL ? " or nccl" : "");
+  const std::string backends =
+      std::string(TOPOCOLL_HAVE_UCX ? "mpi, ucx" : "mpi") + (TOPOCOLL_HAVE_NCCL ? " or nccl" : "");
   if (a.backend == "nccl" && !TOPOCOLL_HAVE_NCCL)
-    throw InputError(fmt::format("--backend nccl: this topocoll-bench was built without CUDA + NCCL: expected {}", backends));
+    throw InputError(
+        fmt::format("--backend nccl: this topocoll-bench was built without CUDA + NCCL: expected {}", backends));
   if (a.backend == "ucx" && !TOPOCOLL_HAVE_UCX)
-    throw InputError("--backend ucx: this topocoll-bench was built without UCX (pkg-config ucx not found): expected mpi");
-  if (a.backend != "mpi" && a.backend != "ucx" && a.backend != "nccl") throw InputError(fmt::format("--backend {}: expected {}", a.backend, backends));
-  if (a.format != "table" && a.format != "jsonl") throw InputError(fmt::format("--format {}: expected table or jsonl", a.format));
+    throw InputError(
+        "--backend ucx: this topocoll-bench was built without UCX (pkg-config ucx not found): expected mpi");
+  if (a.backend != "mpi" && a.backend != "ucx" && a.backend != "nccl")
+    throw InputError(fmt::format("--backend {}: expected {}", a.backend, backends));
+  if (a.format != "table" && a.format != "jsonl")
+    throw InputError(fmt::format("--format {}: expected table or jsonl", a.format));
   if (a.iters < 1) throw InputError(fmt::format("-n {}: expected at least 1 iteration", a.iters));
   if (a.warmup < 0) throw InputError(fmt::format("-w {}: expected 0 or more warmup iterations", a.warmup));
   if (a.channels < 1 || a.channels > 64) throw InputError(fmt::format("--channels {}: expected 1 to 64", a.channels));
@@ -130,8 +151,9 @@ std::vector<BenchEntry> validate_bench_args(const BenchArgs& a) {
   if (parse_size(a.slice, "--slice") == 0) throw InputError("--slice 0: expected at least 1 byte");
   parse_size(a.ucx_bulk, "--ucx-bulk");
   if (a.rounds && a.backend != "mpi")
-    throw InputError(fmt::format("--rounds with --backend {}: expected --backend mpi (--backend nccl always runs schedules in rounds)",
-                                 a.backend));
+    throw InputError(fmt::format(
+        "--rounds with --backend {}: expected --backend mpi (--backend nccl always runs schedules in rounds)",
+        a.backend));
   const algo::DataType dtype = algo::parse_dtype(a.dtype);
   algo::parse_op(a.op);
   size_sweep(a, algo::size_of(dtype));
@@ -151,14 +173,17 @@ std::vector<BenchEntry> validate_bench_args(const BenchArgs& a) {
       continue;
     }
     if (name == "all") {
-      for (const algo::Algorithm* alg : algo::select_algorithms("all", algo::Collective::AllReduce)) out.push_back({alg, alg->name});
+      for (const algo::Algorithm* alg : algo::select_algorithms("all", algo::Collective::AllReduce))
+        out.push_back({alg, alg->name});
       out.push_back({nullptr, "mpi"});
       continue;
     }
     const algo::Algorithm* found = nullptr;
     for (const algo::Algorithm& alg : algo::registry())
       if (alg.name == name && alg.collective == algo::Collective::AllReduce) found = &alg;
-    if (!found) throw InputError(fmt::format("--algorithm: unknown allreduce algorithm '{}': expected {}", name, allreduce_names()));
+    if (!found)
+      throw InputError(
+          fmt::format("--algorithm: unknown allreduce algorithm '{}': expected {}", name, allreduce_names()));
     out.push_back({found, name});
   }
   return out;
@@ -182,8 +207,9 @@ int bench_command(const BenchArgs& a, std::ostream& out) {
   const runtime::PeerTable peers = runtime::PeerTable::gather(comm.comm());
   comm.set_timeout(exec.progress_timeout, &peers);
   comm.layout();  // ranks numbered node by node, the same number per node: InputError on every rank alike
-  const JobLayout job = job_layout(BenchTopology{a.topology, a.nodes > 0 ? std::optional<int>(a.nodes) : std::nullopt, a.fabric},
-                                   JobShape{comm.size(), comm.nodes(), comm.ranks_per_node()});
+  const JobLayout job =
+      job_layout(BenchTopology{a.topology, a.nodes > 0 ? std::optional<int>(a.nodes) : std::nullopt, a.fabric},
+                 JobShape{comm.size(), comm.nodes(), comm.ranks_per_node()});
   const algo::Layout& layout = job.layout;
   const int rank = comm.rank(), ranks = comm.size();
   // More ranks on this node than cores: a stalled rank hands its core back at once (its peer may
@@ -226,16 +252,17 @@ int bench_command(const BenchArgs& a, std::ostream& out) {
   base.machine = sim::hostname();
 
   if (sink && a.format == "table") {
-    *sink << fmt::format("# topocoll-bench: backend {}, {} ranks on {} node{} ({} per node), host {}\n", a.backend, ranks, comm.nodes(),
-                         comm.nodes() == 1 ? "" : "s", layout.ranks_per_node(), base.machine);
+    *sink << fmt::format("# topocoll-bench: backend {}, {} ranks on {} node{} ({} per node), host {}\n", a.backend,
+                         ranks, comm.nodes(), comm.nodes() == 1 ? "" : "s", layout.ranks_per_node(), base.machine);
     *sink << fmt::format("# topology: {}\n", job.description);
-    *sink << fmt::format("# iters {} warmup {} check {}; time = median over iterations of the max over ranks\n", a.iters, a.warmup,
-                         a.check);
+    *sink << fmt::format("# iters {} warmup {} check {}; time = median over iterations of the max over ranks\n",
+                         a.iters, a.warmup, a.check);
     *sink << fmt::format("# busbw = algbw * 2(p-1)/p = algbw * {:.4f} (nccl-tests' allreduce factor)\n", factor);
     if (!transport_note.empty()) *sink << "# " << transport_note << "\n";
     *sink << fmt::format("# {} ranks on this node, {} cores: {}\n", comm.local_size(), cores,
-                         oversubscribed ? "oversubscribed, a stalled rank yields at once"
-                                        : fmt::format("a stalled rank polls {} us before it yields", exec.spin.count()));
+                         oversubscribed
+                             ? "oversubscribed, a stalled rank yields at once"
+                             : fmt::format("a stalled rank polls {} us before it yields", exec.spin.count()));
     *sink << "# MPI (the mpi algorithm, and the bootstrap): PML " << mpi_pml() << "\n";
   }
 
@@ -258,13 +285,19 @@ int bench_command(const BenchArgs& a, std::ostream& out) {
     const std::string& name = algorithms[ai].name;
     const bool is_nccl = is_nccl_baseline(name);
     if (sink && a.format == "table") {
-      *sink << fmt::format("#\n# {}: {}\n", name,
-                           alg ? fmt::format("{} (channels {}, slice {} B)", alg->description, a.channels, tuning.slice_bytes)
-                           : is_nccl ? fmt::format("ncclAllReduce on GPU buffers{}", name == "nccl" ? "" : name == "nccl-ring" ? ", NCCL_ALGO=Ring" : ", NCCL_ALGO=Tree")
-                               : std::string("MPI_Allreduce of the MPI library, same buffers"));
-      *sink << "#                                                              out-of-place                       in-place          \n"
-               "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n"
-               "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)       \n";
+      *sink << fmt::format(
+          "#\n# {}: {}\n", name,
+          alg       ? fmt::format("{} (channels {}, slice {} B)", alg->description, a.channels, tuning.slice_bytes)
+          : is_nccl ? fmt::format("ncclAllReduce on GPU buffers{}", name == "nccl"        ? ""
+                                                                    : name == "nccl-ring" ? ", NCCL_ALGO=Ring"
+                                                                                          : ", NCCL_ALGO=Tree")
+                    : std::string("MPI_Allreduce of the MPI library, same buffers"));
+      *sink << "#                                                              out-of-place                       "
+               "in-place          \n"
+               "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw  "
+               " busbw #wrong\n"
+               "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  "
+               "(GB/s)       \n";
     }
     std::uint64_t block_wrong = 0;
     double bw_sum = 0;
@@ -272,17 +305,21 @@ int bench_command(const BenchArgs& a, std::ostream& out) {
     for (std::uint64_t bytes : sizes) {
       const algo::CollectiveArgs args = algo::CollectiveArgs::allreduce(bytes / elem, dtype, op, ranks);
       std::optional<algo::Schedule> sched;
-      std::optional<runtime::Plan> plan;  // bound once, run for every iteration
+      std::optional<runtime::Plan> plan;                // bound once, run for every iteration
       std::optional<runtime::RoundExecutor> in_rounds;  // --rounds: the same, cut into rounds
       std::string unsupported;
       if (alg) {
         const algo::Support s = alg->supports(layout, args, tuning);
-        if (!s.ok) unsupported = s.reason;
+        if (!s.ok)
+          unsupported = s.reason;
         else {
           sched.emplace(alg->generate(layout, args, tuning));
-          if (on_gpu) nccl->bind_schedule(*sched, rank);
-          else if (a.rounds) in_rounds.emplace(*sched, rank, std::move(runtime::plan_rounds(*sched)[static_cast<std::size_t>(rank)]));
-          else plan.emplace(*sched, rank);
+          if (on_gpu)
+            nccl->bind_schedule(*sched, rank);
+          else if (a.rounds)
+            in_rounds.emplace(*sched, rank, std::move(runtime::plan_rounds(*sched)[static_cast<std::size_t>(rank)]));
+          else
+            plan.emplace(*sched, rank);
         }
       } else if (!is_nccl && !mpi_type(dtype)) {
         unsupported = fmt::format("MPI has no {} type", algo::to_string(dtype));
@@ -315,13 +352,15 @@ int bench_command(const BenchArgs& a, std::ostream& out) {
             } catch (const std::exception& e) {
               // Not an input error of the command: only this rank may see it.
               const std::string gone = peers.describe_gone();
-              throw std::runtime_error(fmt::format("rank {}: {} at {} B{}: {}{}", rank, name, bytes, in_place ? " in place" : "", e.what(),
+              throw std::runtime_error(fmt::format("rank {}: {} at {} B{}: {}{}", rank, name, bytes,
+                                                   in_place ? " in place" : "", e.what(),
                                                    gone.empty() ? std::string() : "; " + gone));
             }
           } else if (is_nccl) {
             nccl->run_us(name, dtype, op, args.count, in_place);
           } else {
-            MPI_Allreduce(in_place ? MPI_IN_PLACE : in, outp, static_cast<int>(args.count), *mpi_type(dtype), mpi_op(op), comm.comm());
+            MPI_Allreduce(in_place ? MPI_IN_PLACE : in, outp, static_cast<int>(args.count), *mpi_type(dtype),
+                          mpi_op(op), comm.comm());
             if (op == algo::ReduceOp::Avg) runtime::finish_avg(dtype, outp, args.count, ranks);
           }
         };
@@ -337,7 +376,8 @@ int bench_command(const BenchArgs& a, std::ostream& out) {
           comm.barrier();
           const auto t0 = std::chrono::steady_clock::now();
           run_once();
-          times[static_cast<std::size_t>(i)] = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+          times[static_cast<std::size_t>(i)] =
+              std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
         }
         comm.max_over_ranks(times);
         std::vector<double> sorted = times;
@@ -363,7 +403,8 @@ int bench_command(const BenchArgs& a, std::ostream& out) {
       if (!sink) continue;
       std::string row = fmt::format("{:>12}  {:>12}  {:>8}  {:>6}  {:>6}", bytes, args.count, base.dtype, base.op, -1);
       for (int ip = 0; ip < 2; ++ip) {
-        const double algbw = points[ip].time_us > 0 ? static_cast<double>(bytes) / (points[ip].time_us * 1e-6) / 1e9 : 0.0;
+        const double algbw =
+            points[ip].time_us > 0 ? static_cast<double>(bytes) / (points[ip].time_us * 1e-6) / 1e9 : 0.0;
         const double busbw = algbw * factor;
         bw_sum += busbw;
         ++bw_n;

@@ -34,7 +34,7 @@ struct BenchArgs {
   int iters = 20, warmup = 5, check = 1;
   std::string dtype = "float", op = "sum";
   int channels = 2;
-  bool rounds = false;           // --rounds: topocoll's schedules cut into rounds (backend mpi)
+  bool rounds = false;         // --rounds: topocoll's schedules cut into rounds (backend mpi)
   std::string ucx_bulk = "0";  // --ucx-bulk: messages this large use UCX's bulk endpoint (0: never)
   std::string slice = "1M";
   double timeout_s = 60.0;

@@ -3,11 +3,10 @@
 // Exit status: 0 success, 1 a wrong result or an internal error (the job is aborted), 2 bad input.
 #include <mpi.h>
 
+#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
-
-#include <CLI/CLI.hpp>
 
 #include "common/errors.hpp"
 #include "runtime/executor.hpp"
@@ -36,7 +35,10 @@ bool launcher_rank0() {
 int main(int argc, char** argv) {
   CLI::App app{"topocoll-bench: measured allreduce of topocoll's schedules and MPI_Allreduce (nccl-tests table)"};
   topocoll::tools::BenchArgs a;
-  app.add_option("--backend", a.backend, "transport of topocoll's schedules: mpi or ucx (nccl: CUDA+NCCL builds only); the mpi algorithm is MPI_Allreduce in every backend")->default_val("mpi");
+  app.add_option("--backend", a.backend,
+                 "transport of topocoll's schedules: mpi or ucx (nccl: CUDA+NCCL builds only); the mpi algorithm is "
+                 "MPI_Allreduce in every backend")
+      ->default_val("mpi");
   app.add_option("--algorithm,-a", a.algorithm, "allreduce algorithms and/or mpi: comma list or 'all'")
       ->default_val("ring,dbt,hierarchical,mpi");
   app.add_option("-b,--minbytes", a.min_bytes, "smallest size (8, 1K, 1M, 1G)")->default_val("8");
@@ -51,23 +53,27 @@ int main(int argc, char** argv) {
   app.add_flag("--rounds", a.rounds,
                "run topocoll's schedules cut into rounds (runtime/rounds.hpp), one group of MPI_Isend/Irecv per round, "
                "as --backend nccl runs them (backend mpi)");
-  app.add_option("--ucx-bulk", a.ucx_bulk,
-                 "ucx backend, experimental: messages of this many bytes or more go over an endpoint without peer-failure "
-                 "handling, which may use CMA (one copy); 0: none. 64K hung with dbt at 4 MiB on 2 ranks (UCX 1.13.1)")
+  app.add_option(
+         "--ucx-bulk", a.ucx_bulk,
+         "ucx backend, experimental: messages of this many bytes or more go over an endpoint without peer-failure "
+         "handling, which may use CMA (one copy); 0: none. 64K hung with dbt at 4 MiB on 2 ranks (UCX 1.13.1)")
       ->default_val("0");
   app.add_option("--slice", a.slice, "pipelining slice in bytes")->default_val("1M");
-  app.add_option("--topology", a.topology,
-                 "the job's topology: preset, NCCL XML or YAML spec; its GPUs must match the ranks (default: detected from MPI)");
+  app.add_option(
+      "--topology", a.topology,
+      "the job's topology: preset, NCCL XML or YAML spec; its GPUs must match the ranks (default: detected from MPI)");
   app.add_option("--nodes", a.nodes, "nodes of --topology (presets: default 1)");
   app.add_option("--fabric", a.fabric, "fabric of --topology: single-switch | rail-fat-tree | fat-tree");
   double env_timeout_s = 60;  // TOPOCOLL_TIMEOUT, when set, is --timeout's default
   try {
-    env_timeout_s = static_cast<double>(topocoll::runtime::ExecOptions::from_environment().progress_timeout.count()) / 1000.0;
+    env_timeout_s =
+        static_cast<double>(topocoll::runtime::ExecOptions::from_environment().progress_timeout.count()) / 1000.0;
   } catch (const std::exception& e) {
     if (launcher_rank0()) std::fprintf(stderr, "topocoll-bench: error: %s\n", e.what());
     return 2;
   }
-  app.add_option("--timeout", a.timeout_s, "progress timeout in seconds (default: TOPOCOLL_TIMEOUT, else 60)")->default_val(env_timeout_s);
+  app.add_option("--timeout", a.timeout_s, "progress timeout in seconds (default: TOPOCOLL_TIMEOUT, else 60)")
+      ->default_val(env_timeout_s);
   app.add_option("--format", a.format, "table | jsonl")->default_val("table");
   app.add_option("-O,--output", a.output, "output file (default stdout; rank 0 writes)");
   app.footer(kExamples);

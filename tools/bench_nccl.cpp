@@ -27,26 +27,39 @@ namespace {
 
 namespace cuda = runtime::cuda;
 
-void check(cudaError_t e, const char* where) { cuda::throw_if_failed(cuda::Status{static_cast<int>(e), where}); }
+void check(cudaError_t e, const char* where) {
+  cuda::throw_if_failed(cuda::Status{static_cast<int>(e), where});
+}
 
 void check_nccl(ncclResult_t r, const char* where, ncclComm_t comm) {
   if (r == ncclSuccess) return;
   const char* last = ncclGetLastError(comm);
-  throw cuda::NcclError(fmt::format("{}: {}{}{}", where, ncclGetErrorString(r), last && *last ? ": " : "", last ? last : ""));
+  throw cuda::NcclError(
+      fmt::format("{}: {}{}{}", where, ncclGetErrorString(r), last && *last ? ": " : "", last ? last : ""));
 }
 
 ncclDataType_t nccl_type(algo::DataType t) {
   switch (t) {
-    case algo::DataType::Int8: return ncclInt8;
-    case algo::DataType::Uint8: return ncclUint8;
-    case algo::DataType::Int32: return ncclInt32;
-    case algo::DataType::Uint32: return ncclUint32;
-    case algo::DataType::Int64: return ncclInt64;
-    case algo::DataType::Uint64: return ncclUint64;
-    case algo::DataType::Float16: return ncclFloat16;
-    case algo::DataType::BFloat16: return ncclBfloat16;
-    case algo::DataType::Float32: return ncclFloat32;
-    case algo::DataType::Float64: return ncclFloat64;
+    case algo::DataType::Int8:
+      return ncclInt8;
+    case algo::DataType::Uint8:
+      return ncclUint8;
+    case algo::DataType::Int32:
+      return ncclInt32;
+    case algo::DataType::Uint32:
+      return ncclUint32;
+    case algo::DataType::Int64:
+      return ncclInt64;
+    case algo::DataType::Uint64:
+      return ncclUint64;
+    case algo::DataType::Float16:
+      return ncclFloat16;
+    case algo::DataType::BFloat16:
+      return ncclBfloat16;
+    case algo::DataType::Float32:
+      return ncclFloat32;
+    case algo::DataType::Float64:
+      return ncclFloat64;
   }
   throw InternalError(fmt::format("nccl_type: unknown DataType {}", static_cast<int>(t)));
 }
@@ -54,10 +67,14 @@ ncclDataType_t nccl_type(algo::DataType t) {
 ncclRedOp_t nccl_op(algo::ReduceOp op) {
   switch (op) {
     case algo::ReduceOp::Sum:
-    case algo::ReduceOp::Avg: return ncclSum;  // avg: finish_avg afterwards (see the header)
-    case algo::ReduceOp::Prod: return ncclProd;
-    case algo::ReduceOp::Min: return ncclMin;
-    case algo::ReduceOp::Max: return ncclMax;
+    case algo::ReduceOp::Avg:
+      return ncclSum;  // avg: finish_avg afterwards (see the header)
+    case algo::ReduceOp::Prod:
+      return ncclProd;
+    case algo::ReduceOp::Min:
+      return ncclMin;
+    case algo::ReduceOp::Max:
+      return ncclMax;
   }
   throw InternalError(fmt::format("nccl_op: unknown ReduceOp {}", static_cast<int>(op)));
 }
@@ -110,8 +127,12 @@ class Baselines final : public NcclBaselines {
  public:
   Baselines(MPI_Comm comm, int local_rank, std::uint64_t max_bytes, const std::vector<std::string>& names,
             std::chrono::milliseconds timeout)
-      : device_(select_device(local_rank)), input_(max_bytes), output_(max_bytes), host_(kHostChunkBytes),
-        expected_(kHostChunkBytes), timeout_(timeout) {
+      : device_(select_device(local_rank)),
+        input_(max_bytes),
+        output_(max_bytes),
+        host_(kHostChunkBytes),
+        expected_(kHostChunkBytes),
+        timeout_(timeout) {
     MPI_Comm_rank(comm, &rank_);
     MPI_Comm_size(comm, &ranks_);
     bool schedules = false;
@@ -153,8 +174,8 @@ class Baselines final : public NcclBaselines {
       const int k = rounds_->first_unfinished();
       std::string peers;
       for (int p : executor_->peers(k)) peers += (peers.empty() ? "" : ",") + std::to_string(p);
-      throw cuda::NcclError(fmt::format("{} (round {} of {} unfinished: its transfers with rank(s) {} never matched)", e.what(), k,
-                                        executor_->rounds(), peers.empty() ? "none" : peers));
+      throw cuda::NcclError(fmt::format("{} (round {} of {} unfinished: its transfers with rank(s) {} never matched)",
+                                        e.what(), k, executor_->rounds(), peers.empty() ? "none" : peers));
     }
     return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
   }
@@ -163,10 +184,11 @@ class Baselines final : public NcclBaselines {
     cudaDeviceProp prop{};
     cudaGetDeviceProperties(&prop, device_);
     const char* env = std::getenv("NCCL_ALGO");
-    return fmt::format("NCCL {}, rank {} on GPU {} ({}); nccl-ring / nccl-tree: NCCL_ALGO=Ring / Tree set at communicator "
-                       "init; nccl: {}; avg = ncclSum + finish_avg",
-                       cuda::nccl_version(), rank_, device_, prop.name,
-                       env ? fmt::format("NCCL_ALGO={} from the environment", env) : std::string("NCCL's own choice"));
+    return fmt::format(
+        "NCCL {}, rank {} on GPU {} ({}); nccl-ring / nccl-tree: NCCL_ALGO=Ring / Tree set at communicator "
+        "init; nccl: {}; avg = ncclSum + finish_avg",
+        cuda::nccl_version(), rank_, device_, prop.name,
+        env ? fmt::format("NCCL_ALGO={} from the environment", env) : std::string("NCCL's own choice"));
   }
 
   void fill(algo::DataType t, algo::ReduceOp op, std::uint64_t count, bool in_place) override {
@@ -180,13 +202,15 @@ class Baselines final : public NcclBaselines {
     check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
   }
 
-  double run_us(const std::string& name, algo::DataType t, algo::ReduceOp op, std::uint64_t count, bool in_place) override {
+  double run_us(const std::string& name, algo::DataType t, algo::ReduceOp op, std::uint64_t count,
+                bool in_place) override {
     auto it = comms_.find(name);
     if (it == comms_.end()) throw InputError(fmt::format("nccl baselines: '{}' was not set up", name));
     ncclComm_t comm = it->second->get();
     std::byte* out = in_place ? input_.get() : output_.get();
     const auto t0 = std::chrono::steady_clock::now();
-    check_nccl(ncclAllReduce(input_.get(), out, count, nccl_type(t), nccl_op(op), comm, stream_.get()), "ncclAllReduce", comm);
+    check_nccl(ncclAllReduce(input_.get(), out, count, nccl_type(t), nccl_op(op), comm, stream_.get()), "ncclAllReduce",
+               comm);
     if (op == algo::ReduceOp::Avg) cuda::throw_if_failed(cuda::finish_avg(t, out, count, ranks_, stream_.get()));
     wait_bounded(*it->second, fmt::format("rank {}: {} (ncclAllReduce)", rank_, name));
     return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
@@ -243,10 +267,13 @@ class Baselines final : public NcclBaselines {
 
 }  // namespace
 
-bool nccl_available(std::string* why) { return cuda::device_available(why); }
+bool nccl_available(std::string* why) {
+  return cuda::device_available(why);
+}
 
 std::unique_ptr<NcclBaselines> make_nccl_baselines(MPI_Comm comm, int local_rank, std::uint64_t max_bytes,
-                                                   const std::vector<std::string>& names, std::chrono::milliseconds timeout) {
+                                                   const std::vector<std::string>& names,
+                                                   std::chrono::milliseconds timeout) {
   return std::make_unique<Baselines>(comm, local_rank, max_bytes, names, timeout);
 }
 

@@ -77,13 +77,13 @@ bool nccl_available(std::string* why);
 
 // Collective over `comm` (every rank calls it). Uses GPU local_rank % devices; allocates input and
 // output of max_bytes each; creates one communicator per baseline named in `names`, and one of
-// NCCL's defaults for topocoll's schedules when `names` holds any other name than mpi. Throws std::runtime_error naming the failed call (NCCL refuses two ranks
-// on one GPU: "Duplicate GPU detected").
-// Every wait for the GPU is bounded by `timeout` (the bench's progress timeout): then the
-// communicator is aborted and an NcclError names the call (for a schedule: its unfinished round
-// and the peers of that round).
+// NCCL's defaults for topocoll's schedules when `names` holds any other name than mpi. Throws std::runtime_error naming
+// the failed call (NCCL refuses two ranks on one GPU: "Duplicate GPU detected"). Every wait for the GPU is bounded by
+// `timeout` (the bench's progress timeout): then the communicator is aborted and an NcclError names the call (for a
+// schedule: its unfinished round and the peers of that round).
 std::unique_ptr<NcclBaselines> make_nccl_baselines(MPI_Comm comm, int local_rank, std::uint64_t max_bytes,
-                                                   const std::vector<std::string>& names, std::chrono::milliseconds timeout);
+                                                   const std::vector<std::string>& names,
+                                                   std::chrono::milliseconds timeout);
 
 #else
 

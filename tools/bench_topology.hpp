@@ -24,7 +24,7 @@ struct JobShape {
 struct BenchTopology {
   std::string topology;  // preset, NCCL XML or YAML spec; empty: detect
   std::optional<int> nodes;
-  std::string fabric;    // empty: the topology's default
+  std::string fabric;  // empty: the topology's default
 };
 
 struct JobLayout {

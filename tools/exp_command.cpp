@@ -1,8 +1,10 @@
 #include "tools/exp_command.hpp"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <yaml-cpp/yaml.h>
 
 #include <algorithm>
 #include <array>
@@ -11,16 +13,13 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <optional>
 #include <fstream>
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <sstream>
-
-#include <fmt/format.h>
-#include <yaml-cpp/yaml.h>
 
 #include "algorithms/registry.hpp"
 #include "common/cli_io.hpp"
@@ -39,14 +38,16 @@ namespace topocoll::tools {
 
 std::string sha256_hex(const std::string& bytes) {
   static constexpr std::array<std::uint32_t, 64> k = {
-      0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5, 0xd807aa98, 0x12835b01,
-      0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174, 0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc,
-      0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da, 0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147,
-      0x06ca6351, 0x14292967, 0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85,
-      0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070, 0x19a4c116, 0x1e376c08,
-      0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3, 0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208,
-      0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2};
-  std::array<std::uint32_t, 8> h = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
+      0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
+      0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,
+      0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
+      0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967,
+      0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85,
+      0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070,
+      0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
+      0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2};
+  std::array<std::uint32_t, 8> h = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
+                                    0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
   auto rotr = [](std::uint32_t x, int n) { return (x >> n) | (x << (32 - n)); };
   // Message, then 0x80, zeros to 56 mod 64, then the bit length big-endian.
   std::string m = bytes;
@@ -130,7 +131,8 @@ class SpecReader {
   // A scalar or a list of scalars -> strings; an empty list is "empty grid".
   std::vector<std::string> list(const YAML::Node& n, const std::string& key) const {
     std::vector<std::string> v;
-    if (n.IsScalar()) v.push_back(n.as<std::string>());
+    if (n.IsScalar())
+      v.push_back(n.as<std::string>());
     else if (n.IsSequence()) {
       for (const auto& e : n) v.push_back(scalar(e, key));
     } else if (n.IsNull()) {
@@ -189,7 +191,9 @@ std::string resolve(const std::string& dir, const std::string& name) {
 }
 
 bool is_file_name(const std::string& t) {
-  const auto ends = [&](const char* s) { return t.size() > std::strlen(s) && t.compare(t.size() - std::strlen(s), std::strlen(s), s) == 0; };
+  const auto ends = [&](const char* s) {
+    return t.size() > std::strlen(s) && t.compare(t.size() - std::strlen(s), std::strlen(s), s) == 0;
+  };
   return ends(".xml") || ends(".yaml") || ends(".yml");
 }
 
@@ -226,7 +230,8 @@ ExpSpec load_exp_spec(const std::string& path) {
     s.calibration = r.scalar(root["calibration"], "calibration");
     s.calibration_path = resolve(s.dir, s.calibration);
     if (!fs::exists(s.calibration_path))
-      r.fail(root["calibration"], fmt::format("calibration {}: no such file (looked for {})", s.calibration, s.calibration_path));
+      r.fail(root["calibration"],
+             fmt::format("calibration {}: no such file (looked for {})", s.calibration, s.calibration_path));
   }
   if (root["protocol"]) {
     s.protocol = r.scalar(root["protocol"], "protocol");
@@ -240,7 +245,9 @@ ExpSpec load_exp_spec(const std::string& path) {
   const YAML::Node g = root["grid"];
   r.keys(g, "grid", kGridKeys);
   for (const char* required : {"algorithms", "sizes"})
-    if (!g[required]) r.fail(g, fmt::format("grid: missing key '{}' (required: algorithms, sizes; topologies unless engine real)", required));
+    if (!g[required])
+      r.fail(g, fmt::format("grid: missing key '{}' (required: algorithms, sizes; topologies unless engine real)",
+                            required));
 
   // Topologies: presets or files (relative to the spec's folder). Checked by loading one node.
   if (real) {
@@ -250,7 +257,8 @@ ExpSpec load_exp_spec(const std::string& path) {
                                           fmt::join(s.topologies, ",")));
     s.topology_paths = s.topologies;
   } else {
-    if (!g["topologies"]) r.fail(g, "grid: missing key 'topologies' (a preset such as dgx-h100, or a .xml / .yaml file)");
+    if (!g["topologies"])
+      r.fail(g, "grid: missing key 'topologies' (a preset such as dgx-h100, or a .xml / .yaml file)");
     s.topologies = r.list(g["topologies"], "grid.topologies");
     for (const std::string& t : s.topologies) {
       s.topology_paths.push_back(is_file_name(t) ? resolve(s.dir, t) : t);
@@ -307,8 +315,8 @@ ExpSpec load_exp_spec(const std::string& path) {
       std::vector<std::string> known;
       for (const auto& x : reg)
         if (x.collective == algo::Collective::AllReduce) known.push_back(x.name);
-      r.fail(g["algorithms"], fmt::format("grid.algorithms {}: unknown algorithm, expected one of {}{}", a, fmt::join(known, ", "),
-                                          real ? ", mpi" : ""));
+      r.fail(g["algorithms"], fmt::format("grid.algorithms {}: unknown algorithm, expected one of {}{}", a,
+                                          fmt::join(known, ", "), real ? ", mpi" : ""));
     }
   }
   if (std::set<std::string>(s.algorithms.begin(), s.algorithms.end()).size() != s.algorithms.size())
@@ -364,7 +372,8 @@ ExpSpec load_exp_spec(const std::string& path) {
     }
   }
   if (g["ranks"]) {
-    if (!real) r.fail(g["ranks"], "grid.ranks: only for engine real (simulated rank counts come from topologies x nodes)");
+    if (!real)
+      r.fail(g["ranks"], "grid.ranks: only for engine real (simulated rank counts come from topologies x nodes)");
     for (const std::string& n : r.list(g["ranks"], "grid.ranks")) {
       if (const auto v = int_in(n, 1, 4096)) {
         s.ranks.push_back(*v);
@@ -435,7 +444,11 @@ std::string git_commit(const std::string& dir) {
 class Progress {
  public:
   Progress(std::size_t total, std::size_t done, bool quiet)
-      : total_(total), done_(done), start_done_(done), quiet_(quiet), tty_(isatty(2) == 1),
+      : total_(total),
+        done_(done),
+        start_done_(done),
+        quiet_(quiet),
+        tty_(isatty(2) == 1),
         start_(std::chrono::steady_clock::now()) {
     last_line_ = start_;
   }
@@ -471,7 +484,8 @@ class Progress {
       left = fmt::format("{}:{:02d}:{:02d}", s / 3600, (s / 60) % 60, s % 60);
     }
     return fmt::format("{}/{} points ({:.0f}%), {:.1f} points/s, {:.0f} s elapsed, time left {}", done_, total_,
-                       total_ ? 100.0 * static_cast<double>(done_) / static_cast<double>(total_) : 100.0, rate, t, left);
+                       total_ ? 100.0 * static_cast<double>(done_) / static_cast<double>(total_) : 100.0, rate, t,
+                       left);
   }
   void bar() {
     constexpr int kWidth = 30;
@@ -521,15 +535,19 @@ Existing read_existing(const std::string& file, const ExpSpec& spec) {
     try {
       rec = sim::record_from_json(nlohmann::json::parse(line));
     } catch (const std::exception& e) {
-      throw InputError(fmt::format("{}:{}: not a record ({}): fix or remove the file, or run with --fresh", file, lineno,
-                                   std::string(e.what()).substr(0, 120)));
+      throw InputError(fmt::format("{}:{}: not a record ({}): fix or remove the file, or run with --fresh", file,
+                                   lineno, std::string(e.what()).substr(0, 120)));
     }
     if (!rec.point || !rec.spec_hash)
-      throw InputError(fmt::format("{}:{}: a record without point / spec_hash (not written by topocoll exp run): remove the "
-                                   "file or run with --fresh", file, lineno));
+      throw InputError(
+          fmt::format("{}:{}: a record without point / spec_hash (not written by topocoll exp run): remove the "
+                      "file or run with --fresh",
+                      file, lineno));
     if (*rec.spec_hash != "sha256:" + spec.sha256)
-      throw InputError(fmt::format("{}:{}: written from another version of the spec ({}, the spec is now sha256:{}): "
-                                   "run with --fresh to start over", file, lineno, *rec.spec_hash, spec.sha256.substr(0, 12)));
+      throw InputError(
+          fmt::format("{}:{}: written from another version of the spec ({}, the spec is now sha256:{}): "
+                      "run with --fresh to start over",
+                      file, lineno, *rec.spec_hash, spec.sha256.substr(0, 12)));
     ex.points.insert(*rec.point);
   }
   return ex;
@@ -555,24 +573,29 @@ class RecordWriter {
 
 // --- the grid -------------------------------------------------------------------------------
 
-std::string fmt_opt(const std::optional<int>& v) { return v ? std::to_string(*v) : "-"; }
-std::string fmt_opt(const std::optional<std::string>& v) { return v ? *v : "-"; }
+std::string fmt_opt(const std::optional<int>& v) {
+  return v ? std::to_string(*v) : "-";
+}
+std::string fmt_opt(const std::optional<std::string>& v) {
+  return v ? *v : "-";
+}
 
 // The resume key: the point's grid coordinates as written in the spec, and the repetition.
-std::string sim_point(const ExpSpec& s, std::size_t ti, const std::optional<int>& nodes, const std::optional<std::string>& fabric,
-                      const std::string& dtype, const std::string& channels, const std::string& algorithm, std::uint64_t bytes,
-                      int rep) {
-  return fmt::format("{}|nodes={}|fabric={}|dtype={}|channels={}|{}|{}|rep={}", s.topologies[ti], fmt_opt(nodes), fmt_opt(fabric),
-                     dtype, channels, algorithm, bytes, rep);
+std::string sim_point(const ExpSpec& s, std::size_t ti, const std::optional<int>& nodes,
+                      const std::optional<std::string>& fabric, const std::string& dtype, const std::string& channels,
+                      const std::string& algorithm, std::uint64_t bytes, int rep) {
+  return fmt::format("{}|nodes={}|fabric={}|dtype={}|channels={}|{}|{}|rep={}", s.topologies[ti], fmt_opt(nodes),
+                     fmt_opt(fabric), dtype, channels, algorithm, bytes, rep);
 }
-std::string model_point(const ExpSpec& s, std::size_t ti, const std::optional<int>& nodes, const std::optional<std::string>& fabric,
-                        const std::string& dtype, std::uint64_t bytes) {
-  return fmt::format("{}|nodes={}|fabric={}|dtype={}|nccl-model|{}", s.topologies[ti], fmt_opt(nodes), fmt_opt(fabric), dtype, bytes);
+std::string model_point(const ExpSpec& s, std::size_t ti, const std::optional<int>& nodes,
+                        const std::optional<std::string>& fabric, const std::string& dtype, std::uint64_t bytes) {
+  return fmt::format("{}|nodes={}|fabric={}|dtype={}|nccl-model|{}", s.topologies[ti], fmt_opt(nodes), fmt_opt(fabric),
+                     dtype, bytes);
 }
-std::string real_point(const ExpSpec& s, int ranks, const std::string& dtype, const std::string& channels, const std::string& algorithm,
-                       std::uint64_t bytes, bool in_place, int rep) {
-  return fmt::format("local|ranks={}|backend={}|dtype={}|channels={}|{}|{}|{}|rep={}", ranks, s.real.backend, dtype, channels,
-                     algorithm, bytes, in_place ? "in-place" : "out-of-place", rep);
+std::string real_point(const ExpSpec& s, int ranks, const std::string& dtype, const std::string& channels,
+                       const std::string& algorithm, std::uint64_t bytes, bool in_place, int rep) {
+  return fmt::format("local|ranks={}|backend={}|dtype={}|channels={}|{}|{}|{}|rep={}", ranks, s.real.backend, dtype,
+                     channels, algorithm, bytes, in_place ? "in-place" : "out-of-place", rep);
 }
 
 std::vector<std::uint64_t> sizes_of(const ExpSpec& s, const std::string& dtype) {
@@ -591,10 +614,12 @@ sim::Record provenance(const ExpSpec& s, const std::string& commit) {
 
 // --- simulated engines ----------------------------------------------------------------------
 
-void run_simulated(const ExpSpec& s, const std::string& commit, const Existing& ex, RecordWriter& w, Progress& progress) {
+void run_simulated(const ExpSpec& s, const std::string& commit, const Existing& ex, RecordWriter& w,
+                   Progress& progress) {
   std::unique_ptr<sim::Engine> engine = sim::make_engine(s.engine);
   // As `topocoll sim`: the base calibration (hardware); each protocol derives its own.
-  const sim::Calibration calib = s.calibration.empty() ? sim::base_calibration() : sim::load_calibration(s.calibration_path);
+  const sim::Calibration calib =
+      s.calibration.empty() ? sim::base_calibration() : sim::load_calibration(s.calibration_path);
   const std::uint64_t slice = cli::parse_size(s.slice, "grid.slice");
   const algo::ReduceOp op = algo::parse_op(s.op);
   std::set<std::string> notes;
@@ -630,7 +655,8 @@ void run_simulated(const ExpSpec& s, const std::string& commit, const Existing& 
           try {
             return topo::load_topology(o);
           } catch (const InputError& e) {
-            throw InputError(fmt::format("{}: grid point {} x nodes {}: {}", s.path, s.topologies[ti], fmt_opt(nodes), e.what()));
+            throw InputError(
+                fmt::format("{}: grid point {} x nodes {}: {}", s.path, s.topologies[ti], fmt_opt(nodes), e.what()));
           }
         }();
         const algo::Layout layout = algo::layout_of(t);
@@ -663,12 +689,15 @@ void run_simulated(const ExpSpec& s, const std::string& commit, const Existing& 
             algo::Tuning tuning;
             // "nccl": the channels stock NCCL runs with on this topology (the model's ring graph,
             // doubled by ncclTopoPostset, at most 32), as scripts/validate uses.
-            tuning.channels = ch == "nccl" ? std::min(32, nccl.comm_channels > 0 ? nccl.comm_channels : 2 * nccl.channels) : std::stoi(ch);
+            tuning.channels = ch == "nccl"
+                                  ? std::min(32, nccl.comm_channels > 0 ? nccl.comm_channels : 2 * nccl.channels)
+                                  : std::stoi(ch);
             tuning.slice_bytes = slice;
             for (const std::string& a : s.algorithms) {
               const algo::Algorithm& alg = algo::find_algorithm(a);
               for (std::uint64_t bytes : sizes) {
-                const algo::CollectiveArgs args = algo::CollectiveArgs::allreduce(bytes / elem, dtype, op, t.num_ranks());
+                const algo::CollectiveArgs args =
+                    algo::CollectiveArgs::allreduce(bytes / elem, dtype, op, t.num_ranks());
                 const algo::Support sup = alg.supports(layout, args, tuning);
                 std::optional<algo::Schedule> sched;
                 sim::SimResult res;
@@ -677,8 +706,8 @@ void run_simulated(const ExpSpec& s, const std::string& commit, const Existing& 
                   const std::string point = sim_point(s, ti, nodes, fabric, dtype_name, ch, a, bytes, rep);
                   if (ex.points.count(point)) continue;
                   if (!sup.ok) {
-                    const std::string note = fmt::format("{} on {} x {} nodes: not supported ({}): no records", a, s.topologies[ti],
-                                                         t.nodes(), sup.reason);
+                    const std::string note = fmt::format("{} on {} x {} nodes: not supported ({}): no records", a,
+                                                         s.topologies[ti], t.nodes(), sup.reason);
                     if (notes.insert(note).second) std::fprintf(stderr, "exp: note: %s\n", note.c_str());
                     progress.add(1);
                     continue;
@@ -785,24 +814,53 @@ std::string error_line(const std::string& log) {
 
 void run_real(const ExpSpec& s, const std::string& commit, const Existing& ex, RecordWriter& w, Progress& progress,
               const std::string& out_dir, const std::function<void()>& header) {
-  const std::string bench = !s.real.bench.empty() ? s.real.bench
-                            : std::getenv("TOPOCOLL_BENCH")   ? std::string(std::getenv("TOPOCOLL_BENCH"))
-                                                              : (fs::path(self_dir()) / "topocoll-bench").string();
+  const std::string bench = !s.real.bench.empty()           ? s.real.bench
+                            : std::getenv("TOPOCOLL_BENCH") ? std::string(std::getenv("TOPOCOLL_BENCH"))
+                                                            : (fs::path(self_dir()) / "topocoll-bench").string();
   if (!fs::exists(bench))
-    throw InputError(fmt::format("{}: engine real needs topocoll-bench (built with MPI): {} does not exist (set real.bench or "
-                                 "TOPOCOLL_BENCH)", s.path, bench));
+    throw InputError(
+        fmt::format("{}: engine real needs topocoll-bench (built with MPI): {} does not exist (set real.bench or "
+                    "TOPOCOLL_BENCH)",
+                    s.path, bench));
   const std::string tmp = (fs::path(out_dir) / ".exp-real.jsonl").string();
   const std::string log = (fs::path(out_dir) / ".exp-real.log").string();
   const auto bench_argv = [&](int ranks, const std::string& dtype, const std::string& ch, const std::string& min_bytes,
-                              const std::string& max_bytes, int iters, int warmup, int check, const std::string& output) {
+                              const std::string& max_bytes, int iters, int warmup, int check,
+                              const std::string& output) {
     std::vector<std::string> argv = s.real.mpirun;
-    for (const std::string& x :
-         {std::string("-np"), std::to_string(ranks), bench, std::string("--backend"), s.real.backend, std::string("--algorithm"),
-          fmt::format("{}", fmt::join(s.algorithms, ",")), std::string("-b"), min_bytes, std::string("-e"), max_bytes,
-          std::string("-f"), s.factor, std::string("-d"), dtype, std::string("-o"), s.op, std::string("--channels"), ch,
-          std::string("--slice"), s.slice, std::string("-n"), std::to_string(iters), std::string("-w"), std::to_string(warmup),
-          std::string("-c"), std::to_string(check), std::string("--timeout"), fmt::format("{:g}", s.real.timeout_s),
-          std::string("--format"), std::string("jsonl"), std::string("-O"), output})
+    for (const std::string& x : {std::string("-np"),
+                                 std::to_string(ranks),
+                                 bench,
+                                 std::string("--backend"),
+                                 s.real.backend,
+                                 std::string("--algorithm"),
+                                 fmt::format("{}", fmt::join(s.algorithms, ",")),
+                                 std::string("-b"),
+                                 min_bytes,
+                                 std::string("-e"),
+                                 max_bytes,
+                                 std::string("-f"),
+                                 s.factor,
+                                 std::string("-d"),
+                                 dtype,
+                                 std::string("-o"),
+                                 s.op,
+                                 std::string("--channels"),
+                                 ch,
+                                 std::string("--slice"),
+                                 s.slice,
+                                 std::string("-n"),
+                                 std::to_string(iters),
+                                 std::string("-w"),
+                                 std::to_string(warmup),
+                                 std::string("-c"),
+                                 std::to_string(check),
+                                 std::string("--timeout"),
+                                 fmt::format("{:g}", s.real.timeout_s),
+                                 std::string("--format"),
+                                 std::string("jsonl"),
+                                 std::string("-O"),
+                                 output})
       argv.push_back(x);
     return argv;
   };
@@ -824,11 +882,13 @@ void run_real(const ExpSpec& s, const std::string& commit, const Existing& ex, R
         if (left == 0) continue;
         const int rc = run_logged(bench_argv(ranks, dtype, ch, s.min_bytes, s.min_bytes, 1, 1, 0, "/dev/null"), log);
         if (rc == 2)
-          throw InputError(fmt::format("{}: topocoll-bench rejected the grid (ranks {}, dtype {}, channels {}, backend {}): {}", s.path,
-                                       ranks, dtype, ch, s.real.backend, error_line(log)));
+          throw InputError(
+              fmt::format("{}: topocoll-bench rejected the grid (ranks {}, dtype {}, channels {}, backend {}): {}",
+                          s.path, ranks, dtype, ch, s.real.backend, error_line(log)));
         if (rc != 0)
-          throw std::runtime_error(fmt::format("{} -np {} topocoll-bench (a check run of one size) exited {}: {} (full log: {})",
-                                               s.real.mpirun.front(), ranks, rc, error_line(log), log));
+          throw std::runtime_error(
+              fmt::format("{} -np {} topocoll-bench (a check run of one size) exited {}: {} (full log: {})",
+                          s.real.mpirun.front(), ranks, rc, error_line(log), log));
       }
   header();
   progress.start();
@@ -841,12 +901,16 @@ void run_real(const ExpSpec& s, const std::string& commit, const Existing& ex, R
           const std::size_t todo = todo_of(ranks, dtype, ch, rep);
           if (todo == 0) continue;
           fs::remove(tmp);
-          const int rc = run_logged(bench_argv(ranks, dtype, ch, s.min_bytes, s.max_bytes, s.real.iters, s.real.warmup, s.real.check, tmp), log);
+          const int rc = run_logged(
+              bench_argv(ranks, dtype, ch, s.min_bytes, s.max_bytes, s.real.iters, s.real.warmup, s.real.check, tmp),
+              log);
           if (rc == 2)
-            throw InputError(fmt::format("{}: topocoll-bench rejected the grid (ranks {}, dtype {}, channels {}, backend {}): {}", s.path,
-                                         ranks, dtype, ch, s.real.backend, error_line(log)));
+            throw InputError(
+                fmt::format("{}: topocoll-bench rejected the grid (ranks {}, dtype {}, channels {}, backend {}): {}",
+                            s.path, ranks, dtype, ch, s.real.backend, error_line(log)));
           if (rc != 0 && rc != 1)
-            throw std::runtime_error(fmt::format("mpirun -np {} topocoll-bench exited {}: {} (full log: {})", ranks, rc, error_line(log), log));
+            throw std::runtime_error(fmt::format("mpirun -np {} topocoll-bench exited {}: {} (full log: {})", ranks, rc,
+                                                 error_line(log), log));
           std::ifstream in(tmp);
           std::string line;
           std::size_t written = 0;
@@ -868,8 +932,9 @@ void run_real(const ExpSpec& s, const std::string& commit, const Existing& ex, R
           }
           fs::remove(tmp);
           if (rc == 1)
-            throw std::runtime_error(fmt::format("mpirun -np {} topocoll-bench: a result was wrong or the run failed: {} (log: {})", ranks,
-                                                 error_line(log), log));
+            throw std::runtime_error(
+                fmt::format("mpirun -np {} topocoll-bench: a result was wrong or the run failed: {} (log: {})", ranks,
+                            error_line(log), log));
           progress.add(std::min(written, todo));
         }
   fs::remove(log);
@@ -880,10 +945,12 @@ std::size_t count_points(const ExpSpec& s) {
   for (const std::string& dtype : s.dtypes) {
     const std::size_t sizes = sizes_of(s, dtype).size();
     if (s.engine == "real") {
-      n += s.ranks.size() * s.channels.size() * s.algorithms.size() * sizes * 2 * static_cast<std::size_t>(s.repetitions);
+      n += s.ranks.size() * s.channels.size() * s.algorithms.size() * sizes * 2 *
+           static_cast<std::size_t>(s.repetitions);
     } else {
       const std::size_t clusters = s.topologies.size() * s.nodes.size() * s.fabrics.size();
-      n += clusters * sizes * (s.channels.size() * s.algorithms.size() * static_cast<std::size_t>(s.repetitions) + (s.nccl_model ? 1 : 0));
+      n += clusters * sizes *
+           (s.channels.size() * s.algorithms.size() * static_cast<std::size_t>(s.repetitions) + (s.nccl_model ? 1 : 0));
     }
   }
   return n;
@@ -899,19 +966,21 @@ int exp_run(const ExpArgs& a, std::ostream& out) {
   if (!fs::is_directory(dir)) throw InputError(fmt::format("-o {}: cannot create the output folder", dir));
   // experiment.yaml -> records.jsonl; another spec in the folder (NAME.yaml) -> records-NAME.jsonl.
   const std::string stem = fs::path(s.path).stem().string();
-  const std::string file = (fs::path(dir) / (stem == "experiment" ? "records.jsonl" : "records-" + stem + ".jsonl")).string();
+  const std::string file =
+      (fs::path(dir) / (stem == "experiment" ? "records.jsonl" : "records-" + stem + ".jsonl")).string();
   if (a.fresh) fs::remove(file);
   const Existing ex = read_existing(file, s);
   if (ex.dropped_partial)
-    std::fprintf(stderr, "exp: %s: discarded a partial last line (%zu bytes) from an interrupted run\n", file.c_str(), ex.dropped_partial);
+    std::fprintf(stderr, "exp: %s: discarded a partial last line (%zu bytes) from an interrupted run\n", file.c_str(),
+                 ex.dropped_partial);
   const std::size_t total = count_points(s);
   const std::string commit = git_commit(s.dir);
   Progress progress(total, std::min(total, ex.points.size()), a.quiet);
   RecordWriter w(file);
   const auto header = [&] {
     if (!a.quiet)
-      std::fprintf(stderr, "exp: %s (%s, spec sha256:%s): %zu points, %zu already in %s\n", s.name.c_str(), s.engine.c_str(),
-                   s.sha256.substr(0, 12).c_str(), total, ex.points.size(), file.c_str());
+      std::fprintf(stderr, "exp: %s (%s, spec sha256:%s): %zu points, %zu already in %s\n", s.name.c_str(),
+                   s.engine.c_str(), s.sha256.substr(0, 12).c_str(), total, ex.points.size(), file.c_str());
   };
   if (s.engine == "real") {
     run_real(s, commit, ex, w, progress, dir, header);
@@ -945,7 +1014,8 @@ std::map<std::string, nlohmann::json> load_points(const std::string& file) {
     } catch (const std::exception& e) {
       throw InputError(fmt::format("{}:{}: not a record: {}", file, lineno, std::string(e.what()).substr(0, 120)));
     }
-    if (!j.contains("point")) throw InputError(fmt::format("{}:{}: no 'point' field (not written by topocoll exp run)", file, lineno));
+    if (!j.contains("point"))
+      throw InputError(fmt::format("{}:{}: no 'point' field (not written by topocoll exp run)", file, lineno));
     // "Reproduces exactly" ignores when, where and from which checkout a record was made.
     for (const char* k : {"date", "machine", "commit"}) j.erase(k);
     const std::string key = j["point"].get<std::string>();
@@ -976,8 +1046,10 @@ int exp_compare(const ExpArgs& a, std::ostream& out) {
       if (shown++ < 10) out << fmt::format("only in {}: {}\n", a.compare[1], k);
     }
   const bool same = only_x == 0 && only_y == 0 && differ == 0;
-  out << fmt::format("exp compare: {} and {} points; {} differ, {} only in the first, {} only in the second (date, machine, commit "
-                     "ignored): {}\n", x.size(), y.size(), differ, only_x, only_y, same ? "same" : "DIFFERENT");
+  out << fmt::format(
+      "exp compare: {} and {} points; {} differ, {} only in the first, {} only in the second (date, machine, commit "
+      "ignored): {}\n",
+      x.size(), y.size(), differ, only_x, only_y, same ? "same" : "DIFFERENT");
   return same ? 0 : 1;
 }
 

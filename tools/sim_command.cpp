@@ -1,10 +1,10 @@
 #include "tools/sim_command.hpp"
 
+#include <fmt/format.h>
+
 #include <chrono>
 #include <fstream>
 #include <map>
-
-#include <fmt/format.h>
 
 #include "algorithms/registry.hpp"
 #include "common/errors.hpp"
@@ -57,7 +57,8 @@ int sim_command(const SimArgs& a, std::ostream& out) {
   std::vector<sim::Calibration> calibs;
   for (sim::Protocol p : protocols) calibs.push_back(sim::protocol_calibration(calib, p));
   std::string protocol_note;
-  for (sim::Protocol p : protocols) protocol_note += (protocol_note.empty() ? "" : ", ") + std::string(sim::to_string(p));
+  for (sim::Protocol p : protocols)
+    protocol_note += (protocol_note.empty() ? "" : ", ") + std::string(sim::to_string(p));
 
   Output output(a.output, out);
   std::ostream* sink = &output.stream();
@@ -80,13 +81,15 @@ int sim_command(const SimArgs& a, std::ostream& out) {
   const double factor = algo::busbw_factor(algo::Collective::AllReduce, t.num_ranks());
 
   if (a.format == "table") {
-    *sink << fmt::format("# topocoll sim: {} x {} node{} ({} GPUs){}, engine {}, calibration {}\n", a.topo.topology, t.nodes(),
-                         t.nodes() == 1 ? "" : "s", t.num_ranks(),
-                         t.fabric() ? fmt::format(", {} {:g}:1", topo::to_string(t.fabric()->kind), t.fabric()->oversubscription) : "",
-                         engine->name(), calib.source);
-    *sink << (protocols.size() == 1 ? fmt::format("# protocol {} (NCCL's, as a derived calibration)\n", protocol_note)
-                                    : fmt::format("# protocols {}: each point is the fastest of them, named in column proto\n",
-                                                  protocol_note));
+    *sink << fmt::format(
+        "# topocoll sim: {} x {} node{} ({} GPUs){}, engine {}, calibration {}\n", a.topo.topology, t.nodes(),
+        t.nodes() == 1 ? "" : "s", t.num_ranks(),
+        t.fabric() ? fmt::format(", {} {:g}:1", topo::to_string(t.fabric()->kind), t.fabric()->oversubscription) : "",
+        engine->name(), calib.source);
+    *sink << (protocols.size() == 1
+                  ? fmt::format("# protocol {} (NCCL's, as a derived calibration)\n", protocol_note)
+                  : fmt::format("# protocols {}: each point is the fastest of them, named in column proto\n",
+                                protocol_note));
     *sink << fmt::format("# busbw = algbw * 2(p-1)/p = algbw * {:.4f} (nccl-tests' allreduce factor)\n", factor);
   } else if (a.format == "csv") {
     *sink << "engine,algorithm,nodes,ranks,size_bytes,count,dtype,op,channels,time_us,algbw_gbps,busbw_gbps,protocol\n";
@@ -97,9 +100,10 @@ int sim_command(const SimArgs& a, std::ostream& out) {
   bool traced = false;
   for (const algo::Algorithm* alg : algorithms) {
     if (a.format == "table")
-      *sink << fmt::format("#\n# {}: {} (channels {}, slice {} B)\n#{:>12} {:>12} {:>8} {:>6} {:>12} {:>10} {:>10} {:>7}\n",
-                           alg->name, alg->description, a.channels, tuning.slice_bytes, "size", "count", "type", "redop", "time(us)",
-                           "algbw", "busbw", "proto");
+      *sink << fmt::format(
+          "#\n# {}: {} (channels {}, slice {} B)\n#{:>12} {:>12} {:>8} {:>6} {:>12} {:>10} {:>10} {:>7}\n", alg->name,
+          alg->description, a.channels, tuning.slice_bytes, "size", "count", "type", "redop", "time(us)", "algbw",
+          "busbw", "proto");
     for (std::uint64_t bytes : sizes) {
       const algo::CollectiveArgs args = algo::CollectiveArgs::allreduce(bytes / elem, dtype, op, t.num_ranks());
       const algo::Support s = alg->supports(layout, args, tuning);
@@ -141,12 +145,12 @@ int sim_command(const SimArgs& a, std::ostream& out) {
       auto& b = best[bytes];
       if (b.first.empty() || rec.time_us < b.second) b = {fmt::format("{}/{}", alg->name, *rec.protocol), rec.time_us};
       if (a.format == "table")
-        *sink << fmt::format(" {:>12} {:>12} {:>8} {:>6} {:>12.2f} {:>10.2f} {:>10.2f} {:>7}\n", bytes, args.count, rec.dtype, rec.op,
-                             rec.time_us, rec.algbw_gbps, rec.busbw_gbps, *rec.protocol);
+        *sink << fmt::format(" {:>12} {:>12} {:>8} {:>6} {:>12.2f} {:>10.2f} {:>10.2f} {:>7}\n", bytes, args.count,
+                             rec.dtype, rec.op, rec.time_us, rec.algbw_gbps, rec.busbw_gbps, *rec.protocol);
       else if (a.format == "csv")
-        *sink << fmt::format("{},{},{},{},{},{},{},{},{},{:.3f},{:.4f},{:.4f},{}\n", rec.engine, rec.algorithm, rec.nodes, rec.ranks,
-                             bytes, args.count, rec.dtype, rec.op, rec.channels, rec.time_us, rec.algbw_gbps, rec.busbw_gbps,
-                             *rec.protocol);
+        *sink << fmt::format("{},{},{},{},{},{},{},{},{},{:.3f},{:.4f},{:.4f},{}\n", rec.engine, rec.algorithm,
+                             rec.nodes, rec.ranks, bytes, args.count, rec.dtype, rec.op, rec.channels, rec.time_us,
+                             rec.algbw_gbps, rec.busbw_gbps, *rec.protocol);
       else
         *sink << to_json(rec).dump() << "\n";
     }
@@ -167,23 +171,26 @@ int sim_command(const SimArgs& a, std::ostream& out) {
       rec.protocol = pick.protocol;
       rec.algbw_gbps = pick.time_us > 0 ? static_cast<double>(bytes) / (pick.time_us * 1e-6) / 1e9 : 0.0;
       rec.busbw_gbps = rec.algbw_gbps * factor;
-      if (a.format == "jsonl") *sink << to_json(rec).dump() << "\n";
+      if (a.format == "jsonl")
+        *sink << to_json(rec).dump() << "\n";
       else if (a.format == "csv")
-        *sink << fmt::format("{},{},{},{},{},{},{},{},{},{:.3f},{:.4f},{:.4f},{}\n", rec.engine, rec.algorithm, rec.nodes, rec.ranks, bytes,
-                             rec.count, rec.dtype, rec.op, rec.channels, rec.time_us, rec.algbw_gbps, rec.busbw_gbps, pick.protocol);
+        *sink << fmt::format("{},{},{},{},{},{},{},{},{},{:.3f},{:.4f},{:.4f},{}\n", rec.engine, rec.algorithm,
+                             rec.nodes, rec.ranks, bytes, rec.count, rec.dtype, rec.op, rec.channels, rec.time_us,
+                             rec.algbw_gbps, rec.busbw_gbps, pick.protocol);
     }
   }
   if (a.format == "table") {
     *sink << "#\n# fastest per size, and stock NCCL's choice by its own tuning model (nccl-model)\n";
-    *sink << fmt::format("#{:>12} {:>24} {:>12} {:>22} {:>12} {:>9}\n", "size", "fastest", "time(us)", "nccl-model choice", "time(us)",
-                         "speedup");
+    *sink << fmt::format("#{:>12} {:>24} {:>12} {:>22} {:>12} {:>9}\n", "size", "fastest", "time(us)",
+                         "nccl-model choice", "time(us)", "speedup");
     for (std::uint64_t bytes : sizes) {
       auto it = best.find(bytes);
       if (it == best.end()) continue;
       if (nccl) {
         const sim::NcclPrediction pick = sim::nccl_choice(*nccl, bytes);
-        *sink << fmt::format(" {:>12} {:>24} {:>12.2f} {:>22} {:>12.2f} {:>8.2f}x\n", bytes, it->second.first, it->second.second,
-                             fmt::format("{}/{}", pick.algorithm, pick.protocol), pick.time_us, pick.time_us / it->second.second);
+        *sink << fmt::format(" {:>12} {:>24} {:>12.2f} {:>22} {:>12.2f} {:>8.2f}x\n", bytes, it->second.first,
+                             it->second.second, fmt::format("{}/{}", pick.algorithm, pick.protocol), pick.time_us,
+                             pick.time_us / it->second.second);
       } else {
         *sink << fmt::format(" {:>12} {:>24} {:>12.2f}\n", bytes, it->second.first, it->second.second);
       }

@@ -1,8 +1,8 @@
 #include "tools/topo_commands.hpp"
 
-#include <fstream>
-
 #include <fmt/format.h>
+
+#include <fstream>
 
 #include "common/errors.hpp"
 #include "topologies/diagnostics.hpp"
@@ -16,7 +16,9 @@ namespace topocoll::tools {
 
 namespace {
 
-topo::Topology load(const TopoArgs& a) { return topo::load_topology(topology_options(a)); }
+topo::Topology load(const TopoArgs& a) {
+  return topo::load_topology(topology_options(a));
+}
 
 std::string header(const TopoArgs& a, const topo::Topology& t) {
   return fmt::format("topology     {} x {} node{}", a.topology, t.nodes(), t.nodes() == 1 ? "" : "s");
@@ -67,9 +69,12 @@ int topo_export(const TopoArgs& a, std::ostream& out) {
     throw InputError(fmt::format("--format {}: expected dot, simgrid or json", a.format));
   const topo::Topology t = load(a);
   Output output(a.output, out);
-  if (a.format == "dot") topo::write_dot(t, output.stream());
-  else if (a.format == "simgrid") topo::write_simgrid_platform(t, output.stream());
-  else output.stream() << topo::to_json(t).dump(1) << "\n";
+  if (a.format == "dot")
+    topo::write_dot(t, output.stream());
+  else if (a.format == "simgrid")
+    topo::write_simgrid_platform(t, output.stream());
+  else
+    output.stream() << topo::to_json(t).dump(1) << "\n";
   output.close();
   return 0;
 }
@@ -79,7 +84,8 @@ int topo_path(const TopoArgs& a, std::ostream& out) {
   auto find = [&](const std::string& name, const char* flag) {
     auto v = t.find_device(name);
     if (!v)
-      throw InputError(fmt::format("{} {}: no such device; names look like n0/gpu3, n1/nic0, n0/cpu1, leaf0, spine2", flag, name));
+      throw InputError(
+          fmt::format("{} {}: no such device; names look like n0/gpu3, n1/nic0, n0/cpu1, leaf0, spine2", flag, name));
     return *v;
   };
   const topo::Vertex from = find(a.from, "--from"), to = find(a.to, "--to");
@@ -89,8 +95,9 @@ int topo_path(const TopoArgs& a, std::ostream& out) {
     return 0;
   }
   const double flow = topo::max_flow_gbps(t, {from}, {to});
-  out << fmt::format("{} -> {}: type {}, {} links, {:.2f} GB/s single path, {:.2f} GB/s over all paths (max-flow), {:.2f} us\n",
-                     a.from, a.to, to_string(p.type), p.hops(), p.bw_gbps, flow, p.latency_us);
+  out << fmt::format(
+      "{} -> {}: type {}, {} links, {:.2f} GB/s single path, {:.2f} GB/s over all paths (max-flow), {:.2f} us\n",
+      a.from, a.to, to_string(p.type), p.hops(), p.bw_gbps, flow, p.latency_us);
   const auto& g = t.graph();
   for (std::size_t i = 0; i + 1 < p.vertices.size(); ++i) {
     auto [e, ok] = boost::edge(p.vertices[i], p.vertices[i + 1], g);

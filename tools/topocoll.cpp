@@ -2,20 +2,19 @@
 //   topocoll topo show|check|export|path|presets ...
 // Exit status: 0 success (check: even when it finds problems), 2 bad input, 1 internal error.
 #include <dlfcn.h>
+#include <fmt/format.h>
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <vector>
 #include <fstream>
 #include <iostream>
 #include <map>
 #include <optional>
 #include <string>
-
-#include <CLI/CLI.hpp>
-#include <fmt/format.h>
+#include <vector>
 
 #include "common/errors.hpp"
 #include "tools/algo_commands.hpp"
@@ -54,7 +53,9 @@ void add_topology_flags(CLI::App* cmd, topocoll::tools::TopoArgs& a, bool requir
 // The malloc this process runs with, as found at run time: jemalloc when its API is linked in
 // (tools/CMakeLists.txt links it ahead of the C library, so its malloc is the one every library
 // resolves to), else the C library's.
-const char* allocator() { return dlsym(RTLD_DEFAULT, "mallctl") != nullptr ? "jemalloc" : "glibc"; }
+const char* allocator() {
+  return dlsym(RTLD_DEFAULT, "mallctl") != nullptr ? "jemalloc" : "glibc";
+}
 
 }  // namespace
 
@@ -71,7 +72,8 @@ int exec_bench(int argc, char** argv) {
   for (int i = 2; i < argc; ++i) args.push_back(argv[i]);
   args.push_back(nullptr);
   execv(bench.c_str(), args.data());
-  std::fprintf(stderr, "topocoll: error: bench: cannot run %s: %s (built only when MPI is found)\n", bench.c_str(), std::strerror(errno));
+  std::fprintf(stderr, "topocoll: error: bench: cannot run %s: %s (built only when MPI is found)\n", bench.c_str(),
+               std::strerror(errno));
   return 2;
 }
 
@@ -80,7 +82,9 @@ int main(int argc, char** argv) {
   CLI::App app{"topocoll: topology-aware collective algorithms (topologies, schedules, simulation, runtime)"};
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("topocoll ") + TOPOCOLL_VERSION + " (malloc: " + allocator() + ")");
-  app.footer("Commands: topo (show|check|export|path|presets), algorithms, verify, schedule export, sim, exp (run|compare), bench (runs topocoll-bench: measured, under mpirun). Each has --help with examples.");
+  app.footer(
+      "Commands: topo (show|check|export|path|presets), algorithms, verify, schedule export, sim, exp (run|compare), "
+      "bench (runs topocoll-bench: measured, under mpirun). Each has --help with examples.");
   CLI::App* topo = app.add_subcommand("topo", "inspect, check and export cluster topologies");
   topo->require_subcommand(1);
   topo->footer(kTopoExamples);
@@ -122,7 +126,8 @@ int main(int argc, char** argv) {
   };
   CLI::App* algs = app.add_subcommand("algorithms", "list the registered algorithms");
   algs->footer(kAlgoExamples);
-  CLI::App* verify = app.add_subcommand("verify", "prove schedules correct (symbolic execution); exit 1 if one is wrong");
+  CLI::App* verify =
+      app.add_subcommand("verify", "prove schedules correct (symbolic execution); exit 1 if one is wrong");
   add_topology_flags(verify, algo_args.topo, false);
   add_algo_flags(verify, true);
   verify->add_option("--schedule", algo_args.schedule, "verify a schedule JSON file instead");
@@ -146,7 +151,8 @@ The trace covers one run: the first algorithm at the largest size.)";
   topocoll::tools::SimArgs sim_args;
   CLI::App* simc = app.add_subcommand("sim", "simulate allreduce algorithms over a size sweep (nccl-tests table)");
   add_topology_flags(simc, sim_args.topo);
-  simc->add_option("--algorithm,-a", sim_args.algorithm, "allreduce algorithms: comma list or 'all'")->default_val("ring,dbt,hierarchical");
+  simc->add_option("--algorithm,-a", sim_args.algorithm, "allreduce algorithms: comma list or 'all'")
+      ->default_val("ring,dbt,hierarchical");
   simc->add_option("-b,--minbytes", sim_args.min_bytes, "smallest size (8, 1K, 1M, 1G)")->default_val("8");
   simc->add_option("-e,--maxbytes", sim_args.max_bytes, "largest size")->default_val("128M");
   simc->add_option("-f,--stepfactor", sim_args.factor, "multiplication factor between sizes")->default_val("2");
@@ -156,7 +162,8 @@ The trace covers one run: the first algorithm at the largest size.)";
   simc->add_option("--slice", sim_args.slice, "pipelining slice in bytes")->default_val("512K");
   simc->add_option("--engine", sim_args.engine, "simgrid | analytic")->default_val("analytic");
   simc->add_option("--calibration", sim_args.calibration, "calibration JSON file (docs/simulator.md)");
-  simc->add_option("--protocol", sim_args.protocol, "NCCL protocol: auto | LL | LL128 | Simple (default: the calibration's, else auto)");
+  simc->add_option("--protocol", sim_args.protocol,
+                   "NCCL protocol: auto | LL | LL128 | Simple (default: the calibration's, else auto)");
   simc->add_option("--format", sim_args.format, "table | csv | jsonl")->default_val("table");
   simc->add_option("-o,--output", sim_args.output, "output file (default stdout)");
   simc->add_option("--trace", sim_args.trace, "write a Chrome-trace / Perfetto timeline JSON");
@@ -175,13 +182,15 @@ Spec format, resumption and provenance: docs/experiments.md.)";
   CLI::App* expc = app.add_subcommand("exp", "experiments: run a checked-in spec, compare record files");
   expc->require_subcommand(1);
   expc->footer(kExpExamples);
-  CLI::App* exprun = expc->add_subcommand("run", "run an experiment spec's grid into DIR/records.jsonl (NAME.yaml: records-NAME.jsonl), resumable");
+  CLI::App* exprun = expc->add_subcommand(
+      "run", "run an experiment spec's grid into DIR/records.jsonl (NAME.yaml: records-NAME.jsonl), resumable");
   exprun->add_option("spec", exp_args.spec, "experiments/NAME/experiment.yaml")->required();
   exprun->add_option("-o,--output", exp_args.output_dir, "output folder (default: the spec's folder)");
   exprun->add_flag("--fresh", exp_args.fresh, "start over: remove the records file first");
   exprun->add_flag("-q,--quiet", exp_args.quiet, "no progress on stderr");
   exprun->footer(kExpExamples);
-  CLI::App* expcmp = expc->add_subcommand("compare", "same points, same values? (date, machine, commit ignored); exit 1 if not");
+  CLI::App* expcmp =
+      expc->add_subcommand("compare", "same points, same values? (date, machine, commit ignored); exit 1 if not");
   expcmp->add_option("files", exp_args.compare, "two records.jsonl files")->required()->expected(2);
   expcmp->footer(kExpExamples);
 

@@ -1,12 +1,12 @@
 #include "topologies/bounds.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
+#include <boost/graph/push_relabel_max_flow.hpp>
 #include <cmath>
 #include <limits>
 #include <map>
-
-#include <boost/graph/push_relabel_max_flow.hpp>
-#include <fmt/format.h>
 
 #include "common/errors.hpp"
 
@@ -118,15 +118,22 @@ AllreduceBound allreduce_bound(const Topology& t) {
     }
     const double nn = static_cast<double>(n);
     const double node_bound = b.node_injection_gbps * nn * (pp - 1.0) / (pp * (nn - 1.0));
-    if (node_bound < bound) { bound = node_bound; b.limited_by = "node injection"; }
+    if (node_bound < bound) {
+      bound = node_bound;
+      b.limited_by = "node injection";
+    }
     b.bisection_gbps = max_flow_gbps(t, gpus_of_nodes(t, 0, n / 2), gpus_of_nodes(t, n / 2, n));
   } else {
     // One node: halves by local GPU index (the two sockets in the presets).
-    std::vector<Vertex> lower(all_gpus.begin(), all_gpus.begin() + p / 2), upper(all_gpus.begin() + p / 2, all_gpus.end());
+    std::vector<Vertex> lower(all_gpus.begin(), all_gpus.begin() + p / 2),
+        upper(all_gpus.begin() + p / 2, all_gpus.end());
     b.bisection_gbps = max_flow_gbps(t, lower, upper);
   }
   const double bisection_bound = b.bisection_gbps * 2.0 * (pp - 1.0) / pp;
-  if (bisection_bound < bound) { bound = bisection_bound; b.limited_by = "bisection"; }
+  if (bisection_bound < bound) {
+    bound = bisection_bound;
+    b.limited_by = "bisection";
+  }
   b.busbw_gbps = bound;
   return b;
 }

@@ -20,11 +20,11 @@
 namespace topocoll::topo {
 
 struct AllreduceBound {
-  double gpu_injection_gbps = 0.0;  // B_gpu: min over the representative node's GPUs
-  double node_injection_gbps = 0.0; // B_node (0 when one node)
-  double bisection_gbps = 0.0;      // C(A->B) for the halves (nodes when n >= 2, GPUs of the node when n == 1)
-  double busbw_gbps = 0.0;          // the bound on nccl-tests busbw
-  std::string limited_by;           // "gpu injection", "node injection" or "bisection"
+  double gpu_injection_gbps = 0.0;   // B_gpu: min over the representative node's GPUs
+  double node_injection_gbps = 0.0;  // B_node (0 when one node)
+  double bisection_gbps = 0.0;       // C(A->B) for the halves (nodes when n >= 2, GPUs of the node when n == 1)
+  double busbw_gbps = 0.0;           // the bound on nccl-tests busbw
+  std::string limited_by;            // "gpu injection", "node injection" or "bisection"
 };
 
 // Max-flow in GB/s from the set `sources` to the set `sinks`, each link carrying bw_gbps in each

@@ -1,7 +1,8 @@
+#include "topologies/bounds.hpp"
+
 #include <doctest/doctest.h>
 
 #include "common/errors.hpp"
-#include "topologies/bounds.hpp"
 #include "topologies/presets.hpp"
 
 using namespace topocoll::topo;

@@ -24,7 +24,10 @@ double nccl_nvlink_gbps_per_link(int sm) {
 }
 
 std::optional<double> pcie_gbps_per_lane(double gts) {
-  struct Gen { double gts; double gbps_per_lane; };
+  struct Gen {
+    double gts;
+    double gbps_per_lane;
+  };
   static constexpr Gen kGens[] = {{2.5, 0.25}, {5.0, 0.5}, {8.0, 0.985}, {16.0, 1.969}, {32.0, 3.938}, {64.0, 7.877}};
   for (const Gen& g : kGens)
     if (std::fabs(g.gts - gts) < 1e-6) return g.gbps_per_lane;

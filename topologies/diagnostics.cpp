@@ -1,10 +1,10 @@
 #include "topologies/diagnostics.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <map>
 #include <tuple>
-
-#include <fmt/format.h>
 
 #include "topologies/paths.hpp"
 
@@ -26,7 +26,8 @@ std::vector<int> first_node_of_each_model(const Topology& t) {
 
 std::string node_scope(const Topology& t, int node) {
   if (t.nodes() == 1) return "";
-  return fmt::format(" (node model '{}', shown for node {}; the same on every node of that model)", t.node_model_name(node), node);
+  return fmt::format(" (node model '{}', shown for node {}; the same on every node of that model)",
+                     t.node_model_name(node), node);
 }
 
 void check_nic_numa(const Topology& t, int node, std::vector<Finding>& out) {
@@ -52,7 +53,8 @@ void check_p2p(const Topology& t, int node, std::vector<Finding>& out) {
       const Path p = find_path(t, gpus[i]->gpu, gpus[j]->gpu);
       if (!p.found) {
         out.push_back({Severity::Warning, "no-p2p",
-                       fmt::format("{} and {} are not connected at all", t.device_name(gpus[i]->gpu), t.device_name(gpus[j]->gpu))});
+                       fmt::format("{} and {} are not connected at all", t.device_name(gpus[i]->gpu),
+                                   t.device_name(gpus[j]->gpu))});
         continue;
       }
       if (p2p_possible(p.type)) continue;
@@ -66,13 +68,15 @@ void check_p2p(const Topology& t, int node, std::vector<Finding>& out) {
   };
   (void)g;
   if (!cross_numa.empty())
-    out.push_back({Severity::Warning, "no-p2p",
-                   fmt::format("{} GPU pairs cross NUMA nodes (SYS: through both CPUs and the inter-socket link, no P2P): {}{}",
-                               cross_numa.size(), join(cross_numa), node_scope(t, node))});
+    out.push_back(
+        {Severity::Warning, "no-p2p",
+         fmt::format("{} GPU pairs cross NUMA nodes (SYS: through both CPUs and the inter-socket link, no P2P): {}{}",
+                     cross_numa.size(), join(cross_numa), node_scope(t, node))});
   if (!through_cpu.empty())
-    out.push_back({Severity::Warning, "no-p2p",
-                   fmt::format("{} GPU pairs meet only at a CPU host bridge (PHB: no P2P at NCCL's default level on Intel): {}{}",
-                               through_cpu.size(), join(through_cpu), node_scope(t, node))});
+    out.push_back(
+        {Severity::Warning, "no-p2p",
+         fmt::format("{} GPU pairs meet only at a CPU host bridge (PHB: no P2P at NCCL's default level on Intel): {}{}",
+                     through_cpu.size(), join(through_cpu), node_scope(t, node))});
 }
 
 // A node's signature: its device kinds and its links (kind, endpoints' kinds, bandwidth), in
@@ -105,7 +109,8 @@ void check_nodes_differ(const Topology& t, std::vector<Finding>& out) {
   for (const auto& [sig, nodes] : groups) {
     if (sig == majority->first) continue;
     std::string list;
-    for (std::size_t i = 0; i < nodes.size() && i < 16; ++i) list += (list.empty() ? "" : ",") + std::to_string(nodes[i]);
+    for (std::size_t i = 0; i < nodes.size() && i < 16; ++i)
+      list += (list.empty() ? "" : ",") + std::to_string(nodes[i]);
     if (nodes.size() > 16) list += fmt::format(",… ({} nodes)", nodes.size());
     out.push_back({Severity::Warning, "node-differs",
                    fmt::format("nodes {} differ from the {} others (model '{}' vs '{}')", list, majority->second.size(),
@@ -153,8 +158,8 @@ void check_slow_links(const Topology& t, const std::vector<int>& nodes, std::vec
     }
     if (slow == 0) continue;
     out.push_back({Severity::Warning, "slow-link",
-                   fmt::format("{} of {} {} links {}-{} run below their peers' {:.1f} GB/s (e.g. {} at {:.2f} GB/s)", slow,
-                               edges.size(), to_string(std::get<0>(key)), to_string(std::get<1>(key)),
+                   fmt::format("{} of {} {} links {}-{} run below their peers' {:.1f} GB/s (e.g. {} at {:.2f} GB/s)",
+                               slow, edges.size(), to_string(std::get<0>(key)), to_string(std::get<1>(key)),
                                to_string(std::get<2>(key)), best.at(key), example, example_rate)});
   }
 }
@@ -184,10 +189,11 @@ void check_starved_switches(const Topology& t, const std::vector<int>& nodes, st
     if (starved.empty()) continue;
     std::string list;
     for (const auto& s : starved) list += (list.empty() ? "" : " ") + s;
-    out.push_back({Severity::Warning, "slow-link",
-                   fmt::format("{} PCIe uplink(s) run at {:.2f} GB/s under devices of up to {:.1f} GB/s, starving traffic "
-                               "through the CPU: {}{}",
-                               starved.size(), slowest, fastest_below, list, node_scope(t, node))});
+    out.push_back(
+        {Severity::Warning, "slow-link",
+         fmt::format("{} PCIe uplink(s) run at {:.2f} GB/s under devices of up to {:.1f} GB/s, starving traffic "
+                     "through the CPU: {}{}",
+                     starved.size(), slowest, fastest_below, list, node_scope(t, node))});
   }
 }
 

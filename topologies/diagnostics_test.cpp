@@ -1,8 +1,9 @@
+#include "topologies/diagnostics.hpp"
+
 #include <doctest/doctest.h>
 
 #include <algorithm>
 
-#include "topologies/diagnostics.hpp"
 #include "topologies/load.hpp"
 #include "topologies/presets.hpp"
 

@@ -1,12 +1,12 @@
 #include "topologies/load.hpp"
 
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
 #include <filesystem>
 #include <fstream>
 #include <memory>
 #include <sstream>
-
-#include <fmt/format.h>
-#include <yaml-cpp/yaml.h>
 
 #include "common/errors.hpp"
 #include "common/log.hpp"
@@ -43,20 +43,21 @@ T scalar(const YAML::Node& n, const std::string& source, const std::string& key,
   }
 }
 
-void reject_unknown_keys(const YAML::Node& map, const std::string& source, std::initializer_list<std::string_view> known,
-                         const std::string& where) {
+void reject_unknown_keys(const YAML::Node& map, const std::string& source,
+                         std::initializer_list<std::string_view> known, const std::string& where) {
   for (const auto& kv : map) {
     const std::string key = kv.first.as<std::string>();
     if (std::find(known.begin(), known.end(), key) != known.end()) continue;
     std::string list;
     for (auto k : known) list += (list.empty() ? "" : ", ") + std::string(k);
-    throw InputError(fmt::format("{}:{}: unknown key '{}' in {}: expected one of {}", source, kv.first.Mark().line + 1, key,
-                                 where, list));
+    throw InputError(fmt::format("{}:{}: unknown key '{}' in {}: expected one of {}", source, kv.first.Mark().line + 1,
+                                 key, where, list));
   }
 }
 
 double positive(double v, const YAML::Node& n, const std::string& source, const std::string& key) {
-  if (!(v > 0.0)) throw InputError(fmt::format("{}:{}: '{}' must be a positive number, got {}", source, n.Mark().line + 1, key, v));
+  if (!(v > 0.0))
+    throw InputError(fmt::format("{}:{}: '{}' must be a positive number, got {}", source, n.Mark().line + 1, key, v));
   return v;
 }
 
@@ -88,8 +89,12 @@ FabricSpec parse_fabric_node(const YAML::Node& n, const std::string& source) {
       throw InputError(fmt::format("{}:{}: 'switch_radix' must be an integer >= 2, got {}", source,
                                    n["switch_radix"].Mark().line + 1, f.switch_radix));
   }
-  if (n["link_gbps"]) f.link_gbps = positive(scalar<double>(n["link_gbps"], source, "link_gbps", "a number (GB/s)"), n["link_gbps"], source, "link_gbps");
-  if (n["latency_us"]) f.latency_us = positive(scalar<double>(n["latency_us"], source, "latency_us", "a number (us)"), n["latency_us"], source, "latency_us");
+  if (n["link_gbps"])
+    f.link_gbps = positive(scalar<double>(n["link_gbps"], source, "link_gbps", "a number (GB/s)"), n["link_gbps"],
+                           source, "link_gbps");
+  if (n["latency_us"])
+    f.latency_us = positive(scalar<double>(n["latency_us"], source, "latency_us", "a number (us)"), n["latency_us"],
+                            source, "latency_us");
   return f;
 }
 
@@ -103,45 +108,56 @@ ClusterSpec parse_cluster_spec(const std::string& text, const std::string& sourc
     throw InputError(fmt::format("{}:{}: not valid YAML: {}", source, e.mark.line + 1, e.msg));
   }
   if (!root.IsMap()) throw InputError(fmt::format("{}: expected a YAML map with at least 'node' and 'nodes'", source));
-  reject_unknown_keys(root, source, {"name", "description", "node", "nodes", "fabric", "overrides", "node_overrides"}, "the cluster spec");
+  reject_unknown_keys(root, source, {"name", "description", "node", "nodes", "fabric", "overrides", "node_overrides"},
+                      "the cluster spec");
   ClusterSpec spec;
   if (root["name"]) spec.name = scalar<std::string>(root["name"], source, "name", "a string");
-  if (!root["node"]) throw InputError(fmt::format("{}: missing 'node': expected a preset name or an NCCL topology XML file", source));
+  if (!root["node"])
+    throw InputError(fmt::format("{}: missing 'node': expected a preset name or an NCCL topology XML file", source));
   spec.node = scalar<std::string>(root["node"], source, "node", "a preset name or an XML file");
   if (!is_preset(spec.node)) {
     if (!ends_with(spec.node, ".xml"))
-      throw InputError(fmt::format("{}:{}: 'node: {}' is neither a preset (dgx-a100, dgx-h100, pcie-8gpu, local) nor an .xml file",
-                                   source, root["node"].Mark().line + 1, spec.node));
+      throw InputError(
+          fmt::format("{}:{}: 'node: {}' is neither a preset (dgx-a100, dgx-h100, pcie-8gpu, local) nor an .xml file",
+                      source, root["node"].Mark().line + 1, spec.node));
     fs::path p(spec.node);
     spec.node_path = p.is_absolute() ? p.string() : (fs::path(base_dir) / p).string();
   }
   if (root["nodes"]) {
     spec.nodes = scalar<int>(root["nodes"], source, "nodes", "an integer from 1 to 2048");
     if (spec.nodes < 1 || spec.nodes > Topology::kMaxNodes)
-      throw InputError(fmt::format("{}:{}: 'nodes: {}' must be an integer from 1 to {}", source, root["nodes"].Mark().line + 1,
-                                   spec.nodes, Topology::kMaxNodes));
+      throw InputError(fmt::format("{}:{}: 'nodes: {}' must be an integer from 1 to {}", source,
+                                   root["nodes"].Mark().line + 1, spec.nodes, Topology::kMaxNodes));
   }
   if (root["fabric"]) spec.fabric = parse_fabric_node(root["fabric"], source);
   if (const YAML::Node o = root["overrides"]) {
     if (!o.IsMap()) throw InputError(fmt::format("{}:{}: 'overrides' must be a map", source, o.Mark().line + 1));
     reject_unknown_keys(o, source, {"nic_gbps"}, "overrides");
-    if (o["nic_gbps"]) spec.nic_gbps = positive(scalar<double>(o["nic_gbps"], source, "nic_gbps", "a number (GB/s)"), o["nic_gbps"], source, "nic_gbps");
+    if (o["nic_gbps"])
+      spec.nic_gbps = positive(scalar<double>(o["nic_gbps"], source, "nic_gbps", "a number (GB/s)"), o["nic_gbps"],
+                               source, "nic_gbps");
   }
   if (const YAML::Node list = root["node_overrides"]) {
-    if (!list.IsSequence()) throw InputError(fmt::format("{}:{}: 'node_overrides' must be a list", source, list.Mark().line + 1));
+    if (!list.IsSequence())
+      throw InputError(fmt::format("{}:{}: 'node_overrides' must be a list", source, list.Mark().line + 1));
     for (const YAML::Node& item : list) {
-      if (!item.IsMap()) throw InputError(fmt::format("{}:{}: each node override must be a map", source, item.Mark().line + 1));
+      if (!item.IsMap())
+        throw InputError(fmt::format("{}:{}: each node override must be a map", source, item.Mark().line + 1));
       reject_unknown_keys(item, source, {"nodes", "nic_gbps"}, "a node override");
       ClusterSpec::NodeOverride ov;
       if (!item["nodes"] || !item["nodes"].IsSequence())
-        throw InputError(fmt::format("{}:{}: a node override needs 'nodes: [i, j, ...]'", source, item.Mark().line + 1));
+        throw InputError(
+            fmt::format("{}:{}: a node override needs 'nodes: [i, j, ...]'", source, item.Mark().line + 1));
       for (const YAML::Node& i : item["nodes"]) {
         const int node = scalar<int>(i, source, "nodes", "node indices");
         if (node < 0 || node >= spec.nodes)
-          throw InputError(fmt::format("{}:{}: node index {} is outside 0..{}", source, i.Mark().line + 1, node, spec.nodes - 1));
+          throw InputError(
+              fmt::format("{}:{}: node index {} is outside 0..{}", source, i.Mark().line + 1, node, spec.nodes - 1));
         ov.nodes.push_back(node);
       }
-      if (item["nic_gbps"]) ov.nic_gbps = positive(scalar<double>(item["nic_gbps"], source, "nic_gbps", "a number (GB/s)"), item["nic_gbps"], source, "nic_gbps");
+      if (item["nic_gbps"])
+        ov.nic_gbps = positive(scalar<double>(item["nic_gbps"], source, "nic_gbps", "a number (GB/s)"),
+                               item["nic_gbps"], source, "nic_gbps");
       spec.node_overrides.push_back(ov);
     }
   }
@@ -168,11 +184,15 @@ void set_nic_rate(NodeModel& m, double gbps) {
 
 Topology load_topology(const TopologyOptions& options) {
   const std::string& t = options.topology;
-  if (t.empty()) throw InputError("--topology is required: a preset (dgx-a100, dgx-h100, pcie-8gpu, local), an .xml or a .yaml file");
+  if (t.empty())
+    throw InputError(
+        "--topology is required: a preset (dgx-a100, dgx-h100, pcie-8gpu, local), an .xml or a .yaml file");
   if (options.nodes && (*options.nodes < 1 || *options.nodes > Topology::kMaxNodes))
-    throw InputError(fmt::format("--nodes {}: expected a node count from 1 to {}", *options.nodes, Topology::kMaxNodes));
+    throw InputError(
+        fmt::format("--nodes {}: expected a node count from 1 to {}", *options.nodes, Topology::kMaxNodes));
   if (options.oversubscription && !(*options.oversubscription >= 1.0))
-    throw InputError(fmt::format("--oversubscription {}: expected a ratio >= 1 (1 = non-blocking)", *options.oversubscription));
+    throw InputError(
+        fmt::format("--oversubscription {}: expected a ratio >= 1 (1 = non-blocking)", *options.oversubscription));
 
   const bool yaml = ends_with(t, ".yaml") || ends_with(t, ".yml");
   ClusterSpec spec;
@@ -206,7 +226,8 @@ Topology load_topology(const TopologyOptions& options) {
     if (ov.nic_gbps) set_nic_rate(*m, *ov.nic_gbps);
     for (int node : ov.nodes) {
       if (node >= spec.nodes)
-        throw InputError(fmt::format("{}: node override names node {}, but the cluster has {} nodes", t, node, spec.nodes));
+        throw InputError(
+            fmt::format("{}: node override names node {}, but the cluster has {} nodes", t, node, spec.nodes));
       per_node[static_cast<std::size_t>(node)] = m.get();
     }
     derived.push_back(std::move(m));

@@ -12,11 +12,11 @@ namespace topocoll::topo {
 // The typed configuration of a topology request. Unset fields take the spec's value (YAML), then
 // the defaults: 1 node, rail-fat-tree, oversubscription 1.
 struct TopologyOptions {
-  std::string topology;                   // preset | FILE.xml | FILE.yaml / FILE.yml
+  std::string topology;  // preset | FILE.xml | FILE.yaml / FILE.yml
   std::optional<int> nodes;
   std::optional<FabricKind> fabric;
   std::optional<double> oversubscription;
-  bool merge_nvswitch_planes = false;     // see transform.hpp (the simulator's view)
+  bool merge_nvswitch_planes = false;  // see transform.hpp (the simulator's view)
 };
 
 // YAML cluster spec, documented in docs/topologies.md:
@@ -29,8 +29,8 @@ struct TopologyOptions {
 //     - {nodes: [3], nic_gbps: 25}
 struct ClusterSpec {
   std::string name;
-  std::string node;        // as written
-  std::string node_path;   // resolved path when `node` is a file
+  std::string node;       // as written
+  std::string node_path;  // resolved path when `node` is a file
   int nodes = 1;
   FabricSpec fabric;
   std::optional<double> nic_gbps;

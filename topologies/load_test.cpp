@@ -1,7 +1,8 @@
+#include "topologies/load.hpp"
+
 #include <doctest/doctest.h>
 
 #include "common/errors.hpp"
-#include "topologies/load.hpp"
 #include "topologies/test_helpers.hpp"
 
 using namespace topocoll::topo;
@@ -50,7 +51,8 @@ TEST_CASE("load: bad YAML specs name the file, the line and the expectation") {
   check_spec_error("node: dgx-h100\nfabric: torus\n", "spec.yaml:2: unknown fabric 'torus'");
   check_spec_error("node: dgx-h100\nfabric: {kind: fat-tree, oversubscription: 0.5}\n",
                    "spec.yaml:2: 'oversubscription' must be a number >= 1, got 0.5");
-  check_spec_error("node: dgx-h100\nfabric: {kind: fat-tree, switch_radix: x}\n", "'switch_radix' must be an integer >= 2");
+  check_spec_error("node: dgx-h100\nfabric: {kind: fat-tree, switch_radix: x}\n",
+                   "'switch_radix' must be an integer >= 2");
   check_spec_error("node: dgx-h100\noverrides: {nic_gbps: -1}\n", "spec.yaml:2: 'nic_gbps' must be a positive number");
   check_spec_error("node: dgx-h100\nnodes: 2\nnode_overrides:\n  - {nodes: [5], nic_gbps: 1}\n",
                    "spec.yaml:4: node index 5 is outside 0..1");
@@ -60,13 +62,16 @@ TEST_CASE("load: bad YAML specs name the file, the line and the expectation") {
 TEST_CASE("load: bad command-line values") {
   TopologyOptions o{"dgx-h100"};
   o.nodes = 0;
-  CHECK_THROWS_WITH_AS(load_topology(o), doctest::Contains("--nodes 0: expected a node count from 1 to 2048"), InputError);
+  CHECK_THROWS_WITH_AS(load_topology(o), doctest::Contains("--nodes 0: expected a node count from 1 to 2048"),
+                       InputError);
   o.nodes = 2;
   o.oversubscription = 0.9;
-  CHECK_THROWS_WITH_AS(load_topology(o), doctest::Contains("--oversubscription 0.9: expected a ratio >= 1"), InputError);
-  CHECK_THROWS_WITH_AS(load_topology(TopologyOptions{"nvl72"}), doctest::Contains("unknown topology preset 'nvl72'"), InputError);
-  CHECK_THROWS_WITH_AS(load_topology(TopologyOptions{"/nonexistent/file.xml"}), doctest::Contains("/nonexistent/file.xml"),
+  CHECK_THROWS_WITH_AS(load_topology(o), doctest::Contains("--oversubscription 0.9: expected a ratio >= 1"),
                        InputError);
+  CHECK_THROWS_WITH_AS(load_topology(TopologyOptions{"nvl72"}), doctest::Contains("unknown topology preset 'nvl72'"),
+                       InputError);
+  CHECK_THROWS_WITH_AS(load_topology(TopologyOptions{"/nonexistent/file.xml"}),
+                       doctest::Contains("/nonexistent/file.xml"), InputError);
   CHECK_THROWS_WITH_AS(load_topology(TopologyOptions{"/nonexistent/spec.yaml"}),
                        doctest::Contains("/nonexistent/spec.yaml: cannot read"), InputError);
   CHECK_THROWS_WITH_AS(load_topology(TopologyOptions{""}), doctest::Contains("--topology is required"), InputError);

@@ -1,10 +1,10 @@
 #include "topologies/paths.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <limits>
 #include <queue>
-
-#include <fmt/format.h>
 
 #include "common/errors.hpp"
 #include "topologies/constants.hpp"
@@ -13,19 +13,29 @@ namespace topocoll::topo {
 
 std::string_view to_string(PathType type) {
   switch (type) {
-    case PathType::LOC: return "LOC";
-    case PathType::NVL: return "NVL";
-    case PathType::NVB: return "NVB";
-    case PathType::PIX: return "PIX";
-    case PathType::PXB: return "PXB";
-    case PathType::PHB: return "PHB";
-    case PathType::SYS: return "SYS";
-    case PathType::NET: return "NET";
+    case PathType::LOC:
+      return "LOC";
+    case PathType::NVL:
+      return "NVL";
+    case PathType::NVB:
+      return "NVB";
+    case PathType::PIX:
+      return "PIX";
+    case PathType::PXB:
+      return "PXB";
+    case PathType::PHB:
+      return "PHB";
+    case PathType::SYS:
+      return "SYS";
+    case PathType::NET:
+      return "NET";
   }
   return "?";
 }
 
-bool p2p_possible(PathType type) { return type <= PathType::PXB; }
+bool p2p_possible(PathType type) {
+  return type <= PathType::PXB;
+}
 
 namespace {
 
@@ -36,7 +46,8 @@ struct StateSpace {
   bool same_node = false;
   std::size_t size() const { return 4 * n; }
   std::size_t index(Vertex v, bool via_nvlink, int relays) const {
-    return static_cast<std::size_t>(v) + n * (static_cast<std::size_t>(via_nvlink) + 2 * static_cast<std::size_t>(relays));
+    return static_cast<std::size_t>(v) +
+           n * (static_cast<std::size_t>(via_nvlink) + 2 * static_cast<std::size_t>(relays));
   }
   Vertex vertex(std::size_t si) const { return static_cast<Vertex>(si % n); }
   bool via_nvlink(std::size_t si) const { return (si / n) % 2 == 1; }
@@ -97,10 +108,17 @@ PathType classify(const Graph& g, const std::vector<Vertex>& vertices) {
   }
   for (std::size_t i = 1; i + 1 < vertices.size(); ++i) {
     switch (g[vertices[i]].kind) {
-      case DeviceKind::Cpu: through_cpu = true; break;
-      case DeviceKind::PcieSwitch: ++pcie_switches; break;
-      case DeviceKind::Gpu: relay_gpu = true; break;
-      default: break;
+      case DeviceKind::Cpu:
+        through_cpu = true;
+        break;
+      case DeviceKind::PcieSwitch:
+        ++pcie_switches;
+        break;
+      case DeviceKind::Gpu:
+        relay_gpu = true;
+        break;
+      default:
+        break;
     }
   }
   if (network) return PathType::NET;
@@ -128,7 +146,9 @@ Path find_path(const Topology& t, Vertex from, Vertex to) {
   std::vector<int> hops(ss.size(), -1);
   std::vector<double> latency(ss.size(), 0.0);
   std::vector<int> cpus(ss.size(), 0);  // CPUs crossed: a path through a root complex loses ties
-  auto better = [&](int c, double lat, std::size_t than) { return c < cpus[than] || (c == cpus[than] && lat < latency[than]); };
+  auto better = [&](int c, double lat, std::size_t than) {
+    return c < cpus[than] || (c == cpus[than] && lat < latency[than]);
+  };
   std::vector<std::size_t> parent(ss.size(), ss.size());
   std::vector<std::size_t> frontier = {ss.index(from, false, 0)}, next;
   hops[frontier[0]] = 0;

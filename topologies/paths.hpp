@@ -21,7 +21,7 @@ struct Path {
   double bw_gbps = 0.0;          // bottleneck bandwidth (per direction)
   double latency_us = 0.0;       // sum of link latencies
   PathType type = PathType::LOC;
-  bool found = false;            // false when the two devices are not connected
+  bool found = false;  // false when the two devices are not connected
   std::size_t hops() const { return vertices.empty() ? 0 : vertices.size() - 1; }
 };
 

@@ -1,7 +1,8 @@
+#include "topologies/paths.hpp"
+
 #include <doctest/doctest.h>
 
 #include "topologies/bounds.hpp"
-#include "topologies/paths.hpp"
 #include "topologies/presets.hpp"
 
 using namespace topocoll::topo;
@@ -22,7 +23,8 @@ TEST_CASE("paths: every GPU pair in one DGX-H100 node is NVL through one NVSwitc
       CHECK(p.latency_us == doctest::Approx(0.6));
       CHECK(t.graph()[p.vertices[1]].kind == DeviceKind::NvSwitch);
       // All four NVSwitch planes together (450 GB/s) plus the PCIe route through the CPU.
-      if (a == 0 && b == 1) CHECK(max_flow_gbps(t, {t.rank(a).gpu}, {t.rank(b).gpu}) == doctest::Approx(450.0 + 16 * 3.938));
+      if (a == 0 && b == 1)
+        CHECK(max_flow_gbps(t, {t.rank(a).gpu}, {t.rank(b).gpu}) == doctest::Approx(450.0 + 16 * 3.938));
     }
 }
 

@@ -12,7 +12,9 @@ namespace c = constants;
 
 namespace {
 
-double pcie_gbps(double gts, int width) { return width * *c::pcie_gbps_per_lane(gts); }
+double pcie_gbps(double gts, int width) {
+  return width * *c::pcie_gbps_per_lane(gts);
+}
 
 // Joins every pair of sockets with an inter-socket link.
 void link_sockets(NodeModel& m, const std::vector<Vertex>& cpus, double gbps) {
@@ -35,7 +37,8 @@ void link_sockets(NodeModel& m, const std::vector<Vertex>& cpus, double gbps) {
 NodeModel make_dgx_a100_node() {
   NodeModel m;
   m.name = "dgx-a100";
-  m.description = "NVIDIA DGX A100: 8x A100 SXM4, 6 NVSwitches (NVLink3, 300 GB/s/dir per GPU), 8x HDR 200 Gb/s, 2x AMD EPYC 7742";
+  m.description =
+      "NVIDIA DGX A100: 8x A100 SXM4, 6 NVSwitches (NVLink3, 300 GB/s/dir per GPU), 8x HDR 200 Gb/s, 2x AMD EPYC 7742";
   m.cpu_vendor = "amd";
   m.cores = 128;
   const int gpu_model = m.label("A100-SXM4");
@@ -81,7 +84,8 @@ NodeModel make_dgx_a100_node() {
 NodeModel make_dgx_h100_node() {
   NodeModel m;
   m.name = "dgx-h100";
-  m.description = "NVIDIA DGX H100: 8x H100 SXM5, 4 NVSwitches (NVLink4, 450 GB/s/dir per GPU), 8x NDR 400 Gb/s, 2x Xeon 8480C";
+  m.description =
+      "NVIDIA DGX H100: 8x H100 SXM5, 4 NVSwitches (NVLink4, 450 GB/s/dir per GPU), 8x NDR 400 Gb/s, 2x Xeon 8480C";
   m.cpu_vendor = "intel";
   m.cores = 112;
   const int gpu_model = m.label("H100-SXM5");
@@ -122,7 +126,8 @@ NodeModel make_dgx_h100_node() {
 NodeModel make_pcie_8gpu_node() {
   NodeModel m;
   m.name = "pcie-8gpu";
-  m.description = "8 GPUs on PCIe Gen4 x16 root ports across 2 sockets (4+4), no NVLink, no PCIe switch, 1x HDR NIC per socket";
+  m.description =
+      "8 GPUs on PCIe Gen4 x16 root ports across 2 sockets (4+4), no NVLink, no PCIe switch, 1x HDR NIC per socket";
   m.cpu_vendor = "amd";
   m.cores = 64;
   const int gpu_model = m.label("pcie-gpu-gen4");
@@ -166,8 +171,9 @@ NodeModel make_preset_node(std::string_view name) {
   if (name == "local") return detect_local_node();
   std::string known;
   for (const PresetInfo& p : presets()) known += (known.empty() ? "" : ", ") + p.name;
-  throw InputError(fmt::format("unknown topology preset '{}': expected one of {}, an NCCL topology .xml file or a .yaml cluster spec",
-                               name, known));
+  throw InputError(fmt::format(
+      "unknown topology preset '{}': expected one of {}, an NCCL topology .xml file or a .yaml cluster spec", name,
+      known));
 }
 
 }  // namespace topocoll::topo

@@ -1,9 +1,9 @@
 #include "topologies/summary.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <ostream>
-
-#include <fmt/format.h>
 
 namespace topocoll::topo {
 
@@ -13,13 +13,27 @@ Summary summarize(const Topology& t, bool with_bound) {
   s.nodes = t.nodes();
   for (auto v : boost::make_iterator_range(boost::vertices(g))) {
     switch (g[v].kind) {
-      case DeviceKind::Gpu: ++s.gpus; break;
-      case DeviceKind::Cpu: ++s.cpus; break;
-      case DeviceKind::NvSwitch: ++s.nvswitches; break;
-      case DeviceKind::PcieSwitch: ++s.pcie_switches; break;
-      case DeviceKind::Nic: ++s.nics; break;
-      case DeviceKind::LeafSwitch: ++s.leaf_switches; break;
-      case DeviceKind::SpineSwitch: ++s.spine_switches; break;
+      case DeviceKind::Gpu:
+        ++s.gpus;
+        break;
+      case DeviceKind::Cpu:
+        ++s.cpus;
+        break;
+      case DeviceKind::NvSwitch:
+        ++s.nvswitches;
+        break;
+      case DeviceKind::PcieSwitch:
+        ++s.pcie_switches;
+        break;
+      case DeviceKind::Nic:
+        ++s.nics;
+        break;
+      case DeviceKind::LeafSwitch:
+        ++s.leaf_switches;
+        break;
+      case DeviceKind::SpineSwitch:
+        ++s.spine_switches;
+        break;
     }
   }
   for (LinkKind k : {LinkKind::NvLink, LinkKind::Pcie, LinkKind::C2C, LinkKind::InterSocket, LinkKind::Network})
@@ -112,15 +126,16 @@ void write_text(const Summary& s, std::ostream& out) {
     out << "fabric       none (one node)\n";
   out << fmt::format("gpus         {} ({} per node; rank r = node * {} + local GPU index)\n", s.gpus, s.gpus_per_node,
                      s.gpus_per_node);
-  out << fmt::format("devices      cpus {}  nvswitches {}  pcie_switches {}  nics {}  network_switches {} (leaf {}, spine {})\n",
-                     s.cpus, s.nvswitches, s.pcie_switches, s.nics, s.leaf_switches + s.spine_switches, s.leaf_switches,
-                     s.spine_switches);
+  out << fmt::format(
+      "devices      cpus {}  nvswitches {}  pcie_switches {}  nics {}  network_switches {} (leaf {}, spine {})\n",
+      s.cpus, s.nvswitches, s.pcie_switches, s.nics, s.leaf_switches + s.spine_switches, s.leaf_switches,
+      s.spine_switches);
   out << "links       ";
   for (const auto& [kind, n] : s.links) out << fmt::format(" {} {}", kind, n);
   out << "\n";
   if (s.gpus_per_node > 0)
-    out << fmt::format("per GPU      nvlink {:.1f} GB/s  pcie {:.1f} GB/s  nic {:.1f} GB/s (per direction)\n", s.gpu_nvlink_gbps,
-                       s.gpu_pcie_gbps, s.nic_gbps);
+    out << fmt::format("per GPU      nvlink {:.1f} GB/s  pcie {:.1f} GB/s  nic {:.1f} GB/s (per direction)\n",
+                       s.gpu_nvlink_gbps, s.gpu_pcie_gbps, s.nic_gbps);
   if (!s.path_types.empty()) {
     out << "node 0 paths (type, single-path GB/s)\n      ";
     for (std::size_t j = 0; j < s.path_types.size(); ++j) out << fmt::format(" {:>10}", fmt::format("gpu{}", j));
@@ -128,13 +143,16 @@ void write_text(const Summary& s, std::ostream& out) {
     for (std::size_t i = 0; i < s.path_types.size(); ++i) {
       out << fmt::format("  gpu{:<2}", i);
       for (std::size_t j = 0; j < s.path_types[i].size(); ++j)
-        out << fmt::format(" {:>10}", i == j ? std::string("X") : fmt::format("{} {:.0f}", to_string(s.path_types[i][j]), s.path_gbps[i][j]));
+        out << fmt::format(" {:>10}", i == j
+                                          ? std::string("X")
+                                          : fmt::format("{} {:.0f}", to_string(s.path_types[i][j]), s.path_gbps[i][j]));
       out << fmt::format("   {}\n", s.rails[i] < 0 ? std::string("-") : fmt::format("nic{}", s.rails[i]));
     }
   }
   if (s.bound)
     out << fmt::format(
-        "allreduce    busbw <= {:.1f} GB/s, limited by {} (GPU injection {:.1f}, node injection {:.1f}, bisection {:.1f} GB/s; "
+        "allreduce    busbw <= {:.1f} GB/s, limited by {} (GPU injection {:.1f}, node injection {:.1f}, bisection "
+        "{:.1f} GB/s; "
         "max-flow bounds, no in-network reduction)\n",
         s.bound->busbw_gbps, s.bound->limited_by, s.bound->gpu_injection_gbps, s.bound->node_injection_gbps,
         s.bound->bisection_gbps);

@@ -3,11 +3,10 @@
 #pragma once
 
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "topologies/bounds.hpp"
 #include "topologies/paths.hpp"
@@ -22,13 +21,13 @@ struct Summary {
   std::vector<std::string> node_models;      // distinct, in node order
   std::string description;                   // of node 0's model
   std::optional<FabricSpec> fabric;
-  int gpus_per_node = 0;                     // of node 0
-  double gpu_nvlink_gbps = 0.0;              // node 0, GPU 0: sum of its NVLink links
-  double gpu_pcie_gbps = 0.0;                // its PCIe link
-  double nic_gbps = 0.0;                     // its NIC's port rate
+  int gpus_per_node = 0;                          // of node 0
+  double gpu_nvlink_gbps = 0.0;                   // node 0, GPU 0: sum of its NVLink links
+  double gpu_pcie_gbps = 0.0;                     // its PCIe link
+  double nic_gbps = 0.0;                          // its NIC's port rate
   std::vector<std::vector<PathType>> path_types;  // node 0: GPU x GPU
   std::vector<std::vector<double>> path_gbps;     // node 0: single-path bottleneck
-  std::vector<int> rails;                    // node 0: NIC rail of each local GPU
+  std::vector<int> rails;                         // node 0: NIC rail of each local GPU
   std::optional<AllreduceBound> bound;
   std::vector<std::string> notes;
 };

@@ -7,7 +7,9 @@
 
 namespace topocoll::topo::testing {
 
-inline std::string source_path(const std::string& relative) { return std::string(TOPOCOLL_SOURCE_DIR) + "/" + relative; }
+inline std::string source_path(const std::string& relative) {
+  return std::string(TOPOCOLL_SOURCE_DIR) + "/" + relative;
+}
 
 // Number of links of `kind` touching vertex v.
 inline int links_of(const Graph& g, Vertex v, LinkKind kind) {

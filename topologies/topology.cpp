@@ -1,10 +1,10 @@
 #include "topologies/topology.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
-
-#include <fmt/format.h>
 
 #include "common/errors.hpp"
 #include "topologies/constants.hpp"
@@ -13,33 +13,48 @@ namespace topocoll::topo {
 
 std::string_view to_string(DeviceKind kind) {
   switch (kind) {
-    case DeviceKind::Gpu: return "gpu";
-    case DeviceKind::Cpu: return "cpu";
-    case DeviceKind::PcieSwitch: return "pcie_switch";
-    case DeviceKind::NvSwitch: return "nvswitch";
-    case DeviceKind::Nic: return "nic";
-    case DeviceKind::LeafSwitch: return "leaf";
-    case DeviceKind::SpineSwitch: return "spine";
+    case DeviceKind::Gpu:
+      return "gpu";
+    case DeviceKind::Cpu:
+      return "cpu";
+    case DeviceKind::PcieSwitch:
+      return "pcie_switch";
+    case DeviceKind::NvSwitch:
+      return "nvswitch";
+    case DeviceKind::Nic:
+      return "nic";
+    case DeviceKind::LeafSwitch:
+      return "leaf";
+    case DeviceKind::SpineSwitch:
+      return "spine";
   }
   return "?";
 }
 
 std::string_view to_string(LinkKind kind) {
   switch (kind) {
-    case LinkKind::NvLink: return "nvlink";
-    case LinkKind::Pcie: return "pcie";
-    case LinkKind::C2C: return "c2c";
-    case LinkKind::InterSocket: return "inter_socket";
-    case LinkKind::Network: return "network";
+    case LinkKind::NvLink:
+      return "nvlink";
+    case LinkKind::Pcie:
+      return "pcie";
+    case LinkKind::C2C:
+      return "c2c";
+    case LinkKind::InterSocket:
+      return "inter_socket";
+    case LinkKind::Network:
+      return "network";
   }
   return "?";
 }
 
 std::string_view to_string(FabricKind kind) {
   switch (kind) {
-    case FabricKind::SingleSwitch: return "single-switch";
-    case FabricKind::RailFatTree: return "rail-fat-tree";
-    case FabricKind::FatTree: return "fat-tree";
+    case FabricKind::SingleSwitch:
+      return "single-switch";
+    case FabricKind::RailFatTree:
+      return "rail-fat-tree";
+    case FabricKind::FatTree:
+      return "fat-tree";
   }
   return "?";
 }
@@ -170,7 +185,8 @@ void build_fabric(Graph& g, const FabricSpec& spec, const std::vector<std::vecto
   const int down = std::max(1, static_cast<int>(std::floor(spec.switch_radix * r / (r + 1.0))));
   std::vector<Vertex> leaves;
   auto leaf_at = [&](std::size_t index) {
-    while (leaves.size() <= index) leaves.push_back(add_switch(g, DeviceKind::LeafSwitch, static_cast<int>(leaves.size())));
+    while (leaves.size() <= index)
+      leaves.push_back(add_switch(g, DeviceKind::LeafSwitch, static_cast<int>(leaves.size())));
     return leaves[index];
   };
 
@@ -202,7 +218,8 @@ void build_fabric(Graph& g, const FabricSpec& spec, const std::vector<std::vecto
   std::vector<Vertex> spine_vertices;
   for (int s = 0; s < spines; ++s) spine_vertices.push_back(add_switch(g, DeviceKind::SpineSwitch, s));
   for (Vertex leaf : leaves)
-    for (Vertex spine : spine_vertices) boost::add_edge(leaf, spine, make_link(LinkKind::Network, per_spine, latency), g);
+    for (Vertex spine : spine_vertices)
+      boost::add_edge(leaf, spine, make_link(LinkKind::Network, per_spine, latency), g);
 }
 
 // Nearest NIC of every GPU in one node: the NIC with the fewest PCIe hops (same switch first),
@@ -237,7 +254,10 @@ std::vector<Vertex> nearest_nics(const Graph& g, const std::vector<Vertex>& gpus
     for (std::size_t i = 0; i < nics.size(); ++i) {
       int d = dist[nics[i] - first];
       if (d < 0) continue;
-      if (best == nics.size()) { best = i; continue; }
+      if (best == nics.size()) {
+        best = i;
+        continue;
+      }
       int bd = dist[nics[best] - first];
       if (d < bd || (d == bd && load[i] < load[best])) best = i;
     }
@@ -262,7 +282,8 @@ Topology Topology::build(const std::vector<const NodeModel*>& node_models, const
   if (nodes < 1 || nodes > kMaxNodes)
     throw InputError(fmt::format("--nodes {}: expected a node count from 1 to {}", nodes, kMaxNodes));
   if (!(fabric.oversubscription >= 1.0) || !std::isfinite(fabric.oversubscription))
-    throw InputError(fmt::format("--oversubscription {}: expected a ratio >= 1 (1 = non-blocking)", fabric.oversubscription));
+    throw InputError(
+        fmt::format("--oversubscription {}: expected a ratio >= 1 (1 = non-blocking)", fabric.oversubscription));
   if (fabric.switch_radix < 2)
     throw InputError(fmt::format("switch_radix {}: expected at least 2 ports", fabric.switch_radix));
 
@@ -270,7 +291,6 @@ Topology Topology::build(const std::vector<const NodeModel*>& node_models, const
   t.nodes_ = nodes;
   t.cpu_vendor_ = node_models.front()->cpu_vendor;
   t.cores_per_node_ = node_models.front()->cores;
-
 
   std::vector<std::vector<Vertex>> nics_by_node(static_cast<std::size_t>(nodes));
   const NodeModel* previous = nullptr;
@@ -281,8 +301,11 @@ Topology Topology::build(const std::vector<const NodeModel*>& node_models, const
       label_map.clear();
       for (const std::string& l : m.labels) {
         auto it = std::find(t.labels_.begin(), t.labels_.end(), l);
-        if (it == t.labels_.end()) { t.labels_.push_back(l); label_map.push_back(static_cast<int>(t.labels_.size() - 1)); }
-        else label_map.push_back(static_cast<int>(it - t.labels_.begin()));
+        if (it == t.labels_.end()) {
+          t.labels_.push_back(l);
+          label_map.push_back(static_cast<int>(t.labels_.size() - 1));
+        } else
+          label_map.push_back(static_cast<int>(it - t.labels_.begin()));
       }
       for (const std::string& note : m.notes)
         if (std::find(t.notes_.begin(), t.notes_.end(), note) == t.notes_.end()) t.notes_.push_back(note);
@@ -335,7 +358,9 @@ int Topology::gpus_per_node(int node) const {
   return n;
 }
 
-const std::string& Topology::node_model_name(int node) const { return model_names_.at(static_cast<std::size_t>(node)); }
+const std::string& Topology::node_model_name(int node) const {
+  return model_names_.at(static_cast<std::size_t>(node));
+}
 
 std::pair<Vertex, Vertex> Topology::node_vertices(int n) const {
   TOPOCOLL_ASSERT(n >= 0 && n < nodes_, fmt::format("node {} of {}", n, nodes_));

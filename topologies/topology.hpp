@@ -19,7 +19,6 @@
 #pragma once
 
 #include <boost/graph/adjacency_list.hpp>
-
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -36,12 +35,12 @@ std::string_view to_string(LinkKind kind);
 
 struct Device {
   DeviceKind kind = DeviceKind::Gpu;
-  std::int32_t node = -1;         // node index; -1 for fabric switches
-  std::int32_t local_index = 0;   // index among devices of this kind in its node (or fabric)
-  std::int32_t numa = -1;         // NUMA node (CPU socket index) inside the node, -1 if none
-  std::int32_t model = -1;        // index into Topology::labels() / NodeModel::labels (e.g. "H100")
-  double port_gbps = 0.0;         // NICs: network port rate per direction (GB/s); else 0
-  std::int32_t sm = 0;            // GPUs: compute capability (90 = Hopper), 0 unknown
+  std::int32_t node = -1;        // node index; -1 for fabric switches
+  std::int32_t local_index = 0;  // index among devices of this kind in its node (or fabric)
+  std::int32_t numa = -1;        // NUMA node (CPU socket index) inside the node, -1 if none
+  std::int32_t model = -1;       // index into Topology::labels() / NodeModel::labels (e.g. "H100")
+  double port_gbps = 0.0;        // NICs: network port rate per direction (GB/s); else 0
+  std::int32_t sm = 0;           // GPUs: compute capability (90 = Hopper), 0 unknown
 };
 
 struct Link {
@@ -57,8 +56,8 @@ using Edge = Graph::edge_descriptor;
 
 // One machine, before it is copied into a cluster. Vertices are node-local (Device::node = 0).
 struct NodeModel {
-  std::string name;                 // "dgx-h100", or the file it came from
-  std::string description;          // one line
+  std::string name;         // "dgx-h100", or the file it came from
+  std::string description;  // one line
   Graph graph;
   std::vector<std::string> labels;  // Device::model indexes this (GPU / CPU / NIC model names)
   std::vector<std::string> notes;   // what the importer assumed (e.g. NIC speed not in file)
@@ -89,10 +88,10 @@ struct FabricSpec {
 struct RankInfo {
   int rank = 0;
   int node = 0;
-  int local = 0;       // local GPU index in the node
+  int local = 0;  // local GPU index in the node
   Vertex gpu = 0;
-  Vertex nic = 0;      // the NIC it uses for the network (nearest; ties balanced)
-  int rail = -1;       // local index of that NIC; -1 when the node has no NIC
+  Vertex nic = 0;  // the NIC it uses for the network (nearest; ties balanced)
+  int rail = -1;   // local index of that NIC; -1 when the node has no NIC
 };
 
 class Topology {
@@ -134,7 +133,7 @@ class Topology {
   std::vector<std::string> labels_;
   std::vector<std::string> model_names_;  // per node
   std::vector<std::string> notes_;
-  std::vector<Vertex> node_first_;        // size nodes_+1
+  std::vector<Vertex> node_first_;  // size nodes_+1
   std::optional<FabricSpec> fabric_;
   std::string cpu_vendor_;
   int cores_per_node_ = 0;

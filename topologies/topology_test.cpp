@@ -136,11 +136,14 @@ TEST_CASE("fabrics: switch and link counts") {
 TEST_CASE("topology: bad node counts and fabric parameters are input errors") {
   const NodeModel m = make_pcie_8gpu_node();
   CHECK_THROWS_WITH_AS(Topology::build(m, 0, FabricSpec{}), doctest::Contains("--nodes 0"), topocoll::InputError);
-  CHECK_THROWS_WITH_AS(Topology::build(m, 2049, FabricSpec{}), doctest::Contains("from 1 to 2048"), topocoll::InputError);
+  CHECK_THROWS_WITH_AS(Topology::build(m, 2049, FabricSpec{}), doctest::Contains("from 1 to 2048"),
+                       topocoll::InputError);
   CHECK_THROWS_WITH_AS(Topology::build(m, 2, FabricSpec{FabricKind::RailFatTree, 0.5}), doctest::Contains(">= 1"),
                        topocoll::InputError);
-  CHECK_THROWS_WITH_AS(parse_fabric("torus"), doctest::Contains("single-switch, rail-fat-tree, fat-tree"), topocoll::InputError);
-  CHECK_THROWS_WITH_AS(make_preset_node("dgx-z9"), doctest::Contains("unknown topology preset 'dgx-z9'"), topocoll::InputError);
+  CHECK_THROWS_WITH_AS(parse_fabric("torus"), doctest::Contains("single-switch, rail-fat-tree, fat-tree"),
+                       topocoll::InputError);
+  CHECK_THROWS_WITH_AS(make_preset_node("dgx-z9"), doctest::Contains("unknown topology preset 'dgx-z9'"),
+                       topocoll::InputError);
 }
 
 #include "topologies/paths.hpp"
@@ -157,5 +160,6 @@ TEST_CASE("transform: merged NVSwitch planes give each GPU pair its full NVLink 
   CHECK(p.bw_gbps == doctest::Approx(450.0));
   for (const RankInfo& r : t.ranks()) CHECK(r.rail == r.local);  // rails unchanged
   // A node without NVSwitches is returned as it is.
-  CHECK(boost::num_edges(merge_nvswitch_planes(make_pcie_8gpu_node()).graph) == boost::num_edges(make_pcie_8gpu_node().graph));
+  CHECK(boost::num_edges(merge_nvswitch_planes(make_pcie_8gpu_node()).graph) ==
+        boost::num_edges(make_pcie_8gpu_node().graph));
 }

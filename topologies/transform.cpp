@@ -38,7 +38,8 @@ NodeModel merge_nvswitch_planes(const NodeModel& m) {
     if (a_nvs || b_nvs) {
       const Vertex other = a_nvs ? b : a;
       Link& l = bundles[other];
-      if (l.lanes == 0 && l.bw_gbps == 0.0) l = g[e];
+      if (l.lanes == 0 && l.bw_gbps == 0.0)
+        l = g[e];
       else {
         l.bw_gbps += g[e].bw_gbps;
         l.lanes += g[e].lanes;

@@ -19,7 +19,9 @@ using namespace topocoll::runtime;
 
 namespace {
 
-bool is_nan32(std::uint32_t x) { return (x & 0x7fffffffu) > 0x7f800000u; }
+bool is_nan32(std::uint32_t x) {
+  return (x & 0x7fffffffu) > 0x7f800000u;
+}
 
 float as_float(std::uint32_t x) {
   float f;
@@ -65,7 +67,8 @@ TEST_CASE("CUDA's round-to-nearest-even narrowing equals half.hpp for floats of 
   // subnormal range, overflow edge), both signs.
   for (std::uint32_t sign : {0u, 0x80000000u})
     for (std::uint32_t exp : {0u, 1u, 100u, 103u, 112u, 113u, 127u, 142u, 143u, 254u})
-      for (std::uint32_t low = 0; low < (1u << 16); ++low) check_one(sign | (exp << 23) | (0x5a0000u & 0x7f0000u) | low);
+      for (std::uint32_t low = 0; low < (1u << 16); ++low)
+        check_one(sign | (exp << 23) | (0x5a0000u & 0x7f0000u) | low);
   CHECK(tested > 1000000);
   CHECK(wrong == 0);
 }

@@ -22,7 +22,9 @@ using algo::OpKind;
 
 namespace {
 
-void check(cudaError_t e, const char* where) { throw_if_failed(Status{static_cast<int>(e), where}); }
+void check(cudaError_t e, const char* where) {
+  throw_if_failed(Status{static_cast<int>(e), where});
+}
 
 std::uint64_t queue_key(int src, int dst, int channel) {
   // 20 bits of rank each, 24 of channel: far beyond any run in one process.
@@ -52,7 +54,8 @@ DeviceFabric::~DeviceFabric() {
 DeviceTransport::DeviceTransport(DeviceFabric& fabric, int rank, Stream stream)
     : fabric_(fabric), rank_(rank), stream_(stream) {
   if (rank < 0 || rank >= fabric.ranks())
-    throw InputError(fmt::format("DeviceTransport: rank {} is not a rank of the fabric (0..{})", rank, fabric.ranks() - 1));
+    throw InputError(
+        fmt::format("DeviceTransport: rank {} is not a rank of the fabric (0..{})", rank, fabric.ranks() - 1));
 }
 
 Transport::Request DeviceTransport::post_send(int peer, int channel, const void* data, std::size_t bytes) {
@@ -74,7 +77,9 @@ Transport::Request DeviceTransport::post_send(int peer, int channel, const void*
   return kDone;
 }
 
-bool DeviceTransport::test_send(Request) { return true; }
+bool DeviceTransport::test_send(Request) {
+  return true;
+}
 
 Transport::Request DeviceTransport::post_recv(int peer, int channel, void* dst, std::size_t bytes) {
   if (peer < 0 || peer >= fabric_.ranks())
@@ -91,8 +96,9 @@ bool DeviceTransport::test_recv(Request r) {
     auto it = fabric_.queues_.find(queue_key(p.peer, rank_, p.channel));
     if (it == fabric_.queues_.end() || it->second.empty()) return false;
     if (it->second.front().bytes != p.bytes)
-      throw InputError(fmt::format("device inproc: rank {} receives {} bytes from rank {} on channel {}, but the next message has {} bytes",
-                                   rank_, p.bytes, p.peer, p.channel, it->second.front().bytes));
+      throw InputError(fmt::format(
+          "device inproc: rank {} receives {} bytes from rank {} on channel {}, but the next message has {} bytes",
+          rank_, p.bytes, p.peer, p.channel, it->second.front().bytes));
     m = it->second.front();
     it->second.pop_front();
   }
@@ -245,7 +251,8 @@ RunResult run_device_inproc(const algo::Schedule& s, bool in_place, const ExecOp
       check(cudaStreamSynchronize(stream.s), "cudaStreamSynchronize");
       std::vector<std::byte> out(memory[static_cast<std::size_t>(r)].output_bytes);
       if (!out.empty())
-        check(cudaMemcpy(out.data(), memory[static_cast<std::size_t>(r)].buffers.output, out.size(), cudaMemcpyDeviceToHost),
+        check(cudaMemcpy(out.data(), memory[static_cast<std::size_t>(r)].buffers.output, out.size(),
+                         cudaMemcpyDeviceToHost),
               "cudaMemcpy D2H");
       result.outputs[static_cast<std::size_t>(r)] = std::move(out);
     } catch (...) {

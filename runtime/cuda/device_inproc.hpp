@@ -25,8 +25,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
-#include <string>
 #include <mutex>
+#include <string>
 #include <unordered_map>
 #include <vector>
 

@@ -77,8 +77,8 @@ TEST_CASE("device inproc: every registered allreduce on 2..8 ranks of one GPU is
               continue;
             }
             const Schedule s = alg.generate(layout, a, t);
-            INFO(fmt::format("{} p={} shape={}x{} count={} {} {} channels={} in_place={}", alg.name, p, nodes, per_node, n,
-                             to_string(a.dtype), to_string(a.op), t.channels, in_place));
+            INFO(fmt::format("{} p={} shape={}x{} count={} {} {} channels={} in_place={}", alg.name, p, nodes, per_node,
+                             n, to_string(a.dtype), to_string(a.op), t.channels, in_place));
             CHECK(count_wrong_outputs(s, cuda::run_device_inproc(s, in_place)) == 0);
             ++runs;
           }
@@ -118,7 +118,8 @@ TEST_CASE("device rounds: registered allreduces cut into rounds run on device me
       const std::uint64_t n = 65536 + 7;
       Tuning t;
       t.slice_bytes = 16384;
-      const Schedule s = find_algorithm(name).generate(layout, CollectiveArgs::allreduce(n, DataType::Float32, ReduceOp::Sum, p), t);
+      const Schedule s =
+          find_algorithm(name).generate(layout, CollectiveArgs::allreduce(n, DataType::Float32, ReduceOp::Sum, p), t);
       std::vector<RoundPlan> plans = plan_rounds(s);
       std::vector<std::unique_ptr<tc::DeviceBuffer>> in, out;
       std::vector<std::unique_ptr<cuda::DeviceSpace>> spaces;
@@ -134,7 +135,8 @@ TEST_CASE("device rounds: registered allreduces cut into rounds run on device me
         ex.emplace_back(s, r, plans[static_cast<std::size_t>(r)], *spaces.back());
       }
       for (int r = 0; r < p; ++r)
-        ex[static_cast<std::size_t>(r)].begin(Buffers{in[static_cast<std::size_t>(r)]->bytes(), out[static_cast<std::size_t>(r)]->bytes(), nullptr});
+        ex[static_cast<std::size_t>(r)].begin(
+            Buffers{in[static_cast<std::size_t>(r)]->bytes(), out[static_cast<std::size_t>(r)]->bytes(), nullptr});
       for (int k = 0; k < plans.front().rounds; ++k) {
         for (int r = 0; r < p; ++r) ex[static_cast<std::size_t>(r)].issue(k, ts[static_cast<std::size_t>(r)]);
         tc::sync();

@@ -9,13 +9,19 @@ namespace topocoll::runtime::cuda {
 
 namespace {
 
-void check(cudaError_t e, const char* where) { throw_if_failed(Status{static_cast<int>(e), where}); }
+void check(cudaError_t e, const char* where) {
+  throw_if_failed(Status{static_cast<int>(e), where});
+}
 
 }  // namespace
 
-DeviceSpace::DeviceSpace(Stream stream) : stream_(stream) { check(cudaGetDevice(&device_), "cudaGetDevice"); }
+DeviceSpace::DeviceSpace(Stream stream) : stream_(stream) {
+  check(cudaGetDevice(&device_), "cudaGetDevice");
+}
 
-std::string DeviceSpace::name() const { return fmt::format("cuda device {}", device_); }
+std::string DeviceSpace::name() const {
+  return fmt::format("cuda device {}", device_);
+}
 
 void* DeviceSpace::allocate(std::size_t bytes) {
   void* p = nullptr;

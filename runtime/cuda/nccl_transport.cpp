@@ -20,7 +20,9 @@ void check_nccl(ncclResult_t r, const char* where, ncclComm* comm = nullptr) {
   throw NcclError(fmt::format("{}: {}{}{}", where, ncclGetErrorString(r), last && *last ? ": " : "", last ? last : ""));
 }
 
-void check_cuda(cudaError_t e, const char* where) { throw_if_failed(Status{static_cast<int>(e), where}); }
+void check_cuda(cudaError_t e, const char* where) {
+  throw_if_failed(Status{static_cast<int>(e), where});
+}
 
 void check_mpi(int rc, const char* where) {
   if (rc != MPI_SUCCESS) throw NcclError(fmt::format("{}: MPI error {}", where, rc));
@@ -34,8 +36,10 @@ class ScopedEnv {
     setenv(name, value.c_str(), 1);
   }
   ~ScopedEnv() {
-    if (old_) setenv(name_, old_->c_str(), 1);
-    else unsetenv(name_);
+    if (old_)
+      setenv(name_, old_->c_str(), 1);
+    else
+      unsetenv(name_);
   }
   ScopedEnv(const ScopedEnv&) = delete;
   ScopedEnv& operator=(const ScopedEnv&) = delete;
@@ -102,8 +106,8 @@ void NcclTransport::end_step() {
   cudaStream_t stream = stream_;
   for (const Pending& p : step_)
     if (p.peer < 0 || p.peer >= comm_.size())
-      throw InputError(fmt::format("nccl transport: rank {}: peer {} is not a rank of the communicator (0..{})", comm_.rank(),
-                                   p.peer, comm_.size() - 1));
+      throw InputError(fmt::format("nccl transport: rank {}: peer {} is not a rank of the communicator (0..{})",
+                                   comm_.rank(), p.peer, comm_.size() - 1));
   // Staging for the receive-reduces: stream-ordered, so it is reused as soon as the reduce ran.
   staging_.assign(step_.size(), nullptr);
   for (std::size_t i = 0; i < step_.size(); ++i)
@@ -117,7 +121,8 @@ void NcclTransport::end_step() {
     if (p.kind == Pending::Kind::Send)
       check_nccl(ncclSend(p.src, p.bytes, ncclUint8, p.peer, comm_.get(), stream), "ncclSend", comm_.get());
     else
-      check_nccl(ncclRecv(p.kind == Pending::Kind::Recv ? p.dst : staging_[i], p.bytes, ncclUint8, p.peer, comm_.get(), stream),
+      check_nccl(ncclRecv(p.kind == Pending::Kind::Recv ? p.dst : staging_[i], p.bytes, ncclUint8, p.peer, comm_.get(),
+                          stream),
                  "ncclRecv", comm_.get());
   }
   check_nccl(ncclGroupEnd(), "ncclGroupEnd", comm_.get());
@@ -131,7 +136,9 @@ void NcclTransport::end_step() {
   step_.clear();
 }
 
-void NcclTransport::synchronize() { check_cuda(cudaStreamSynchronize(stream_), "cudaStreamSynchronize"); }
+void NcclTransport::synchronize() {
+  check_cuda(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
+}
 
 void NcclTransport::synchronize(std::chrono::milliseconds timeout, const std::string& what) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;

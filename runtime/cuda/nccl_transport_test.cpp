@@ -3,6 +3,8 @@
 // CPU reducer, then a plain receive, then communicators with NCCL_ALGO forced. One process sends
 // to itself (NCCL allows it in a group). Without a usable GPU: prints why and exits 77 (CTest:
 // skipped).
+#include "runtime/cuda/nccl_transport.hpp"
+
 #include <cuda_runtime.h>
 #include <fmt/format.h>
 #include <mpi.h>
@@ -11,7 +13,6 @@
 #include <exception>
 #include <vector>
 
-#include "runtime/cuda/nccl_transport.hpp"
 #include "runtime/cuda/test_support.hpp"
 #include "runtime/reducer.hpp"
 #include "runtime/test_data.hpp"

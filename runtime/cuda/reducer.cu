@@ -1,8 +1,6 @@
 // The CUDA reducer's kernels (contract in reducer.hpp). One kernel template serves every dtype x
 // op: an Elem policy says how a storage element combines (in its own type, in its unsigned twin,
 // or widened to float for fp16 / bf16), an Op the combining function.
-#include "runtime/cuda/reducer.hpp"
-
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -10,6 +8,8 @@
 #include <algorithm>
 #include <cstdint>
 #include <type_traits>
+
+#include "runtime/cuda/reducer.hpp"
 
 namespace topocoll::runtime::cuda {
 namespace {
@@ -92,7 +92,8 @@ template <class Elem>
 // No __restrict__: dst == src is allowed (x op= x). Each element is read and then written by one
 // thread only, and each loop turn issues its four loads before its stores, so restrict would buy
 // nothing here.
-__global__ void __launch_bounds__(1024) reduce_kernel(typename Elem::Storage* dst, const typename Elem::Storage* src, Split split) {
+__global__ void __launch_bounds__(1024)
+    reduce_kernel(typename Elem::Storage* dst, const typename Elem::Storage* src, Split split) {
   using T = typename Elem::Storage;
   using P = Pack<T>;
   const std::size_t thread = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
@@ -163,7 +164,8 @@ Status sm_count(int* out) {
 
 Status grid_for(std::size_t items, const ReducePolicy& p, unsigned* blocks) {
   if (p.threads_per_block < 32 || p.threads_per_block > 1024 || p.blocks_per_sm < 1)
-    return {static_cast<int>(cudaErrorInvalidConfiguration), "cuda::ReducePolicy (threads 32..1024, blocks_per_sm >= 1)"};
+    return {static_cast<int>(cudaErrorInvalidConfiguration),
+            "cuda::ReducePolicy (threads 32..1024, blocks_per_sm >= 1)"};
   int sms = 0;
   if (auto s = sm_count(&sms); !s.ok()) return s;
   const std::size_t threads = static_cast<std::size_t>(p.threads_per_block);
@@ -183,7 +185,8 @@ Status launch_reduce(void* dst, const void* src, std::size_t n, Stream stream, c
   constexpr std::size_t kLanes = 16 / sizeof(T);
   const auto d = reinterpret_cast<std::uintptr_t>(dst), s = reinterpret_cast<std::uintptr_t>(src);
   if (d % sizeof(T) != 0 || s % sizeof(T) != 0)
-    return {static_cast<int>(cudaErrorMisalignedAddress), "cuda::reduce (dst and src must be aligned to the element size)"};
+    return {static_cast<int>(cudaErrorMisalignedAddress),
+            "cuda::reduce (dst and src must be aligned to the element size)"};
   Split split;
   split.n = n;
   if (d % 16 == s % 16) {
@@ -212,16 +215,26 @@ Status launch_integer(void* dst, const void* src, std::size_t n, Stream stream, 
 template <class Op>
 Status reduce_as(DataType t, void* dst, const void* src, std::size_t n, Stream stream, const ReducePolicy& p) {
   switch (t) {
-    case DataType::Int8: return launch_integer<Op, std::int8_t>(dst, src, n, stream, p);
-    case DataType::Uint8: return launch_integer<Op, std::uint8_t>(dst, src, n, stream, p);
-    case DataType::Int32: return launch_integer<Op, std::int32_t>(dst, src, n, stream, p);
-    case DataType::Uint32: return launch_integer<Op, std::uint32_t>(dst, src, n, stream, p);
-    case DataType::Int64: return launch_integer<Op, std::int64_t>(dst, src, n, stream, p);
-    case DataType::Uint64: return launch_integer<Op, std::uint64_t>(dst, src, n, stream, p);
-    case DataType::Float16: return launch_reduce<Widened<Op, HalfCodec>>(dst, src, n, stream, p);
-    case DataType::BFloat16: return launch_reduce<Widened<Op, BFloat16Codec>>(dst, src, n, stream, p);
-    case DataType::Float32: return launch_reduce<Plain<Op, float>>(dst, src, n, stream, p);
-    case DataType::Float64: return launch_reduce<Plain<Op, double>>(dst, src, n, stream, p);
+    case DataType::Int8:
+      return launch_integer<Op, std::int8_t>(dst, src, n, stream, p);
+    case DataType::Uint8:
+      return launch_integer<Op, std::uint8_t>(dst, src, n, stream, p);
+    case DataType::Int32:
+      return launch_integer<Op, std::int32_t>(dst, src, n, stream, p);
+    case DataType::Uint32:
+      return launch_integer<Op, std::uint32_t>(dst, src, n, stream, p);
+    case DataType::Int64:
+      return launch_integer<Op, std::int64_t>(dst, src, n, stream, p);
+    case DataType::Uint64:
+      return launch_integer<Op, std::uint64_t>(dst, src, n, stream, p);
+    case DataType::Float16:
+      return launch_reduce<Widened<Op, HalfCodec>>(dst, src, n, stream, p);
+    case DataType::BFloat16:
+      return launch_reduce<Widened<Op, BFloat16Codec>>(dst, src, n, stream, p);
+    case DataType::Float32:
+      return launch_reduce<Plain<Op, float>>(dst, src, n, stream, p);
+    case DataType::Float64:
+      return launch_reduce<Plain<Op, double>>(dst, src, n, stream, p);
   }
   return {static_cast<int>(cudaErrorInvalidValue), "cuda::reduce (unknown DataType)"};
 }
@@ -244,14 +257,19 @@ Status launch_divide_16(void* data, std::size_t n, int ranks, Stream stream, con
 
 }  // namespace
 
-Status reduce(DataType t, ReduceOp op, void* dst, const void* src, std::size_t n, Stream stream, const ReducePolicy& p) {
+Status reduce(DataType t, ReduceOp op, void* dst, const void* src, std::size_t n, Stream stream,
+              const ReducePolicy& p) {
   if (n == 0) return {};
   switch (op) {
     case ReduceOp::Sum:
-    case ReduceOp::Avg: return reduce_as<SumOp>(t, dst, src, n, stream, p);
-    case ReduceOp::Prod: return reduce_as<ProdOp>(t, dst, src, n, stream, p);
-    case ReduceOp::Min: return reduce_as<MinOp>(t, dst, src, n, stream, p);
-    case ReduceOp::Max: return reduce_as<MaxOp>(t, dst, src, n, stream, p);
+    case ReduceOp::Avg:
+      return reduce_as<SumOp>(t, dst, src, n, stream, p);
+    case ReduceOp::Prod:
+      return reduce_as<ProdOp>(t, dst, src, n, stream, p);
+    case ReduceOp::Min:
+      return reduce_as<MinOp>(t, dst, src, n, stream, p);
+    case ReduceOp::Max:
+      return reduce_as<MaxOp>(t, dst, src, n, stream, p);
   }
   return {static_cast<int>(cudaErrorInvalidValue), "cuda::reduce (unknown ReduceOp)"};
 }
@@ -260,16 +278,26 @@ Status finish_avg(DataType t, void* data, std::size_t n, int ranks, Stream strea
   if (ranks < 1) return {static_cast<int>(cudaErrorInvalidValue), "cuda::finish_avg (ranks must be >= 1)"};
   if (n == 0) return {};
   switch (t) {
-    case DataType::Int8: return launch_divide<std::int8_t>(data, n, ranks, stream, p);
-    case DataType::Uint8: return launch_divide<std::uint8_t>(data, n, ranks, stream, p);
-    case DataType::Int32: return launch_divide<std::int32_t>(data, n, ranks, stream, p);
-    case DataType::Uint32: return launch_divide<std::uint32_t>(data, n, ranks, stream, p);
-    case DataType::Int64: return launch_divide<std::int64_t>(data, n, ranks, stream, p);
-    case DataType::Uint64: return launch_divide<std::uint64_t>(data, n, ranks, stream, p);
-    case DataType::Float16: return launch_divide_16<HalfCodec>(data, n, ranks, stream, p);
-    case DataType::BFloat16: return launch_divide_16<BFloat16Codec>(data, n, ranks, stream, p);
-    case DataType::Float32: return launch_divide<float>(data, n, ranks, stream, p);
-    case DataType::Float64: return launch_divide<double>(data, n, ranks, stream, p);
+    case DataType::Int8:
+      return launch_divide<std::int8_t>(data, n, ranks, stream, p);
+    case DataType::Uint8:
+      return launch_divide<std::uint8_t>(data, n, ranks, stream, p);
+    case DataType::Int32:
+      return launch_divide<std::int32_t>(data, n, ranks, stream, p);
+    case DataType::Uint32:
+      return launch_divide<std::uint32_t>(data, n, ranks, stream, p);
+    case DataType::Int64:
+      return launch_divide<std::int64_t>(data, n, ranks, stream, p);
+    case DataType::Uint64:
+      return launch_divide<std::uint64_t>(data, n, ranks, stream, p);
+    case DataType::Float16:
+      return launch_divide_16<HalfCodec>(data, n, ranks, stream, p);
+    case DataType::BFloat16:
+      return launch_divide_16<BFloat16Codec>(data, n, ranks, stream, p);
+    case DataType::Float32:
+      return launch_divide<float>(data, n, ranks, stream, p);
+    case DataType::Float64:
+      return launch_divide<double>(data, n, ranks, stream, p);
   }
   return {static_cast<int>(cudaErrorInvalidValue), "cuda::finish_avg (unknown DataType)"};
 }

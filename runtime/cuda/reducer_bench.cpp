@@ -28,7 +28,9 @@ namespace cuda = topocoll::runtime::cuda;
 
 constexpr int kRuns = 9;
 
-void check(cudaError_t e, const char* where) { cuda::throw_if_failed(cuda::Status{static_cast<int>(e), where}); }
+void check(cudaError_t e, const char* where) {
+  cuda::throw_if_failed(cuda::Status{static_cast<int>(e), where});
+}
 
 // Median seconds of one `work()` (enqueued on the default stream), timed with events.
 template <class Work>
@@ -75,14 +77,15 @@ int main(int argc, char** argv) {
     check(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrMemoryClockRate, device), "cudaDeviceGetAttribute");
     check(cudaDeviceGetAttribute(&bus_bits, cudaDevAttrGlobalMemoryBusWidth, device), "cudaDeviceGetAttribute");
     const double peak_gbps = 2.0 * clock_khz * 1e3 * (bus_bits / 8.0) / 1e9;
-    std::printf("# device %d: %s, sm_%d%d, %d SMs, memory %.0f MHz x %d bit: peak %.1f GB/s%s\n", device, prop.name, prop.major,
-                prop.minor, sms, clock_khz / 1e3, bus_bits, peak_gbps, peak_gbps > 0 ? "" : " (not reported)");
+    std::printf("# device %d: %s, sm_%d%d, %d SMs, memory %.0f MHz x %d bit: peak %.1f GB/s%s\n", device, prop.name,
+                prop.major, prop.minor, sms, clock_khz / 1e3, bus_bits, peak_gbps,
+                peak_gbps > 0 ? "" : " (not reported)");
     std::printf("# reduce moves 3 x size (read dst, src; write dst), memcpy 2 x size; median of %d runs\n", kRuns);
 
     const std::size_t bytes = mib << 20;
     cuda::test::DeviceBuffer dst(bytes), src(bytes);
-    std::printf("%-10s %6s %12s %12s %10s %10s %10s\n", "dtype", "MiB", "reduce GB/s", "memcpy GB/s", "red/memcpy", "red/peak",
-                "memcpy/peak");
+    std::printf("%-10s %6s %12s %12s %10s %10s %10s\n", "dtype", "MiB", "reduce GB/s", "memcpy GB/s", "red/memcpy",
+                "red/peak", "memcpy/peak");
     for (DataType t : {DataType::Float32, DataType::BFloat16, DataType::Float16}) {
       const std::size_t n = bytes / topocoll::algo::size_of(t);
       std::vector<unsigned char> host(bytes);
@@ -92,13 +95,14 @@ int main(int argc, char** argv) {
       src.upload(host.data(), bytes);
       const double reduce_s = median_seconds(
           [&] { cuda::throw_if_failed(cuda::reduce(t, ReduceOp::Sum, dst.bytes(), src.bytes(), n, nullptr)); });
-      const double memcpy_s = median_seconds(
-          [&] { check(cudaMemcpyAsync(dst.bytes(), src.bytes(), bytes, cudaMemcpyDeviceToDevice, nullptr), "cudaMemcpyAsync"); });
+      const double memcpy_s = median_seconds([&] {
+        check(cudaMemcpyAsync(dst.bytes(), src.bytes(), bytes, cudaMemcpyDeviceToDevice, nullptr), "cudaMemcpyAsync");
+      });
       const double reduce_gbps = 3.0 * static_cast<double>(bytes) / reduce_s / 1e9;
       const double memcpy_gbps = 2.0 * static_cast<double>(bytes) / memcpy_s / 1e9;
-      std::printf("%-10s %6zu %12.1f %12.1f %10.3f %10.3f %10.3f\n", std::string(topocoll::algo::to_string(t)).c_str(), mib,
-                  reduce_gbps, memcpy_gbps, reduce_gbps / memcpy_gbps, peak_gbps > 0 ? reduce_gbps / peak_gbps : 0.0,
-                  peak_gbps > 0 ? memcpy_gbps / peak_gbps : 0.0);
+      std::printf("%-10s %6zu %12.1f %12.1f %10.3f %10.3f %10.3f\n", std::string(topocoll::algo::to_string(t)).c_str(),
+                  mib, reduce_gbps, memcpy_gbps, reduce_gbps / memcpy_gbps,
+                  peak_gbps > 0 ? reduce_gbps / peak_gbps : 0.0, peak_gbps > 0 ? memcpy_gbps / peak_gbps : 0.0);
     }
     // The launch policy around the default, fp32 sum: to retune ReducePolicy from one GPU session.
     std::printf("# policy sweep, float32 sum: threads/block x blocks/SM -> reduce GB/s\n");
@@ -106,9 +110,12 @@ int main(int argc, char** argv) {
     for (cuda::ReducePolicy p : {cuda::ReducePolicy{256, 8}, cuda::ReducePolicy{512, 4}, cuda::ReducePolicy{512, 8},
                                  cuda::ReducePolicy{1024, 2}, cuda::ReducePolicy{256, 16}}) {
       try {
-        const double s = median_seconds(
-            [&] { cuda::throw_if_failed(cuda::reduce(DataType::Float32, ReduceOp::Sum, dst.bytes(), src.bytes(), n, nullptr, p)); });
-        std::printf("#   %4d x %2d: %8.1f GB/s\n", p.threads_per_block, p.blocks_per_sm, 3.0 * static_cast<double>(bytes) / s / 1e9);
+        const double s = median_seconds([&] {
+          cuda::throw_if_failed(
+              cuda::reduce(DataType::Float32, ReduceOp::Sum, dst.bytes(), src.bytes(), n, nullptr, p));
+        });
+        std::printf("#   %4d x %2d: %8.1f GB/s\n", p.threads_per_block, p.blocks_per_sm,
+                    3.0 * static_cast<double>(bytes) / s / 1e9);
       } catch (const cuda::CudaError& e) {  // e.g. a block too large for the kernel's registers
         std::printf("#   %4d x %2d: %s\n", p.threads_per_block, p.blocks_per_sm, e.what());
       }

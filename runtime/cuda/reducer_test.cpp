@@ -54,7 +54,8 @@ std::size_t compare_reduce(DataType t, ReduceOp op, std::size_t n, std::size_t d
   tc::DeviceBuffer d_dst(dst.size()), d_src(src.size());
   d_dst.upload(dst.data(), dst.size());
   d_src.upload(src.data(), src.size());
-  cuda::throw_if_failed(cuda::reduce(t, op, d_dst.bytes() + dst_off * elem, d_src.bytes() + src_off * elem, n, nullptr, policy));
+  cuda::throw_if_failed(
+      cuda::reduce(t, op, d_dst.bytes() + dst_off * elem, d_src.bytes() + src_off * elem, n, nullptr, policy));
   tc::sync();
   std::vector<unsigned char> got(dst.size());
   d_dst.download(got.data(), got.size());
@@ -143,7 +144,8 @@ TEST_CASE("cuda finish_avg equals the CPU finish_avg bit for bit") {
 
 TEST_CASE("cuda reduce refuses what it cannot do with a status, not a fault") {
   tc::DeviceBuffer d(64);
-  const cuda::Status misaligned = cuda::reduce(DataType::Float32, ReduceOp::Sum, d.bytes() + 1, d.bytes() + 8, 3, nullptr);
+  const cuda::Status misaligned =
+      cuda::reduce(DataType::Float32, ReduceOp::Sum, d.bytes() + 1, d.bytes() + 8, 3, nullptr);
   CHECK_FALSE(misaligned.ok());
   CHECK(cuda::to_string(misaligned).find("aligned") != std::string::npos);
   CHECK_FALSE(cuda::finish_avg(DataType::Float32, d.bytes(), 4, 0, nullptr).ok());

@@ -5,7 +5,9 @@
 namespace topocoll::runtime::cuda::test {
 
 namespace {
-void check(cudaError_t e, const char* where) { throw_if_failed(Status{static_cast<int>(e), where}); }
+void check(cudaError_t e, const char* where) {
+  throw_if_failed(Status{static_cast<int>(e), where});
+}
 }  // namespace
 
 DeviceBuffer::DeviceBuffer(std::size_t bytes) : size_(bytes) {
@@ -15,7 +17,9 @@ DeviceBuffer::DeviceBuffer(std::size_t bytes) : size_(bytes) {
   data_ = static_cast<unsigned char*>(p);
 }
 
-DeviceBuffer::~DeviceBuffer() { cudaFree(data_); }
+DeviceBuffer::~DeviceBuffer() {
+  cudaFree(data_);
+}
 
 void DeviceBuffer::upload(const void* host, std::size_t bytes, std::size_t offset) {
   if (bytes > 0) check(cudaMemcpy(data_ + offset, host, bytes, cudaMemcpyHostToDevice), "cudaMemcpy H2D");
@@ -25,6 +29,8 @@ void DeviceBuffer::download(void* host, std::size_t bytes, std::size_t offset) c
   if (bytes > 0) check(cudaMemcpy(host, data_ + offset, bytes, cudaMemcpyDeviceToHost), "cudaMemcpy D2H");
 }
 
-void sync() { check(cudaDeviceSynchronize(), "cudaDeviceSynchronize"); }
+void sync() {
+  check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+}
 
 }  // namespace topocoll::runtime::cuda::test

@@ -32,8 +32,8 @@ void sync();
 inline std::size_t count_different(const void* a, const void* b, std::size_t n, std::size_t elem) {
   std::size_t wrong = 0;
   for (std::size_t i = 0; i < n; ++i)
-    wrong += std::memcmp(static_cast<const unsigned char*>(a) + i * elem, static_cast<const unsigned char*>(b) + i * elem,
-                         elem) != 0;
+    wrong += std::memcmp(static_cast<const unsigned char*>(a) + i * elem,
+                         static_cast<const unsigned char*>(b) + i * elem, elem) != 0;
   return wrong;
 }
 
