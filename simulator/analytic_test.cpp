@@ -5,8 +5,8 @@
 
 #include "algorithms/registry.hpp"
 #include "common/errors.hpp"
+#include "common/records.hpp"
 #include "simulator/engine.hpp"
-#include "simulator/records.hpp"
 #include "simulator/routes.hpp"
 #include "simulator/testing.hpp"
 #include "simulator/trace.hpp"
@@ -132,7 +132,7 @@ TEST_CASE("analytic: the trace has one event per operation, in order per channel
 }
 
 TEST_CASE("records: a record survives JSON, and bad records are rejected") {
-  sim::Record r;
+  records::Record r;
   r.engine = "analytic";
   r.algorithm = "ring";
   r.topology = "dgx-h100";
@@ -141,14 +141,14 @@ TEST_CASE("records: a record survives JSON, and bad records are rejected") {
   r.size_bytes = 1024;
   r.time_us = 12.5;
   r.wrong = 0;
-  const sim::Record back = sim::record_from_json(sim::to_json(r));
+  const records::Record back = records::record_from_json(records::to_json(r));
   CHECK(back.algorithm == "ring");
   CHECK(back.time_us == 12.5);
   CHECK(back.wrong == std::optional<std::uint64_t>(0));
-  nlohmann::json bad = sim::to_json(r);
+  nlohmann::json bad = records::to_json(r);
   bad.erase("time_us");
-  CHECK_THROWS_AS(sim::record_from_json(bad), InputError);
-  CHECK_THROWS_AS(sim::record_from_json(nlohmann::json{{"schema", "other"}}), InputError);
+  CHECK_THROWS_AS(records::record_from_json(bad), InputError);
+  CHECK_THROWS_AS(records::record_from_json(nlohmann::json{{"schema", "other"}}), InputError);
 }
 
 TEST_CASE("calibration: files override defaults; bad files name the key") {

@@ -23,10 +23,10 @@
 #endif
 #include <fstream>
 
+#include "common/records.hpp"
 #include "runtime/reducer.hpp"
 #include "runtime/rounds.hpp"
 #include "runtime/test_data.hpp"
-#include "simulator/records.hpp"
 #include "tools/bench_nccl.hpp"
 #include "tools/bench_topology.hpp"
 
@@ -239,7 +239,7 @@ int bench_command(const BenchArgs& a, std::ostream& out) {
   }
   const double factor = algo::busbw_factor(algo::Collective::AllReduce, ranks);
 
-  sim::Record base;
+  records::Record base;
   base.kind = "measured";
   base.engine = a.backend;
   base.topology = job.name;
@@ -248,8 +248,8 @@ int bench_command(const BenchArgs& a, std::ostream& out) {
   base.dtype = std::string(algo::to_string(dtype));
   base.op = std::string(algo::to_string(op));
   base.version = TOPOCOLL_VERSION;
-  base.date = sim::now_iso8601();
-  base.machine = sim::hostname();
+  base.date = records::now_iso8601();
+  base.machine = records::hostname();
 
   if (sink && a.format == "table") {
     *sink << fmt::format("# topocoll-bench: backend {}, {} ranks on {} node{} ({} per node), host {}\n", a.backend,
@@ -411,7 +411,7 @@ int bench_command(const BenchArgs& a, std::ostream& out) {
         row += fmt::format("  {}  {:6.2f}  {:6.2f}  {:>5}", time_str(points[ip].time_us), algbw, busbw,
                            a.check ? fmt::format("{}", points[ip].wrong) : std::string("N/A"));
         if (a.format == "jsonl") {
-          sim::Record rec = base;
+          records::Record rec = base;
           rec.algorithm = name;
           rec.size_bytes = bytes;
           rec.count = args.count;

@@ -24,9 +24,9 @@
 #include "algorithms/registry.hpp"
 #include "common/cli_io.hpp"
 #include "common/errors.hpp"
+#include "common/records.hpp"
 #include "simulator/engine.hpp"
 #include "simulator/nccl_model.hpp"
-#include "simulator/records.hpp"
 #include "tools/topo_commands.hpp"
 #include "topologies/load.hpp"
 
@@ -531,9 +531,9 @@ Existing read_existing(const std::string& file, const ExpSpec& spec) {
   while (std::getline(in, line)) {
     ++lineno;
     if (line.empty()) continue;
-    sim::Record rec;
+    records::Record rec;
     try {
-      rec = sim::record_from_json(nlohmann::json::parse(line));
+      rec = records::record_from_json(nlohmann::json::parse(line));
     } catch (const std::exception& e) {
       throw InputError(fmt::format("{}:{}: not a record ({}): fix or remove the file, or run with --fresh", file,
                                    lineno, std::string(e.what()).substr(0, 120)));
@@ -556,12 +556,12 @@ Existing read_existing(const std::string& file, const ExpSpec& spec) {
 class RecordWriter {
  public:
   explicit RecordWriter(std::string file) : file_(std::move(file)) {}
-  void write(const sim::Record& r) {
+  void write(const records::Record& r) {
     if (!out_.is_open()) {  // opened at the first record: a run that fails its checks leaves no file
       out_.open(file_, std::ios::app);
       if (!out_) throw InputError(fmt::format("{}: cannot open the records file for writing", file_));
     }
-    out_ << sim::to_json(r).dump() << '\n';
+    out_ << records::to_json(r).dump() << '\n';
     out_.flush();  // a line at a time: an interrupted run leaves at most one partial line
     if (!out_) throw InputError(fmt::format("{}: writing failed", file_));
   }
@@ -602,10 +602,10 @@ std::vector<std::uint64_t> sizes_of(const ExpSpec& s, const std::string& dtype) 
   return cli::size_sweep(s.min_bytes, s.max_bytes, s.factor, algo::size_of(algo::parse_dtype(dtype)));
 }
 
-sim::Record provenance(const ExpSpec& s, const std::string& commit) {
-  sim::Record r;
+records::Record provenance(const ExpSpec& s, const std::string& commit) {
+  records::Record r;
   r.version = TOPOCOLL_VERSION;
-  r.machine = sim::hostname();
+  r.machine = records::hostname();
   r.experiment = s.name;
   r.spec_hash = "sha256:" + s.sha256;
   r.commit = commit;
@@ -669,7 +669,7 @@ void run_simulated(const ExpSpec& s, const std::string& commit, const Existing& 
         std::vector<sim::Calibration> calibs;
         for (sim::Protocol p : protocols) calibs.push_back(sim::protocol_calibration(calib, p));
 
-        sim::Record base = provenance(s, commit);
+        records::Record base = provenance(s, commit);
         base.kind = "simulated";
         base.engine = engine->name();
         base.topology = s.topologies[ti];
@@ -724,7 +724,7 @@ void run_simulated(const ExpSpec& s, const std::string& commit, const Existing& 
                       }
                     }
                   }
-                  sim::Record rec = base;
+                  records::Record rec = base;
                   rec.algorithm = a;
                   rec.dtype = std::string(algo::to_string(dtype));
                   rec.size_bytes = bytes;
@@ -736,7 +736,7 @@ void run_simulated(const ExpSpec& s, const std::string& commit, const Existing& 
                   rec.protocol = std::string(sim::to_string(protocols[won]));
                   rec.repetition = rep;
                   rec.point = point;
-                  rec.date = sim::now_iso8601();
+                  rec.date = records::now_iso8601();
                   w.write(rec);
                   progress.add(1);
                 }
@@ -749,7 +749,7 @@ void run_simulated(const ExpSpec& s, const std::string& commit, const Existing& 
               const std::string point = model_point(s, ti, nodes, fabric, dtype_name, bytes);
               if (ex.points.count(point)) continue;
               const sim::NcclPrediction pick = sim::nccl_choice(nccl, bytes);
-              sim::Record rec = base;
+              records::Record rec = base;
               rec.kind = "model";
               rec.engine = "nccl-model";
               rec.algorithm = fmt::format("nccl:{}/{}", pick.algorithm, pick.protocol);
@@ -763,7 +763,7 @@ void run_simulated(const ExpSpec& s, const std::string& commit, const Existing& 
               rec.busbw_gbps = rec.algbw_gbps * factor;
               rec.repetition = 0;
               rec.point = point;
-              rec.date = sim::now_iso8601();
+              rec.date = records::now_iso8601();
               w.write(rec);
               progress.add(1);
             }
@@ -916,10 +916,10 @@ void run_real(const ExpSpec& s, const std::string& commit, const Existing& ex, R
           std::size_t written = 0;
           while (std::getline(in, line)) {
             if (line.empty()) continue;
-            sim::Record rec = sim::record_from_json(nlohmann::json::parse(line));
+            records::Record rec = records::record_from_json(nlohmann::json::parse(line));
             const std::string point = real_point(s, ranks, dtype, ch, rec.algorithm, rec.size_bytes, rec.in_place, rep);
             if (ex.points.count(point)) continue;
-            const sim::Record p = provenance(s, commit);
+            const records::Record p = provenance(s, commit);
             rec.topology = "local";
             rec.calibration = "";
             rec.experiment = p.experiment;
@@ -1010,7 +1010,7 @@ std::map<std::string, nlohmann::json> load_points(const std::string& file) {
     nlohmann::json j;
     try {
       j = nlohmann::json::parse(line);
-      (void)sim::record_from_json(j);
+      (void)records::record_from_json(j);
     } catch (const std::exception& e) {
       throw InputError(fmt::format("{}:{}: not a record: {}", file, lineno, std::string(e.what()).substr(0, 120)));
     }

@@ -8,9 +8,9 @@
 
 #include "algorithms/registry.hpp"
 #include "common/errors.hpp"
+#include "common/records.hpp"
 #include "simulator/engine.hpp"
 #include "simulator/nccl_model.hpp"
-#include "simulator/records.hpp"
 #include "simulator/trace.hpp"
 #include "tools/algo_commands.hpp"
 #include "topologies/load.hpp"
@@ -63,7 +63,7 @@ int sim_command(const SimArgs& a, std::ostream& out) {
   Output output(a.output, out);
   std::ostream* sink = &output.stream();
 
-  sim::Record base;
+  records::Record base;
   base.kind = "simulated";
   base.engine = engine->name();
   base.topology = a.topo.topology;
@@ -76,8 +76,8 @@ int sim_command(const SimArgs& a, std::ostream& out) {
   base.slice_bytes = tuning.slice_bytes;
   base.calibration = calib.source;
   base.version = TOPOCOLL_VERSION;
-  base.date = sim::now_iso8601();
-  base.machine = sim::hostname();
+  base.date = records::now_iso8601();
+  base.machine = records::hostname();
   const double factor = algo::busbw_factor(algo::Collective::AllReduce, t.num_ranks());
 
   if (a.format == "table") {
@@ -133,7 +133,7 @@ int sim_command(const SimArgs& a, std::ostream& out) {
         trace = r.trace;
         traced = true;
       }
-      sim::Record rec = base;
+      records::Record rec = base;
       rec.algorithm = alg->name;
       rec.size_bytes = bytes;
       rec.count = args.count;
@@ -160,7 +160,7 @@ int sim_command(const SimArgs& a, std::ostream& out) {
   if (nccl) {
     for (std::uint64_t bytes : sizes) {
       const sim::NcclPrediction pick = sim::nccl_choice(*nccl, bytes);
-      sim::Record rec = base;
+      records::Record rec = base;
       rec.kind = "model";
       rec.engine = "nccl-model";
       rec.algorithm = fmt::format("nccl:{}/{}", pick.algorithm, pick.protocol);

@@ -118,7 +118,7 @@ NodeModel make_dgx_h100_node() {
 // An 8-GPU PCIe server with no NVLink and no PCIe switch: four GPUs on each of two sockets'
 // root ports, one 200 Gb/s NIC per socket. Every GPU-to-GPU path goes through a CPU (PHB) and
 // half of them cross the inter-socket link (SYS): the cross-NUMA case engineers report
-// (e.g. 8x RTX 4090 / L40S boxes; see ../shared/calibration/rtx4090-8gpu-pcie-crossnuma.csv).
+// (e.g. 8x RTX 4090 / L40S boxes; see experiments/calibration/data/rtx4090-8gpu-pcie-crossnuma.csv).
 //
 //      cpu0 ═══════ inter-socket ═══════ cpu1
 //     / | | | \                        / | | | \

@@ -1,4 +1,4 @@
-#include "simulator/records.hpp"
+#include "common/records.hpp"
 
 #include <fmt/format.h>
 #include <unistd.h>
@@ -8,7 +8,7 @@
 
 #include "common/errors.hpp"
 
-namespace topocoll::sim {
+namespace topocoll::records {
 
 nlohmann::json to_json(const Record& r) {
   nlohmann::json j = {{"schema", kRecordSchema},
@@ -101,4 +101,4 @@ std::string hostname() {
   return buf;
 }
 
-}  // namespace topocoll::sim
+}  // namespace topocoll::records

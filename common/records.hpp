@@ -8,7 +8,7 @@
 #include <ostream>
 #include <string>
 
-namespace topocoll::sim {
+namespace topocoll::records {
 
 inline constexpr const char* kRecordSchema = "topocoll.record/1";
 
@@ -51,4 +51,4 @@ Record record_from_json(const nlohmann::json& j);  // throws InputError on a mis
 std::string now_iso8601();
 std::string hostname();
 
-}  // namespace topocoll::sim
+}  // namespace topocoll::records
