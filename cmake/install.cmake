@@ -4,7 +4,7 @@
 #
 #   cmake --install build --prefix /opt/topocoll
 #   find_package(topocoll REQUIRED)  +  target_link_libraries(app PRIVATE topocoll::simulator)
-#   pkg-config --cflags --libs --static topocoll
+#   pkg-config --cflags --libs topocoll
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
@@ -60,7 +60,9 @@ install(FILES ${CMAKE_CURRENT_BINARY_DIR}/topocollConfig.cmake ${CMAKE_CURRENT_B
         DESTINATION ${topocoll_cmake_dir})
 
 # pkg-config: the SimGrid-free core (simulator, algorithms, topologies, common). The libraries are
-# static, so their own dependencies are listed for `pkg-config --static`.
+# static, so their own dependencies are part of Requires and Libs.
 set(topocoll_pc_libs "-ltopocoll_simulator -ltopocoll_algorithms -ltopocoll_topologies -ltopocoll_common")
+# Relocatable: the prefix is found from the .pc file's own folder.
+file(RELATIVE_PATH topocoll_pc_to_prefix /prefix/${CMAKE_INSTALL_LIBDIR}/pkgconfig /prefix)
 configure_file(${CMAKE_CURRENT_LIST_DIR}/topocoll.pc.in ${CMAKE_CURRENT_BINARY_DIR}/topocoll.pc @ONLY)
 install(FILES ${CMAKE_CURRENT_BINARY_DIR}/topocoll.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)

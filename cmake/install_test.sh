@@ -19,8 +19,8 @@ out=$("$tmp/consumer/consumer")
 echo "find_package: $out"
 case "$out" in *"verify OK"*) ;; *) echo "FAIL: the CMake consumer did not verify the ring"; exit 1 ;; esac
 
-# 2. pkg-config (static libraries: --static lists their dependencies).
-flags=$(PKG_CONFIG_PATH="$tmp/prefix/lib/pkgconfig" pkg-config --cflags --libs --static topocoll)
+# 2. pkg-config.
+flags=$(PKG_CONFIG_PATH="$tmp/prefix/lib/pkgconfig" pkg-config --cflags --libs topocoll)
 # shellcheck disable=SC2086
 g++ -O1 -o "$tmp/consumer-pc" "$src/cmake/consumer/main.cpp" $flags
 out=$("$tmp/consumer-pc")
