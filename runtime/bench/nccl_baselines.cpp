@@ -1,5 +1,5 @@
-// The NCCL baselines of topocoll-bench (contract in bench_nccl.hpp). Built only with NCCL.
-#include "tools/bench_nccl.hpp"
+// The NCCL baselines of the measured bench (contract in nccl_baselines.hpp). Built only with NCCL.
+#include "runtime/bench/nccl_baselines.hpp"
 
 #include <cuda_runtime.h>
 #include <fmt/format.h>
@@ -21,11 +21,9 @@
 #include "runtime/rounds.hpp"
 #include "runtime/test_data.hpp"
 
-namespace topocoll::tools {
+namespace topocoll::runtime {
 
 namespace {
-
-namespace cuda = runtime::cuda;
 
 void check(cudaError_t e, const char* where) {
   cuda::throw_if_failed(cuda::Status{static_cast<int>(e), where});
@@ -277,4 +275,4 @@ std::unique_ptr<NcclBaselines> make_nccl_baselines(MPI_Comm comm, int local_rank
   return std::make_unique<Baselines>(comm, local_rank, max_bytes, names, timeout);
 }
 
-}  // namespace topocoll::tools
+}  // namespace topocoll::runtime
