@@ -1,6 +1,6 @@
-// The in-process transport and a runner for multi-rank tests in one process (style rule 15:
-// Gloo's base_test, UCC's UccJob): one thread per rank, one shared fabric, exceptions caught per
-// rank thread and rethrown on the caller's.
+// The in-process transport: ranks as threads of one process over one shared fabric. The runner of
+// multi-rank tests over it (one thread per rank, exceptions rethrown on the caller's) is
+// run_inproc, runtime/testing/run_inproc.hpp.
 //
 //   rank 0 thread ── InprocTransport(0) ─┐            ┌─ mailbox of rank 0: (src, channel) -> FIFO
 //   rank 1 thread ── InprocTransport(1) ─┼─ fabric ───┼─ mailbox of rank 1: (src, channel) -> FIFO
@@ -84,22 +84,5 @@ class InprocTransport final : public Transport {
   RequestSlots<PostedRecv> posted_;
   InprocFabric::Mailbox& mailbox(int rank) const;
 };
-
-struct RunResult {
-  std::vector<std::vector<std::byte>> outputs;  // per rank: its output buffer (output_count elements)
-};
-
-// Runs schedule `s` on every rank in its own thread over one InprocFabric. Inputs come from
-// test_data's fill_input (rank r's input holds global elements from r * count for allgather, from 0
-// otherwise), outputs start as a 0xA5 pattern (out of place), scratch as 0x5A. `in_place` aliases
-// the buffers as NCCL does (see executor.hpp). A rank that throws aborts the others; the first
-// exception is rethrown here once every thread has joined.
-RunResult run_inproc(const algo::Schedule& s, bool in_place, const ExecOptions& o = {});
-
-// The number of output elements, over all ranks, that differ bit for bit from test_data's exact
-// expectation: allreduce fill_expected; reduce_scatter fill_expected of the rank's block;
-// allgather block j = rank j's fill_input; broadcast the root's fill_input on every rank; reduce
-// fill_expected on the root only (other ranks' outputs are unspecified).
-std::size_t count_wrong_outputs(const algo::Schedule& s, const RunResult& r);
 
 }  // namespace topocoll::runtime

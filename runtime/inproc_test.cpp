@@ -19,6 +19,7 @@
 #include "common/errors.hpp"
 #include "runtime/executor.hpp"
 #include "runtime/test_data.hpp"
+#include "runtime/testing/run_inproc.hpp"
 
 using namespace topocoll::runtime;
 using topocoll::InputError;

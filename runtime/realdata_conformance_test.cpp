@@ -14,7 +14,7 @@
 
 #include "algorithms/registry.hpp"
 #include "algorithms/testing.hpp"
-#include "runtime/inproc.hpp"
+#include "runtime/testing/run_inproc.hpp"
 
 using namespace topocoll::algo;
 using namespace topocoll::runtime;

@@ -17,8 +17,8 @@
 #include "algorithms/layout.hpp"
 #include "algorithms/registry.hpp"
 #include "common/errors.hpp"
-#include "runtime/inproc.hpp"
 #include "runtime/test_data.hpp"
+#include "runtime/testing/run_inproc.hpp"
 
 using namespace topocoll::algo;
 using namespace topocoll::runtime;

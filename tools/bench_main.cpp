@@ -1,5 +1,5 @@
 // topocoll-bench: the measured side of topocoll, a separate executable so that MPI stays out of
-// the `topocoll` tool. See tools/bench_command.hpp.
+// the `topocoll` tool. See tools/bench_command.hpp and runtime/bench/run.hpp.
 // Exit status: 0 success, 1 a wrong result or an internal error (the job is aborted), 2 bad input.
 #include <mpi.h>
 
@@ -34,7 +34,7 @@ bool launcher_rank0() {
 
 int main(int argc, char** argv) {
   CLI::App app{"topocoll-bench: measured allreduce of topocoll's schedules and MPI_Allreduce (nccl-tests table)"};
-  topocoll::tools::BenchArgs a;
+  topocoll::tools::BenchFlags a;
   app.add_option("--backend", a.backend,
                  "transport of topocoll's schedules: mpi or ucx (nccl: CUDA+NCCL builds only); the mpi algorithm is "
                  "MPI_Allreduce in every backend")
@@ -85,8 +85,9 @@ int main(int argc, char** argv) {
     if (launcher_rank0()) std::fprintf(stderr, "topocoll-bench: error: %s (see --help)\n", e.what());
     return 2;
   }
+  topocoll::tools::BenchCommand command;
   try {
-    topocoll::tools::validate_bench_args(a);
+    command = topocoll::tools::parse_bench_flags(a);
   } catch (const std::exception& e) {
     if (launcher_rank0()) std::fprintf(stderr, "topocoll-bench: error: %s\n", e.what());
     return 2;
@@ -98,7 +99,7 @@ int main(int argc, char** argv) {
   int rc = 0;
   try {
     topocoll::runtime::arm_test_kill(rank);  // TOPOCOLL_TEST_KILL (tools/fault_test.sh); unset: nothing
-    rc = topocoll::tools::bench_command(a, std::cout);
+    rc = topocoll::tools::bench_command(command, std::cout);
   } catch (const topocoll::InputError& e) {
     // Raised alike on every rank (the job's layout, an unsupported algorithm): a clean exit.
     if (rank == 0) std::fprintf(stderr, "topocoll-bench: error: %s\n", e.what());

@@ -1,6 +1,7 @@
-// The device-memory in-process transport and a runner that executes a multi-rank schedule with
-// every rank's buffers in the memory of one GPU (issue 5): the GPU counterpart of runtime/inproc,
-// for tests and for measuring the CUDA data path without a network.
+// The device-memory in-process transport (issue 5): ranks as threads of one process, every rank's
+// buffers in the memory of one GPU; the GPU counterpart of runtime/inproc, for tests and for
+// measuring the CUDA data path without a network. Its runner is cuda::run_device_inproc
+// (runtime/testing/run_device_inproc.hpp), the one in-process runner over device memory.
 //
 //   rank r: stream r ── DeviceTransport(r) ─┐                 ┌─ queue (src, dst, channel): FIFO of
 //   rank s: stream s ── DeviceTransport(s) ─┼─ DeviceFabric ──┤   messages {device copy, ready event}
@@ -14,10 +15,7 @@
 // data is in dst for everything enqueued on this rank's stream from now on". Host threads never
 // wait for the GPU on the data path.
 //
-// run_device_inproc runs the executor itself (runtime/executor.hpp), a thread per rank, each
-// rank's Plan bound to device memory (DeviceSpace, device_memory.hpp: copies and reductions on the
-// rank's stream) and driven over a DeviceTransport: the same executor, contract and checks as the
-// host transports. With stream-ordered completion the executor's send window holds nothing.
+// With stream-ordered completion the executor's send window holds nothing.
 #pragma once
 
 #include <atomic>
@@ -89,13 +87,5 @@ class DeviceTransport final : public Transport {
   Stream stream_;
   RequestSlots<PostedRecv> posted_;
 };
-
-// Runs schedule `s` with every rank's buffers in the current device's memory, a thread per rank
-// running the executor on its own stream. Inputs, in-place aliasing and output poisoning exactly
-// as run_inproc, so count_wrong_outputs (runtime/inproc.hpp) checks the result. A schedule that
-// deadlocks stops on the executor's progress timeout (`o`), naming the rank, peer and operation;
-// a failing rank aborts the others and its exception is rethrown here. CudaError when a CUDA
-// call fails.
-RunResult run_device_inproc(const algo::Schedule& s, bool in_place, const ExecOptions& o = {});
 
 }  // namespace topocoll::runtime::cuda

@@ -18,6 +18,7 @@
 #include "runtime/cuda/test_support.hpp"
 #include "runtime/rounds.hpp"
 #include "runtime/test_data.hpp"
+#include "runtime/testing/run_device_inproc.hpp"
 
 using namespace topocoll::algo;
 using namespace topocoll::runtime;
@@ -32,14 +33,14 @@ TEST_CASE("device inproc transport: FIFO per (source, destination, channel), siz
   for (int i = 0; i < 10; ++i) host[2 * i] = i, host[2 * i + 1] = 100 + i;
   values.upload(host.data(), 20 * sizeof(std::int64_t));
   for (int i = 0; i < 20; ++i)
-    CHECK(r0.post_send(1, i % 2, values.bytes() + i * sizeof(std::int64_t), sizeof(std::int64_t)) == Transport::kDone);
+    CHECK(r0.post_send(1, i % 2, values.data() + i * sizeof(std::int64_t), sizeof(std::int64_t)) == Transport::kDone);
   // Rank 1 takes channel 1 first, then channel 0.
   for (int i = 0; i < 20; ++i) {
     const int channel = i < 10 ? 1 : 0;
-    const Transport::Request r = r1.post_recv(0, channel, got.bytes() + i * sizeof(std::int64_t), sizeof(std::int64_t));
+    const Transport::Request r = r1.post_recv(0, channel, got.data() + i * sizeof(std::int64_t), sizeof(std::int64_t));
     CHECK(r1.test_recv(r));
   }
-  const Transport::Request none = r1.post_recv(0, 0, got.bytes(), sizeof(std::int64_t));
+  const Transport::Request none = r1.post_recv(0, 0, got.data(), sizeof(std::int64_t));
   CHECK_FALSE(r1.test_recv(none));  // nothing left
   tc::sync();
   std::vector<std::int64_t> out(20);
@@ -48,8 +49,8 @@ TEST_CASE("device inproc transport: FIFO per (source, destination, channel), siz
     CHECK(out[static_cast<std::size_t>(i)] == 100 + i);
     CHECK(out[static_cast<std::size_t>(10 + i)] == i);
   }
-  r0.post_send(1, 3, values.bytes(), 8);
-  const Transport::Request wrong = r1.post_recv(0, 3, got.bytes(), 4);
+  r0.post_send(1, 3, values.data(), 8);
+  const Transport::Request wrong = r1.post_recv(0, 3, got.data(), 4);
   CHECK_THROWS_AS(r1.test_recv(wrong), topocoll::InputError);
 }
 
@@ -136,7 +137,7 @@ TEST_CASE("device rounds: registered allreduces cut into rounds run on device me
       }
       for (int r = 0; r < p; ++r)
         ex[static_cast<std::size_t>(r)].begin(
-            Buffers{in[static_cast<std::size_t>(r)]->bytes(), out[static_cast<std::size_t>(r)]->bytes(), nullptr});
+            Buffers{in[static_cast<std::size_t>(r)]->data(), out[static_cast<std::size_t>(r)]->data(), nullptr});
       for (int k = 0; k < plans.front().rounds; ++k) {
         for (int r = 0; r < p; ++r) ex[static_cast<std::size_t>(r)].issue(k, ts[static_cast<std::size_t>(r)]);
         tc::sync();

@@ -55,4 +55,42 @@ void DeviceSpace::finish_avg(algo::DataType t, void* data, std::size_t count, in
   throw_if_failed(cuda::finish_avg(t, data, count, ranks, stream_));
 }
 
+// ---- RAII -------------------------------------------------------------------------------------
+
+namespace {
+
+// The space DeviceBuffer allocates from: cudaMalloc of the current device (DeviceSpace::allocate
+// uses no stream). Made on first use, so that a process without a GPU fails at its first buffer.
+MemorySpace& allocation_space() {
+  static DeviceSpace space(nullptr);
+  return space;
+}
+
+}  // namespace
+
+DeviceBuffer::DeviceBuffer(std::size_t bytes)
+    : buffer_(allocation_space(), std::max<std::size_t>(bytes, 1)), size_(bytes) {}
+
+void DeviceBuffer::upload(const void* host, std::size_t bytes, std::size_t offset) {
+  if (bytes > 0) check(cudaMemcpy(data() + offset, host, bytes, cudaMemcpyHostToDevice), "cudaMemcpy H2D");
+}
+
+void DeviceBuffer::download(void* host, std::size_t bytes, std::size_t offset) const {
+  if (bytes > 0) check(cudaMemcpy(host, data() + offset, bytes, cudaMemcpyDeviceToHost), "cudaMemcpy D2H");
+}
+
+ScopedStream::ScopedStream() {
+  cudaStream_t s = nullptr;
+  check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
+  stream_ = s;
+}
+
+ScopedStream::~ScopedStream() {
+  if (stream_) cudaStreamDestroy(stream_);
+}
+
+void synchronize_device() {
+  check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+}
+
 }  // namespace topocoll::runtime::cuda

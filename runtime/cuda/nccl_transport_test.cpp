@@ -47,8 +47,8 @@ void run(int rank, int size) {
     send_buf.upload(mine.data(), n * elem);
     acc.upload(mine.data(), n * elem);
     // Step 1: send mine to next, receive-reduce prev's into acc.
-    t.send(next, send_buf.bytes(), n * elem);
-    t.recv_reduce(prev, acc.bytes(), n, dtype, algo::ReduceOp::Sum);
+    t.send(next, send_buf.data(), n * elem);
+    t.recv_reduce(prev, acc.data(), n, dtype, algo::ReduceOp::Sum);
     t.end_step();
     t.synchronize();
     acc.download(got.data(), n * elem);
@@ -56,8 +56,8 @@ void run(int rank, int size) {
     expect(count_wrong(dtype, got.data(), mine.data(), n) == 0,
            fmt::format("rank {}: ring step recv_reduce, {} x {}", rank, n, algo::to_string(dtype)));
     // Step 2: plain receive of the reduced buffer from prev (it sends its own).
-    t.send(next, acc.bytes(), n * elem);
-    t.recv(prev, send_buf.bytes(), n * elem);
+    t.send(next, acc.data(), n * elem);
+    t.recv(prev, send_buf.data(), n * elem);
     t.end_step();
     t.synchronize();
   }

@@ -94,9 +94,9 @@ int main(int argc, char** argv) {
       topocoll::runtime::fill_input(t, ReduceOp::Sum, 1, 2, 0, host.data(), n);
       src.upload(host.data(), bytes);
       const double reduce_s = median_seconds(
-          [&] { cuda::throw_if_failed(cuda::reduce(t, ReduceOp::Sum, dst.bytes(), src.bytes(), n, nullptr)); });
+          [&] { cuda::throw_if_failed(cuda::reduce(t, ReduceOp::Sum, dst.data(), src.data(), n, nullptr)); });
       const double memcpy_s = median_seconds([&] {
-        check(cudaMemcpyAsync(dst.bytes(), src.bytes(), bytes, cudaMemcpyDeviceToDevice, nullptr), "cudaMemcpyAsync");
+        check(cudaMemcpyAsync(dst.data(), src.data(), bytes, cudaMemcpyDeviceToDevice, nullptr), "cudaMemcpyAsync");
       });
       const double reduce_gbps = 3.0 * static_cast<double>(bytes) / reduce_s / 1e9;
       const double memcpy_gbps = 2.0 * static_cast<double>(bytes) / memcpy_s / 1e9;
@@ -111,8 +111,7 @@ int main(int argc, char** argv) {
                                  cuda::ReducePolicy{1024, 2}, cuda::ReducePolicy{256, 16}}) {
       try {
         const double s = median_seconds([&] {
-          cuda::throw_if_failed(
-              cuda::reduce(DataType::Float32, ReduceOp::Sum, dst.bytes(), src.bytes(), n, nullptr, p));
+          cuda::throw_if_failed(cuda::reduce(DataType::Float32, ReduceOp::Sum, dst.data(), src.data(), n, nullptr, p));
         });
         std::printf("#   %4d x %2d: %8.1f GB/s\n", p.threads_per_block, p.blocks_per_sm,
                     3.0 * static_cast<double>(bytes) / s / 1e9);

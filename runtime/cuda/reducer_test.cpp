@@ -55,7 +55,7 @@ std::size_t compare_reduce(DataType t, ReduceOp op, std::size_t n, std::size_t d
   d_dst.upload(dst.data(), dst.size());
   d_src.upload(src.data(), src.size());
   cuda::throw_if_failed(
-      cuda::reduce(t, op, d_dst.bytes() + dst_off * elem, d_src.bytes() + src_off * elem, n, nullptr, policy));
+      cuda::reduce(t, op, d_dst.data() + dst_off * elem, d_src.data() + src_off * elem, n, nullptr, policy));
   tc::sync();
   std::vector<unsigned char> got(dst.size());
   d_dst.download(got.data(), got.size());
@@ -109,7 +109,7 @@ TEST_CASE("cuda reduce with dst == src (x op= x), as the CPU reducer allows") {
       fill_random(t, x.data(), n, rng);
       tc::DeviceBuffer d(x.size());
       d.upload(x.data(), x.size());
-      cuda::throw_if_failed(cuda::reduce(t, op, d.bytes(), d.bytes(), n, nullptr));
+      cuda::throw_if_failed(cuda::reduce(t, op, d.data(), d.data(), n, nullptr));
       tc::sync();
       std::vector<unsigned char> got(x.size());
       d.download(got.data(), got.size());
@@ -130,7 +130,7 @@ TEST_CASE("cuda finish_avg equals the CPU finish_avg bit for bit") {
         fill_random(t, x.data(), n, rng);
         tc::DeviceBuffer d(x.size());
         d.upload(x.data(), x.size());
-        cuda::throw_if_failed(cuda::finish_avg(t, d.bytes(), n, ranks, nullptr));
+        cuda::throw_if_failed(cuda::finish_avg(t, d.data(), n, ranks, nullptr));
         tc::sync();
         std::vector<unsigned char> got(x.size());
         d.download(got.data(), got.size());
@@ -145,9 +145,9 @@ TEST_CASE("cuda finish_avg equals the CPU finish_avg bit for bit") {
 TEST_CASE("cuda reduce refuses what it cannot do with a status, not a fault") {
   tc::DeviceBuffer d(64);
   const cuda::Status misaligned =
-      cuda::reduce(DataType::Float32, ReduceOp::Sum, d.bytes() + 1, d.bytes() + 8, 3, nullptr);
+      cuda::reduce(DataType::Float32, ReduceOp::Sum, d.data() + 1, d.data() + 8, 3, nullptr);
   CHECK_FALSE(misaligned.ok());
   CHECK(cuda::to_string(misaligned).find("aligned") != std::string::npos);
-  CHECK_FALSE(cuda::finish_avg(DataType::Float32, d.bytes(), 4, 0, nullptr).ok());
+  CHECK_FALSE(cuda::finish_avg(DataType::Float32, d.data(), 4, 0, nullptr).ok());
   CHECK(cuda::reduce(DataType::Float32, ReduceOp::Sum, nullptr, nullptr, 0, nullptr).ok());  // n = 0: nothing
 }

@@ -1,5 +1,5 @@
-// The NCCL baselines of topocoll-bench (contract in bench_nccl.hpp). Built only with NCCL.
-#include "tools/bench_nccl.hpp"
+// The NCCL baselines of the measured bench (contract in nccl_baselines.hpp). Built only with NCCL.
+#include "runtime/bench/nccl_baselines.hpp"
 
 #include <cuda_runtime.h>
 #include <fmt/format.h>
@@ -21,11 +21,9 @@
 #include "runtime/rounds.hpp"
 #include "runtime/test_data.hpp"
 
-namespace topocoll::tools {
+namespace topocoll::runtime {
 
 namespace {
-
-namespace cuda = runtime::cuda;
 
 void check(cudaError_t e, const char* where) {
   cuda::throw_if_failed(cuda::Status{static_cast<int>(e), where});
@@ -86,34 +84,6 @@ std::string forced_algo(const std::string& name) {
   return "";
 }
 
-class DeviceMemory {
- public:
-  explicit DeviceMemory(std::size_t bytes) {
-    void* p = nullptr;
-    check(cudaMalloc(&p, std::max<std::size_t>(bytes, 1)), "cudaMalloc");
-    data_ = static_cast<std::byte*>(p);
-  }
-  ~DeviceMemory() { cudaFree(data_); }
-  DeviceMemory(const DeviceMemory&) = delete;
-  DeviceMemory& operator=(const DeviceMemory&) = delete;
-  std::byte* get() const { return data_; }
-
- private:
-  std::byte* data_ = nullptr;
-};
-
-class Stream {
- public:
-  Stream() { check(cudaStreamCreateWithFlags(&s_, cudaStreamNonBlocking), "cudaStreamCreateWithFlags"); }
-  ~Stream() { cudaStreamDestroy(s_); }
-  Stream(const Stream&) = delete;
-  Stream& operator=(const Stream&) = delete;
-  cudaStream_t get() const { return s_; }
-
- private:
-  cudaStream_t s_ = nullptr;
-};
-
 // Picks the GPU before anything allocates on it.
 int select_device(int local_rank) {
   int devices = 0;
@@ -152,10 +122,7 @@ class Baselines final : public NcclBaselines {
     if (!transport_) throw InputError("nccl: no communicator was set up for topocoll's schedules");
     executor_.reset();
     const std::size_t scratch = s.scratch_count() * algo::size_of(s.args().dtype);
-    if (!scratch_ || scratch_bytes_ < scratch) {
-      scratch_ = std::make_unique<DeviceMemory>(scratch);
-      scratch_bytes_ = scratch;
-    }
+    if (!scratch_.data() || scratch_.size() < scratch) scratch_ = cuda::DeviceBuffer(scratch);
     std::vector<runtime::RoundPlan> plans = runtime::plan_rounds(s);
     executor_.emplace(s, rank, std::move(plans[static_cast<std::size_t>(rank)]), space_);
     executor_name_ = s.name();
@@ -163,10 +130,10 @@ class Baselines final : public NcclBaselines {
 
   double run_schedule_us(bool in_place) override {
     if (!executor_) throw InputError("nccl: run_schedule_us before bind_schedule");
-    std::byte* out = in_place ? input_.get() : output_.get();
+    std::byte* out = in_place ? input_.data() : output_.data();
     rounds_->restart();
     const auto t0 = std::chrono::steady_clock::now();
-    executor_->run(runtime::Buffers{input_.get(), out, scratch_->get()}, *rounds_);
+    executor_->run(runtime::Buffers{input_.data(), out, scratch_.data()}, *rounds_);
     try {
       transport_->synchronize(timeout_, fmt::format("rank {}: {} over NCCL", rank_, executor_name_));
     } catch (const cuda::NcclError& e) {
@@ -196,9 +163,9 @@ class Baselines final : public NcclBaselines {
     for (std::uint64_t off = 0; off < count; off += chunk) {
       const std::size_t c = static_cast<std::size_t>(std::min<std::uint64_t>(chunk, count - off));
       runtime::fill_input(t, op, rank_, ranks_, off, host_.data(), c);
-      check(cudaMemcpy(input_.get() + off * elem, host_.data(), c * elem, cudaMemcpyHostToDevice), "cudaMemcpy H2D");
+      check(cudaMemcpy(input_.data() + off * elem, host_.data(), c * elem, cudaMemcpyHostToDevice), "cudaMemcpy H2D");
     }
-    if (!in_place && count > 0) check(cudaMemset(output_.get(), 0xA5, count * elem), "cudaMemset");
+    if (!in_place && count > 0) check(cudaMemset(output_.data(), 0xA5, count * elem), "cudaMemset");
     check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
   }
 
@@ -207,10 +174,10 @@ class Baselines final : public NcclBaselines {
     auto it = comms_.find(name);
     if (it == comms_.end()) throw InputError(fmt::format("nccl baselines: '{}' was not set up", name));
     ncclComm_t comm = it->second->get();
-    std::byte* out = in_place ? input_.get() : output_.get();
+    std::byte* out = in_place ? input_.data() : output_.data();
     const auto t0 = std::chrono::steady_clock::now();
-    check_nccl(ncclAllReduce(input_.get(), out, count, nccl_type(t), nccl_op(op), comm, stream_.get()), "ncclAllReduce",
-               comm);
+    check_nccl(ncclAllReduce(input_.data(), out, count, nccl_type(t), nccl_op(op), comm, stream_.get()),
+               "ncclAllReduce", comm);
     if (op == algo::ReduceOp::Avg) cuda::throw_if_failed(cuda::finish_avg(t, out, count, ranks_, stream_.get()));
     wait_bounded(*it->second, fmt::format("rank {}: {} (ncclAllReduce)", rank_, name));
     return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
@@ -218,7 +185,7 @@ class Baselines final : public NcclBaselines {
 
   std::uint64_t count_wrong(algo::DataType t, algo::ReduceOp op, std::uint64_t count, bool in_place) override {
     const std::size_t elem = algo::size_of(t), chunk = kHostChunkBytes / elem;
-    const std::byte* out = in_place ? input_.get() : output_.get();
+    const std::byte* out = in_place ? input_.data() : output_.data();
     std::uint64_t wrong = 0;
     for (std::uint64_t off = 0; off < count; off += chunk) {
       const std::size_t c = static_cast<std::size_t>(std::min<std::uint64_t>(chunk, count - off));
@@ -249,16 +216,15 @@ class Baselines final : public NcclBaselines {
   static constexpr std::size_t kHostChunkBytes = std::size_t{1} << 22;  // host staging for fill / check
   int device_ = 0;
   int rank_ = 0, ranks_ = 1;
-  DeviceMemory input_, output_;
-  Stream stream_;
+  cuda::DeviceBuffer input_, output_;
+  cuda::ScopedStream stream_;
   std::vector<std::byte> host_, expected_;
   std::map<std::string, std::unique_ptr<cuda::NcclComm>> comms_;
   // topocoll's schedules: NCCL's defaults, device memory on the stream, one bound executor.
   std::unique_ptr<cuda::NcclComm> schedule_comm_;
   std::unique_ptr<cuda::NcclTransport> transport_;
   cuda::DeviceSpace space_{stream_.get()};
-  std::unique_ptr<DeviceMemory> scratch_;
-  std::size_t scratch_bytes_ = 0;
+  cuda::DeviceBuffer scratch_;  // grown by bind_schedule
   std::optional<runtime::RoundExecutor> executor_;
   std::string executor_name_;
   std::unique_ptr<cuda::NcclRoundTransport> rounds_;
@@ -277,4 +243,4 @@ std::unique_ptr<NcclBaselines> make_nccl_baselines(MPI_Comm comm, int local_rank
   return std::make_unique<Baselines>(comm, local_rank, max_bytes, names, timeout);
 }
 
-}  // namespace topocoll::tools
+}  // namespace topocoll::runtime

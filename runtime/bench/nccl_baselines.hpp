@@ -1,4 +1,4 @@
-// The GPU side of topocoll-bench --backend nccl (issue 5): the stock NCCL baselines
+// The GPU side of the measured bench, --backend nccl (issue 5): the stock NCCL baselines
 // (ncclAllReduce on device buffers, as `mpi` is MPI_Allreduce) and topocoll's own schedules on the
 // same device buffers, run over NCCL send/recv.
 //
@@ -23,8 +23,8 @@
 // NCCL's own (bf16 included).
 //
 // This header has no CUDA or NCCL types and compiles in every build: TOPOCOLL_HAVE_NCCL (0 or 1,
-// set for topocoll-bench by tools/CMakeLists.txt) selects the real declarations (bench_nccl.cpp)
-// or the stubs at the end, which say that the build has no NCCL.
+// set for topocoll_bench and its users by runtime/bench/CMakeLists.txt) selects the real
+// declarations (nccl_baselines.cpp) or the stubs at the end, which say that the build has no NCCL.
 #pragma once
 
 #include <mpi.h>
@@ -38,7 +38,7 @@
 #include "algorithms/schedule.hpp"
 #include "algorithms/types.hpp"
 
-namespace topocoll::tools {
+namespace topocoll::runtime {
 
 // nccl, nccl-ring, nccl-tree.
 bool is_nccl_baseline(const std::string& name);
@@ -104,4 +104,4 @@ inline bool is_nccl_baseline(const std::string& name) {
   return false;
 }
 
-}  // namespace topocoll::tools
+}  // namespace topocoll::runtime

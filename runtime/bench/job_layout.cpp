@@ -1,4 +1,4 @@
-#include "tools/bench_topology.hpp"
+#include "runtime/bench/job_layout.hpp"
 
 #include <fmt/format.h>
 
@@ -6,7 +6,7 @@
 #include "topologies/load.hpp"
 #include "topologies/topology.hpp"
 
-namespace topocoll::tools {
+namespace topocoll::runtime {
 
 namespace {
 
@@ -49,4 +49,4 @@ JobLayout job_layout(const BenchTopology& given, const JobShape& job) {
   return out;
 }
 
-}  // namespace topocoll::tools
+}  // namespace topocoll::runtime

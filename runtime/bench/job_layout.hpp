@@ -1,5 +1,5 @@
-// The topology of a measured job (topocoll-bench --topology/--nodes/--fabric): the layout the
-// algorithms are generated for, checked against the job MPI started.
+// The topology of a measured job (BenchOptions::topology; topocoll-bench --topology/--nodes/--fabric):
+// the layout the algorithms are generated for, checked against the job MPI started.
 //
 //   --topology given   the topology's layout (NUMA-aware intra-node ring order, rails); its GPU
 //                      count, node count and GPUs per node must equal the job's ranks, nodes
@@ -13,7 +13,7 @@
 
 #include "algorithms/layout.hpp"
 
-namespace topocoll::tools {
+namespace topocoll::runtime {
 
 struct JobShape {
   int ranks = 1;
@@ -36,4 +36,4 @@ struct JobLayout {
 // Throws InputError when the topology cannot be loaded or does not match the job.
 JobLayout job_layout(const BenchTopology& given, const JobShape& job);
 
-}  // namespace topocoll::tools
+}  // namespace topocoll::runtime

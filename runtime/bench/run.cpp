@@ -1,0 +1,353 @@
+#include "runtime/bench/run.hpp"
+
+#include <fmt/format.h>
+#include <mpi.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <optional>
+#include <thread>
+
+#include "algorithms/registry.hpp"
+#include "common/errors.hpp"
+#include "runtime/bench/nccl_baselines.hpp"
+#include "runtime/communicator.hpp"
+#include "runtime/executor.hpp"
+#include "runtime/faults.hpp"
+#include "runtime/mpi_transport.hpp"
+#include "runtime/reducer.hpp"
+#include "runtime/rounds.hpp"
+#include "runtime/test_data.hpp"
+#if TOPOCOLL_HAVE_UCX
+#include "runtime/ucx_transport.hpp"
+#endif
+
+namespace topocoll::runtime {
+
+std::string_view to_string(BenchBackend b) {
+  switch (b) {
+    case BenchBackend::Mpi:
+      return "mpi";
+    case BenchBackend::Ucx:
+      return "ucx";
+    case BenchBackend::Nccl:
+      return "nccl";
+  }
+  return "?";
+}
+
+bool bench_backend_built(BenchBackend b) {
+  switch (b) {
+    case BenchBackend::Mpi:
+      return true;
+    case BenchBackend::Ucx:
+      return TOPOCOLL_HAVE_UCX;
+    case BenchBackend::Nccl:
+      return TOPOCOLL_HAVE_NCCL;
+  }
+  return false;
+}
+
+namespace {
+
+// MPI's type and op for the baseline; nullopt when MPI has no such type.
+std::optional<MPI_Datatype> mpi_type(algo::DataType t) {
+  switch (t) {
+    case algo::DataType::Int8:
+      return MPI_INT8_T;
+    case algo::DataType::Uint8:
+      return MPI_UINT8_T;
+    case algo::DataType::Int32:
+      return MPI_INT32_T;
+    case algo::DataType::Uint32:
+      return MPI_UINT32_T;
+    case algo::DataType::Int64:
+      return MPI_INT64_T;
+    case algo::DataType::Uint64:
+      return MPI_UINT64_T;
+    case algo::DataType::Float32:
+      return MPI_FLOAT;
+    case algo::DataType::Float64:
+      return MPI_DOUBLE;
+    default:
+      return std::nullopt;
+  }
+}
+
+MPI_Op mpi_op(algo::ReduceOp op) {
+  switch (op) {
+    case algo::ReduceOp::Sum:
+    case algo::ReduceOp::Avg:
+      return MPI_SUM;  // avg: finish_avg afterwards
+    case algo::ReduceOp::Prod:
+      return MPI_PROD;
+    case algo::ReduceOp::Min:
+      return MPI_MIN;
+    case algo::ReduceOp::Max:
+      return MPI_MAX;
+  }
+  return MPI_SUM;
+}
+
+// The transport of the backend (mpi or ucx): MPI point-to-point or UCX; `note` says which.
+std::unique_ptr<Transport> make_transport(const BenchOptions& o, MPI_Comm comm, std::string& note) {
+#if TOPOCOLL_HAVE_UCX
+  if (o.backend == BenchBackend::Ucx) {
+    UcxOptions options;
+    options.bulk_bytes = o.ucx_bulk_bytes;
+    auto ucx = std::make_unique<UcxTransport>(comm, options);
+    note = "UCX: " + ucx->memory_support() + "\n# UCX: " +
+           (options.bulk_bytes
+                ? fmt::format("messages >= {} B over an endpoint without peer-failure handling (CMA allowed)",
+                              options.bulk_bytes)
+                : std::string("every message over peer-failure endpoints (shared memory or tcp, no CMA)"));
+    return ucx;
+  }
+#endif
+  note = "MPI point-to-point transport (MPI_Isend / MPI_Irecv, zero copy on topocoll's side)";
+  return std::make_unique<MpiTransport>(comm);
+}
+
+// Which point-to-point layer (PML) Open MPI uses, as far as the process can tell: mpirun passes
+// --mca pml X to its ranks as OMPI_MCA_pml.
+std::string mpi_pml() {
+  if (const char* pml = std::getenv("OMPI_MCA_pml"); pml != nullptr && *pml != '\0')
+    return fmt::format("{} (OMPI_MCA_pml)", pml);
+  return "as configured by mpirun (OMPI_MCA_pml not set: the MPI library's default selection)";
+}
+
+struct Point {
+  double time_us = 0;
+  std::uint64_t wrong = 0;
+};
+
+}  // namespace
+
+std::uint64_t run_bench(const BenchOptions& o, BenchReport& report) {
+  const std::vector<BenchEntry>& algorithms = o.entries;
+  const algo::DataType dtype = o.dtype;
+  const algo::ReduceOp op = o.op;
+  const std::size_t elem = algo::size_of(dtype);
+  const std::vector<std::uint64_t>& sizes = o.sizes;
+  if (sizes.empty() || algorithms.empty()) throw InputError("run_bench: no sizes or no algorithms to run");
+  algo::Tuning tuning;
+  tuning.channels = o.channels;
+  tuning.slice_bytes = o.slice_bytes;
+  ExecOptions exec;
+  exec.progress_timeout = o.progress_timeout;
+
+  Communicator comm;
+  // The process behind every rank, so that a stall can say which are gone; the communicator's own
+  // barriers and reductions give up after the progress timeout too (runtime/faults.hpp).
+  const PeerTable peers = PeerTable::gather(comm.comm());
+  comm.set_timeout(exec.progress_timeout, &peers);
+  comm.layout();  // ranks numbered node by node, the same number per node: InputError on every rank alike
+  const JobLayout job = job_layout(o.topology, JobShape{comm.size(), comm.nodes(), comm.ranks_per_node()});
+  const algo::Layout& layout = job.layout;
+  const int rank = comm.rank(), ranks = comm.size();
+  // More ranks on this node than cores: a stalled rank hands its core back at once (its peer may
+  // be the one waiting for it) instead of polling for exec.spin first.
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  const bool oversubscribed = static_cast<unsigned>(comm.local_size()) > cores;
+  if (oversubscribed) exec.spin = std::chrono::microseconds(0);
+  std::string transport_note;  // a header line about the transport, rank 0 reports it
+  std::unique_ptr<Transport> transport_owner = make_transport(o, comm.comm(), transport_note);
+  Transport& transport = *transport_owner;
+  // rounds: schedules cut into rounds, each one group of MPI_Isend / MPI_Irecv.
+  std::unique_ptr<MpiRoundTransport> round_transport;
+  if (o.rounds) round_transport = std::make_unique<MpiRoundTransport>(comm.comm(), exec.progress_timeout);
+  // While a rank waits in MPI (barriers, reductions), its transport keeps answering the peers.
+  comm.set_progress([&transport] { transport.progress(); });
+
+  // Buffers for the largest size, touched once here (page faults stay out of the timings).
+  const std::uint64_t max_count = sizes.back() / elem;
+  std::vector<std::byte> input(max_count * elem), output(max_count * elem), scratch;
+  std::vector<std::byte> expected(std::min<std::uint64_t>(max_count, 1u << 16) * elem);
+
+  const bool reporting = rank == 0;
+  const double factor = algo::busbw_factor(algo::Collective::AllReduce, ranks);
+
+  BenchStart start;
+  records::Record& base = start.base;
+  base.kind = "measured";
+  base.engine = std::string(to_string(o.backend));
+  base.topology = job.name;
+  base.nodes = comm.nodes();
+  base.ranks = ranks;
+  base.dtype = std::string(algo::to_string(dtype));
+  base.op = std::string(algo::to_string(op));
+  base.version = TOPOCOLL_VERSION;
+  base.date = records::now_iso8601();
+  base.machine = records::hostname();
+  if (reporting) {
+    start.ranks = ranks;
+    start.nodes = comm.nodes();
+    start.ranks_per_node = layout.ranks_per_node();
+    start.topology = job.description;
+    start.busbw_factor = factor;
+    start.transport_note = transport_note;
+    start.local_ranks = comm.local_size();
+    start.cores = cores;
+    start.oversubscribed = oversubscribed;
+    start.spin_us = exec.spin.count();
+    start.mpi_pml = mpi_pml();
+    report.start(start);
+  }
+
+  // --backend nccl: device buffers; the stock baselines, and topocoll's schedules cut into rounds
+  // over NCCL send/recv (nccl_baselines.hpp).
+  const bool on_gpu = o.backend == BenchBackend::Nccl;
+  std::unique_ptr<NcclBaselines> nccl;
+  if (on_gpu) {
+    std::vector<std::string> names;
+    for (const BenchEntry& e : algorithms) names.push_back(e.name);
+    if (std::string why; !nccl_available(&why)) throw InputError("--backend nccl: no usable GPU: " + why);
+    nccl = make_nccl_baselines(comm.comm(), comm.local_rank(), sizes.back(), names, exec.progress_timeout);
+    if (reporting) report.device(nccl->describe());
+  }
+
+  std::vector<double> times(static_cast<std::size_t>(o.iters));
+  std::uint64_t total_wrong = 0;
+  for (const BenchEntry& entry : algorithms) {
+    const algo::Algorithm* alg = entry.alg;
+    const std::string& name = entry.name;
+    const bool is_nccl = is_nccl_baseline(name);
+    if (reporting) report.block_start(entry);
+    std::uint64_t block_wrong = 0;
+    double bw_sum = 0;
+    int bw_n = 0;
+    for (std::uint64_t bytes : sizes) {
+      const algo::CollectiveArgs args = algo::CollectiveArgs::allreduce(bytes / elem, dtype, op, ranks);
+      std::optional<algo::Schedule> sched;
+      std::optional<Plan> plan;                // bound once, run for every iteration
+      std::optional<RoundExecutor> in_rounds;  // rounds: the same, cut into rounds
+      std::string unsupported;
+      if (alg) {
+        const algo::Support s = alg->supports(layout, args, tuning);
+        if (!s.ok)
+          unsupported = s.reason;
+        else {
+          sched.emplace(alg->generate(layout, args, tuning));
+          if (on_gpu)
+            nccl->bind_schedule(*sched, rank);
+          else if (o.rounds)
+            in_rounds.emplace(*sched, rank, std::move(plan_rounds(*sched)[static_cast<std::size_t>(rank)]));
+          else
+            plan.emplace(*sched, rank);
+        }
+      } else if (!is_nccl && !mpi_type(dtype)) {
+        unsupported = fmt::format("MPI has no {} type", algo::to_string(dtype));
+      }
+      if (!unsupported.empty()) {
+        if (reporting) report.unsupported(entry, bytes, unsupported);
+        continue;
+      }
+      if (sched && scratch.size() < sched->scratch_count() * elem) scratch.resize(sched->scratch_count() * elem);
+      // Every rank must be about to run the same call: an InputError on every rank otherwise.
+      check_same_call(comm.comm(), {args, name, alg ? o.channels : 0, alg ? tuning.slice_bytes : 0},
+                      exec.progress_timeout, &peers, [&transport] { transport.progress(); });
+
+      Point points[2];
+      for (int ip = 0; ip < 2; ++ip) {
+        const bool in_place = ip == 1;
+        void* in = input.data();
+        void* outp = in_place ? input.data() : output.data();
+        auto run_once = [&] {
+          if (sched) {
+            try {
+              if (on_gpu) {
+                nccl->run_schedule_us(in_place);
+              } else if (in_rounds) {
+                round_transport->restart();
+                in_rounds->run(Buffers{in, outp, scratch.data()}, *round_transport);
+              } else {
+                plan->run(Buffers{in, outp, scratch.data()}, transport, exec);
+              }
+            } catch (const std::exception& e) {
+              // Not an input error of the command: only this rank may see it.
+              const std::string gone = peers.describe_gone();
+              throw std::runtime_error(fmt::format("rank {}: {} at {} B{}: {}{}", rank, name, bytes,
+                                                   in_place ? " in place" : "", e.what(),
+                                                   gone.empty() ? std::string() : "; " + gone));
+            }
+          } else if (is_nccl) {
+            nccl->run_us(name, dtype, op, args.count, in_place);
+          } else {
+            MPI_Allreduce(in_place ? MPI_IN_PLACE : in, outp, static_cast<int>(args.count), *mpi_type(dtype),
+                          mpi_op(op), comm.comm());
+            if (op == algo::ReduceOp::Avg) finish_avg(dtype, outp, args.count, ranks);
+          }
+        };
+        auto fresh = [&] {
+          if (on_gpu && (is_nccl || sched)) return nccl->fill(dtype, op, args.count, in_place);
+          fill_input(dtype, op, rank, ranks, 0, in, args.count);
+          if (!in_place) std::memset(outp, 0xA5, args.count * elem);
+        };
+        fresh();
+        for (int i = 0; i < o.warmup; ++i) run_once();
+        for (int i = 0; i < o.iters; ++i) {
+          if (in_place) fresh();  // keep the values bounded (no overflow to inf, no denormals)
+          comm.barrier();
+          const auto t0 = std::chrono::steady_clock::now();
+          run_once();
+          times[static_cast<std::size_t>(i)] =
+              std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+        }
+        comm.max_over_ranks(times);
+        std::vector<double> sorted = times;
+        std::sort(sorted.begin(), sorted.end());
+        const std::size_t n = sorted.size();
+        points[ip].time_us = n % 2 ? sorted[n / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]);
+        if (o.check) {
+          fresh();
+          comm.barrier();
+          run_once();
+          const bool device_output = on_gpu && (is_nccl || sched);
+          std::uint64_t wrong = device_output ? nccl->count_wrong(dtype, op, args.count, in_place) : 0;
+          const std::uint64_t chunk = expected.size() / elem;
+          for (std::uint64_t off = 0; !device_output && off < args.count; off += chunk) {
+            const std::uint64_t c = std::min(chunk, args.count - off);
+            fill_expected(dtype, op, ranks, off, expected.data(), c);
+            wrong += count_wrong(dtype, static_cast<const std::byte*>(outp) + off * elem, expected.data(), c);
+          }
+          points[ip].wrong = comm.sum_over_ranks(wrong);
+          block_wrong += points[ip].wrong;
+        }
+      }
+      if (!reporting) continue;
+      BenchRow row;
+      row.bytes = bytes;
+      row.count = args.count;
+      for (int ip = 0; ip < 2; ++ip) {
+        const double algbw =
+            points[ip].time_us > 0 ? static_cast<double>(bytes) / (points[ip].time_us * 1e-6) / 1e9 : 0.0;
+        const double busbw = algbw * factor;
+        bw_sum += busbw;
+        ++bw_n;
+        records::Record& rec = row.points[ip];
+        rec = base;
+        rec.algorithm = name;
+        rec.size_bytes = bytes;
+        rec.count = args.count;
+        rec.channels = sched ? sched->num_channels() : 0;
+        rec.slice_bytes = sched ? tuning.slice_bytes : 0;
+        rec.in_place = ip == 1;
+        rec.time_us = points[ip].time_us;
+        rec.algbw_gbps = algbw;
+        rec.busbw_gbps = busbw;
+        if (o.check) rec.wrong = points[ip].wrong;
+      }
+      report.row(entry, row);
+    }
+    total_wrong += block_wrong;
+    if (reporting) report.block_end(entry, block_wrong, bw_n ? bw_sum / bw_n : 0.0);
+  }
+  if (reporting) report.finish();
+  comm.barrier();
+  return total_wrong;
+}
+
+}  // namespace topocoll::runtime
