@@ -11,6 +11,7 @@
 #include "common/records.hpp"
 #include "simulator/engine.hpp"
 #include "simulator/nccl_model.hpp"
+#include "simulator/sweep.hpp"
 #include "simulator/trace.hpp"
 #include "tools/algo_commands.hpp"
 #include "topologies/load.hpp"
@@ -52,32 +53,18 @@ int sim_command(const SimArgs& a, std::ostream& out) {
   // Protocols: --protocol, else the calibration file's "protocol", else "auto": every protocol
   // NCCL would enable on this topology (LL and Simple always; LL128 by NCCL's own rule, see
   // nccl_model.cpp), each schedule run under each, the fastest reported with its protocol.
-  const std::vector<sim::Protocol> protocols =
-      sim::select_protocols(nccl ? *nccl : sim::estimate_nccl_graph(t), calib, a.protocol, "--protocol");
-  std::vector<sim::Calibration> calibs;
-  for (sim::Protocol p : protocols) calibs.push_back(sim::protocol_calibration(calib, p));
+  const sim::ProtocolSet protocols =
+      sim::protocol_set(nccl ? *nccl : sim::estimate_nccl_graph(t), calib, a.protocol, "--protocol");
   std::string protocol_note;
-  for (sim::Protocol p : protocols)
+  for (sim::Protocol p : protocols.protocols)
     protocol_note += (protocol_note.empty() ? "" : ", ") + std::string(sim::to_string(p));
 
   Output output(a.output, out);
   std::ostream* sink = &output.stream();
 
-  records::Record base;
-  base.kind = "simulated";
-  base.engine = engine->name();
-  base.topology = a.topo.topology;
-  base.nodes = t.nodes();
-  base.fabric = t.fabric() ? std::string(topo::to_string(t.fabric()->kind)) : "";
-  base.oversubscription = t.fabric() ? t.fabric()->oversubscription : 1.0;
-  base.ranks = t.num_ranks();
+  records::Record base = sim::simulated_base(t, engine->name(), a.topo.topology, op, tuning.slice_bytes, calib.source);
   base.dtype = std::string(algo::to_string(dtype));
-  base.op = std::string(algo::to_string(op));
-  base.slice_bytes = tuning.slice_bytes;
-  base.calibration = calib.source;
-  base.version = TOPOCOLL_VERSION;
   base.date = records::now_iso8601();
-  base.machine = records::hostname();
   const double factor = algo::busbw_factor(algo::Collective::AllReduce, t.num_ranks());
 
   if (a.format == "table") {
@@ -86,7 +73,7 @@ int sim_command(const SimArgs& a, std::ostream& out) {
         t.nodes() == 1 ? "" : "s", t.num_ranks(),
         t.fabric() ? fmt::format(", {} {:g}:1", topo::to_string(t.fabric()->kind), t.fabric()->oversubscription) : "",
         engine->name(), calib.source);
-    *sink << (protocols.size() == 1
+    *sink << (protocols.protocols.size() == 1
                   ? fmt::format("# protocol {} (NCCL's, as a derived calibration)\n", protocol_note)
                   : fmt::format("# protocols {}: each point is the fastest of them, named in column proto\n",
                                 protocol_note));
@@ -119,29 +106,13 @@ int sim_command(const SimArgs& a, std::ostream& out) {
       // The trace covers one run: the first algorithm at the largest size.
       so.trace = !a.trace.empty() && !traced && bytes == sizes.back();
       so.simgrid_fast_paths = !a.simgrid_plain;
-      // Every protocol; the fastest wins (the first in LL, LL128, Simple order on a tie).
-      sim::SimResult r;
-      std::size_t won = 0;
-      for (std::size_t i = 0; i < calibs.size(); ++i) {
-        sim::SimResult ri = engine->run(t, sched, calibs[i], so);
-        if (i == 0 || ri.time_s < r.time_s) {
-          r = std::move(ri);
-          won = i;
-        }
-      }
+      sim::SimulatedPoint p =
+          sim::simulate_point(*engine, t, sched, protocols, base, alg->name, bytes, args.count, dtype, so);
       if (so.trace) {
-        trace = r.trace;
+        trace = std::move(p.result.trace);
         traced = true;
       }
-      records::Record rec = base;
-      rec.algorithm = alg->name;
-      rec.size_bytes = bytes;
-      rec.count = args.count;
-      rec.channels = sched.num_channels();
-      rec.time_us = r.time_s * 1e6;
-      rec.algbw_gbps = r.time_s > 0 ? static_cast<double>(bytes) / r.time_s / 1e9 : 0.0;
-      rec.busbw_gbps = rec.algbw_gbps * factor;
-      rec.protocol = std::string(sim::to_string(protocols[won]));
+      const records::Record& rec = p.record;
       auto& b = best[bytes];
       if (b.first.empty() || rec.time_us < b.second) b = {fmt::format("{}/{}", alg->name, *rec.protocol), rec.time_us};
       if (a.format == "table")
@@ -159,24 +130,13 @@ int sim_command(const SimArgs& a, std::ostream& out) {
   // The NCCL reference model: what stock NCCL would pick and how long it predicts.
   if (nccl) {
     for (std::uint64_t bytes : sizes) {
-      const sim::NcclPrediction pick = sim::nccl_choice(*nccl, bytes);
-      records::Record rec = base;
-      rec.kind = "model";
-      rec.engine = "nccl-model";
-      rec.algorithm = fmt::format("nccl:{}/{}", pick.algorithm, pick.protocol);
-      rec.size_bytes = bytes;
-      rec.count = bytes / elem;
-      rec.channels = nccl->channels;
-      rec.time_us = pick.time_us;
-      rec.protocol = pick.protocol;
-      rec.algbw_gbps = pick.time_us > 0 ? static_cast<double>(bytes) / (pick.time_us * 1e-6) / 1e9 : 0.0;
-      rec.busbw_gbps = rec.algbw_gbps * factor;
+      const records::Record rec = sim::nccl_model_point(*nccl, base, bytes, dtype);
       if (a.format == "jsonl")
         *sink << to_json(rec).dump() << "\n";
       else if (a.format == "csv")
         *sink << fmt::format("{},{},{},{},{},{},{},{},{},{:.3f},{:.4f},{:.4f},{}\n", rec.engine, rec.algorithm,
                              rec.nodes, rec.ranks, bytes, rec.count, rec.dtype, rec.op, rec.channels, rec.time_us,
-                             rec.algbw_gbps, rec.busbw_gbps, pick.protocol);
+                             rec.algbw_gbps, rec.busbw_gbps, *rec.protocol);
     }
   }
   if (a.format == "table") {

@@ -1,0 +1,173 @@
+// Engine real: mpirun ... topocoll-bench, its JSONL records taken in with this run's provenance.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <stdexcept>
+
+#include "common/errors.hpp"
+#include "common/records.hpp"
+#include "experiments/runner/grid.hpp"
+#include "experiments/runner/process.hpp"
+#include "experiments/runner/provenance.hpp"
+#include "experiments/runner/run.hpp"
+
+namespace fs = std::filesystem;
+
+namespace topocoll::experiments {
+
+namespace {
+
+std::string self_dir() {
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  return ec ? std::string(".") : exe.parent_path().string();
+}
+
+int run_logged(const std::vector<std::string>& argv, const std::string& log) {
+  return run_process(argv, log).status;
+}
+
+std::string error_line(const std::string& log) {
+  std::ifstream f(log);
+  std::string line, found, last;
+  while (std::getline(f, line)) {
+    if (line.empty()) continue;
+    last = line;
+    if (found.empty() && line.find("error:") != std::string::npos) found = line;
+  }
+  return found.empty() ? last : found;
+}
+
+}  // namespace
+
+void run_real(const ExpSpec& s, const std::string& commit, const Existing& ex, RecordWriter& w,
+              const std::string& out_dir, const RunCallbacks& cb) {
+  const std::string bench = !s.real.bench.empty()           ? s.real.bench
+                            : std::getenv("TOPOCOLL_BENCH") ? std::string(std::getenv("TOPOCOLL_BENCH"))
+                                                            : (fs::path(self_dir()) / "topocoll-bench").string();
+  if (!fs::exists(bench))
+    throw InputError(
+        fmt::format("{}: engine real needs topocoll-bench (built with MPI): {} does not exist (set real.bench or "
+                    "TOPOCOLL_BENCH)",
+                    s.path, bench));
+  const std::string tmp = (fs::path(out_dir) / ".exp-real.jsonl").string();
+  const std::string log = (fs::path(out_dir) / ".exp-real.log").string();
+  const auto bench_argv = [&](int ranks, const std::string& dtype, const std::string& ch, const std::string& min_bytes,
+                              const std::string& max_bytes, int iters, int warmup, int check,
+                              const std::string& output) {
+    std::vector<std::string> argv = s.real.mpirun;
+    for (const std::string& x : {std::string("-np"),
+                                 std::to_string(ranks),
+                                 bench,
+                                 std::string("--backend"),
+                                 s.real.backend,
+                                 std::string("--algorithm"),
+                                 fmt::format("{}", fmt::join(s.algorithms, ",")),
+                                 std::string("-b"),
+                                 min_bytes,
+                                 std::string("-e"),
+                                 max_bytes,
+                                 std::string("-f"),
+                                 s.factor,
+                                 std::string("-d"),
+                                 dtype,
+                                 std::string("-o"),
+                                 s.op,
+                                 std::string("--channels"),
+                                 ch,
+                                 std::string("--slice"),
+                                 s.slice,
+                                 std::string("-n"),
+                                 std::to_string(iters),
+                                 std::string("-w"),
+                                 std::to_string(warmup),
+                                 std::string("-c"),
+                                 std::to_string(check),
+                                 std::string("--timeout"),
+                                 fmt::format("{:g}", s.real.timeout_s),
+                                 std::string("--format"),
+                                 std::string("jsonl"),
+                                 std::string("-O"),
+                                 output})
+      argv.push_back(x);
+    return argv;
+  };
+  const auto todo_of = [&](int ranks, const std::string& dtype, const std::string& ch, int rep) {
+    std::size_t todo = 0;
+    for (const std::string& a : s.algorithms)
+      for (std::uint64_t b : sizes_of(s, dtype))
+        for (bool ip : {false, true}) todo += !ex.points.count(real_point(s, ranks, dtype, ch, a, b, ip, rep));
+    return todo;
+  };
+  // Before the first point: topocoll-bench itself checks what it accepts (backend, algorithms on
+  // this many ranks, dtype), with one iteration of the smallest size per (ranks, dtype, channels)
+  // that has points left to run.
+  for (int ranks : s.ranks)
+    for (const std::string& dtype : s.dtypes)
+      for (const std::string& ch : s.channels) {
+        std::size_t left = 0;
+        for (int rep = 0; rep < s.repetitions; ++rep) left += todo_of(ranks, dtype, ch, rep);
+        if (left == 0) continue;
+        const int rc = run_logged(bench_argv(ranks, dtype, ch, s.min_bytes, s.min_bytes, 1, 1, 0, "/dev/null"), log);
+        if (rc == 2)
+          throw InputError(
+              fmt::format("{}: topocoll-bench rejected the grid (ranks {}, dtype {}, channels {}, backend {}): {}",
+                          s.path, ranks, dtype, ch, s.real.backend, error_line(log)));
+        if (rc != 0)
+          throw std::runtime_error(
+              fmt::format("{} -np {} topocoll-bench (a check run of one size) exited {}: {} (full log: {})",
+                          s.real.mpirun.front(), ranks, rc, error_line(log), log));
+      }
+  if (cb.start) cb.start();
+  for (int ranks : s.ranks)
+    for (const std::string& dtype : s.dtypes)
+      for (const std::string& ch : s.channels)
+        for (int rep = 0; rep < s.repetitions; ++rep) {
+          // One mpirun per (ranks, dtype, channels, repetition) covers every algorithm and size,
+          // in and out of place; it is skipped when all of its points are written.
+          const std::size_t todo = todo_of(ranks, dtype, ch, rep);
+          if (todo == 0) continue;
+          fs::remove(tmp);
+          const int rc = run_logged(
+              bench_argv(ranks, dtype, ch, s.min_bytes, s.max_bytes, s.real.iters, s.real.warmup, s.real.check, tmp),
+              log);
+          if (rc == 2)
+            throw InputError(
+                fmt::format("{}: topocoll-bench rejected the grid (ranks {}, dtype {}, channels {}, backend {}): {}",
+                            s.path, ranks, dtype, ch, s.real.backend, error_line(log)));
+          if (rc != 0 && rc != 1)
+            throw std::runtime_error(fmt::format("mpirun -np {} topocoll-bench exited {}: {} (full log: {})", ranks, rc,
+                                                 error_line(log), log));
+          std::ifstream in(tmp);
+          std::string line;
+          std::size_t written = 0;
+          while (std::getline(in, line)) {
+            if (line.empty()) continue;
+            records::Record rec = records::record_from_json(nlohmann::json::parse(line));
+            const std::string point = real_point(s, ranks, dtype, ch, rec.algorithm, rec.size_bytes, rec.in_place, rep);
+            if (ex.points.count(point)) continue;
+            const records::Record p = provenance(s, commit);
+            rec.topology = "local";
+            rec.calibration = "";
+            rec.experiment = p.experiment;
+            rec.spec_hash = p.spec_hash;
+            rec.commit = p.commit;
+            rec.repetition = rep;
+            rec.point = point;
+            w.write(rec);
+            ++written;
+          }
+          fs::remove(tmp);
+          if (rc == 1)
+            throw std::runtime_error(
+                fmt::format("mpirun -np {} topocoll-bench: a result was wrong or the run failed: {} (log: {})", ranks,
+                            error_line(log), log));
+          if (cb.advance) cb.advance(std::min(written, todo));
+        }
+  fs::remove(log);
+}
+
+}  // namespace topocoll::experiments

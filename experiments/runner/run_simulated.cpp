@@ -1,0 +1,132 @@
+// Engine analytic | simgrid: each point through sim::simulate_point, as `topocoll sim` runs it.
+#include <fmt/format.h>
+
+#include <memory>
+#include <optional>
+#include <set>
+
+#include "algorithms/registry.hpp"
+#include "common/cli_io.hpp"
+#include "common/errors.hpp"
+#include "experiments/runner/grid.hpp"
+#include "experiments/runner/provenance.hpp"
+#include "experiments/runner/run.hpp"
+#include "simulator/engine.hpp"
+#include "simulator/nccl_model.hpp"
+#include "simulator/sweep.hpp"
+#include "topologies/load.hpp"
+
+namespace topocoll::experiments {
+
+void run_simulated(const ExpSpec& s, const std::string& commit, const Existing& ex, RecordWriter& w,
+                   const RunCallbacks& cb) {
+  if (cb.start) cb.start();
+  const auto advance = [&] {
+    if (cb.advance) cb.advance(1);
+  };
+  std::unique_ptr<sim::Engine> engine = sim::make_engine(s.engine);
+  // As `topocoll sim`: the base calibration (hardware); each protocol derives its own.
+  const sim::Calibration calib =
+      s.calibration.empty() ? sim::base_calibration() : sim::load_calibration(s.calibration_path);
+  const std::uint64_t slice = cli::parse_size(s.slice, "grid.slice");
+  const algo::ReduceOp op = algo::parse_op(s.op);
+  std::set<std::string> notes;
+
+  for (std::size_t ti = 0; ti < s.topologies.size(); ++ti)
+    for (const auto& nodes : s.nodes)
+      for (const auto& fabric : s.fabrics) {
+        // Points of this cluster still to run; a cluster with none is not even loaded.
+        std::size_t todo = 0;
+        for (const std::string& dtype : s.dtypes)
+          for (std::uint64_t bytes : sizes_of(s, dtype)) {
+            for (const std::string& ch : s.channels)
+              for (const std::string& a : s.algorithms)
+                for (int rep = 0; rep < s.repetitions; ++rep)
+                  todo += !ex.points.count(sim_point(s, ti, nodes, fabric, dtype, ch, a, bytes, rep));
+            if (s.nccl_model) todo += !ex.points.count(model_point(s, ti, nodes, fabric, dtype, bytes));
+          }
+        if (todo == 0) continue;
+
+        topo::TopologyOptions o;
+        o.topology = s.topology_paths[ti];
+        o.nodes = nodes;
+        if (fabric) o.fabric = topo::parse_fabric(*fabric);
+        o.oversubscription = s.oversubscription;
+        o.merge_nvswitch_planes = true;  // as `topocoll sim`: the hardware stripes NVLink traffic over the planes
+        topo::Topology t = [&] {
+          try {
+            return topo::load_topology(o);
+          } catch (const InputError& e) {
+            throw InputError(
+                fmt::format("{}: grid point {} x nodes {}: {}", s.path, s.topologies[ti], grid_value(nodes), e.what()));
+          }
+        }();
+        const algo::Layout layout = algo::layout_of(t);
+        const sim::NcclGraphEstimate nccl = sim::estimate_nccl_graph(t);
+        // Protocols, exactly as `topocoll sim` picks them: the spec's `protocol`, else the
+        // calibration file's, else "auto": every protocol NCCL would enable on this topology (LL
+        // and Simple; LL128 by NCCL's rule), each schedule run under each, the fastest kept.
+        const sim::ProtocolSet protocols = sim::protocol_set(nccl, calib, s.protocol, "protocol");
+
+        records::Record base = sim::simulated_base(t, engine->name(), s.topologies[ti], op, slice,
+                                                   s.calibration.empty() ? calib.source : s.calibration);
+        add_provenance(base, s, commit);
+
+        for (const std::string& dtype_name : s.dtypes) {
+          const algo::DataType dtype = algo::parse_dtype(dtype_name);
+          const std::size_t elem = algo::size_of(dtype);
+          const std::vector<std::uint64_t> sizes = sizes_of(s, dtype_name);
+          for (const std::string& ch : s.channels) {
+            algo::Tuning tuning;
+            // "nccl": the channels stock NCCL runs with on this topology, as scripts/validate uses.
+            tuning.channels = ch == "nccl" ? sim::nccl_channels(nccl) : std::stoi(ch);
+            tuning.slice_bytes = slice;
+            for (const std::string& a : s.algorithms) {
+              const algo::Algorithm& alg = algo::find_algorithm(a);
+              for (std::uint64_t bytes : sizes) {
+                const algo::CollectiveArgs args =
+                    algo::CollectiveArgs::allreduce(bytes / elem, dtype, op, t.num_ranks());
+                const algo::Support sup = alg.supports(layout, args, tuning);
+                std::optional<records::Record> simulated;
+                for (int rep = 0; rep < s.repetitions; ++rep) {
+                  const std::string point = sim_point(s, ti, nodes, fabric, dtype_name, ch, a, bytes, rep);
+                  if (ex.points.count(point)) continue;
+                  if (!sup.ok) {
+                    const std::string note = fmt::format("{} on {} x {} nodes: not supported ({}): no records", a,
+                                                         s.topologies[ti], t.nodes(), sup.reason);
+                    if (notes.insert(note).second && cb.note) cb.note(note);
+                    advance();
+                    continue;
+                  }
+                  // Simulated engines are deterministic: the repetitions of a point share one run.
+                  if (!simulated)
+                    simulated = sim::simulate_point(*engine, t, alg.generate(layout, args, tuning), protocols, base, a,
+                                                    bytes, args.count, dtype)
+                                    .record;
+                  records::Record rec = *simulated;
+                  rec.repetition = rep;
+                  rec.point = point;
+                  rec.date = records::now_iso8601();
+                  w.write(rec);
+                  advance();
+                }
+              }
+            }
+          }
+          // The stock-NCCL reference: what NCCL would pick per size and how long it predicts.
+          if (s.nccl_model)
+            for (std::uint64_t bytes : sizes) {
+              const std::string point = model_point(s, ti, nodes, fabric, dtype_name, bytes);
+              if (ex.points.count(point)) continue;
+              records::Record rec = sim::nccl_model_point(nccl, base, bytes, dtype);
+              rec.repetition = 0;
+              rec.point = point;
+              rec.date = records::now_iso8601();
+              w.write(rec);
+              advance();
+            }
+        }
+      }
+}
+
+}  // namespace topocoll::experiments

@@ -1,0 +1,55 @@
+// An experiment spec (experiments/NAME/experiment.yaml, docs/experiments.md): read, checked and
+// typed. Errors are InputError naming the file, the line, the key and what was expected.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace topocoll::experiments {
+
+// How `real` runs: mpirun and topocoll-bench's flags.
+struct ExpRealOptions {
+  std::string backend = "mpi";
+  std::vector<std::string> mpirun = {"mpirun", "--oversubscribe", "--allow-run-as-root"};
+  int iters = 20, warmup = 5, check = 1;
+  double timeout_s = 60.0;
+  std::string bench;  // topocoll-bench path; default: beside this executable
+};
+
+// A parsed, validated experiment spec (experiment.yaml). Values are kept as written where they
+// name a point (so the resume key does not depend on what a topology file resolves to).
+struct ExpSpec {
+  std::string path;    // the spec file
+  std::string dir;     // its folder
+  std::string name;    // its folder's name: the experiment's name
+  std::string sha256;  // of the file's bytes, hex
+  std::string description;
+  std::string engine;  // analytic | simgrid | real
+  int repetitions = 1;
+  std::string calibration;       // as written ("" = defaults)
+  std::string calibration_path;  // resolved against the spec's folder
+  std::string protocol;          // "" (the calibration's, else auto) | auto | LL | LL128 | Simple
+  bool nccl_model = true;
+  std::vector<std::string> topologies;      // as written
+  std::vector<std::string> topology_paths;  // resolved (files against the spec's folder)
+  std::vector<std::optional<int>> nodes;    // nullopt: the topology's own
+  std::vector<std::optional<std::string>> fabrics;
+  std::optional<double> oversubscription;
+  std::vector<std::string> algorithms;
+  std::string min_bytes, max_bytes, factor;  // -b / -e / -f
+  std::vector<std::string> dtypes;
+  std::vector<std::string> channels;  // integers, or "nccl": what stock NCCL would run with
+  std::string slice = "512K";
+  std::string op = "sum";
+  std::vector<int> ranks;  // engine real: mpirun -np values
+  ExpRealOptions real;
+};
+
+// Reads and checks a spec; InputError (one line: the file, the key, the value, what was expected).
+ExpSpec load_exp_spec(const std::string& path);
+
+// A file's bytes; InputError "PATH: cannot read the experiment spec" when it cannot be read.
+std::string read_spec_file(const std::string& path);
+
+}  // namespace topocoll::experiments

@@ -1,0 +1,95 @@
+#include "experiments/runner/spec.hpp"
+
+#include <doctest/doctest.h>
+
+#include "common/errors.hpp"
+#include "experiments/runner/provenance.hpp"
+#include "experiments/runner/test_support.hpp"
+
+using namespace topocoll;
+using experiments::testing::TempDir;
+
+namespace {
+
+// The InputError message of loading `text` as a spec, "" when it loads.
+std::string load_error(const TempDir& d, const std::string& text) {
+  const std::string path = d.write("experiment.yaml", text);
+  try {
+    (void)experiments::load_exp_spec(path);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+constexpr const char* kTiny = R"(description: two algorithms on one PCIe box
+engine: analytic
+grid:
+  topologies: pcie-8gpu
+  algorithms: [ring, dbt]
+  sizes: {min: 8, max: 1K, factor: 4}
+  channels: [1, 2]
+)";
+
+}  // namespace
+
+TEST_CASE("spec: a valid spec, its defaults and its hash") {
+  TempDir d;
+  const std::string path = d.write("experiment.yaml", kTiny);
+  const experiments::ExpSpec s = experiments::load_exp_spec(path);
+  CHECK(s.path == path);
+  CHECK(s.dir == d.path());
+  CHECK(s.engine == "analytic");
+  CHECK(s.description == "two algorithms on one PCIe box");
+  CHECK(s.repetitions == 1);
+  CHECK(s.topologies == std::vector<std::string>{"pcie-8gpu"});
+  CHECK(s.topology_paths == std::vector<std::string>{"pcie-8gpu"});
+  REQUIRE(s.nodes.size() == 1);
+  CHECK(!s.nodes[0]);
+  REQUIRE(s.fabrics.size() == 1);
+  CHECK(!s.fabrics[0]);
+  CHECK(s.algorithms == std::vector<std::string>{"ring", "dbt"});
+  CHECK(s.min_bytes == "8");
+  CHECK(s.max_bytes == "1K");
+  CHECK(s.factor == "4");
+  CHECK(s.dtypes == std::vector<std::string>{"float"});
+  CHECK(s.channels == std::vector<std::string>{"1", "2"});
+  CHECK(s.slice == "512K");
+  CHECK(s.op == "sum");
+  CHECK(s.nccl_model);
+  CHECK(s.sha256 == experiments::sha256_hex(kTiny));
+}
+
+TEST_CASE("spec: errors name the file and the line") {
+  TempDir d;
+  const std::string path = d.write("experiment.yaml", "");
+  SUBCASE("not YAML") {
+    const std::string e = load_error(d, "engine: analytic\ngrid:\n  algorithms: [ring\n  sizes: {min: 8}\n");
+    CHECK(e == path + ":4: not valid YAML: end of sequence flow not found");
+  }
+  SUBCASE("unknown key") {
+    CHECK(load_error(d, "engine: analytic\ngrid:\n  topologies: pcie-8gpu\n  colour: blue\n") ==
+          path +
+              ":4: unknown key 'colour' in grid (allowed: topologies, nodes, fabric, oversubscription, algorithms, "
+              "sizes, dtypes, channels, slice, op, ranks)");
+  }
+  SUBCASE("missing key") {
+    CHECK(load_error(d, "grid: {}\n") == path + ": missing key 'engine' (required: engine, grid)");
+  }
+  SUBCASE("bad value") {
+    std::string t = kTiny;
+    t.replace(t.find("[1, 2]"), 6, "[1, 65]");
+    CHECK(load_error(d, t) == path +
+                                  ":7: grid.channels 65: expected an integer from 1 to 64, or nccl (what stock NCCL "
+                                  "would run with)");
+  }
+  SUBCASE("unknown fabric") {
+    std::string t = kTiny;
+    t += "  fabric: torus\n";
+    const std::string e = load_error(d, t);
+    CHECK(e.rfind(path + ":8: grid.fabric: ", 0) == 0);
+  }
+  SUBCASE("no such file") {
+    CHECK_THROWS_AS(experiments::load_exp_spec(d.path() + "/none.yaml"), InputError);
+  }
+}

@@ -1,0 +1,98 @@
+#include "simulator/sweep.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <utility>
+
+#include "algorithms/registry.hpp"
+
+namespace topocoll::sim {
+
+namespace {
+
+double algbw_gbps(std::uint64_t bytes, double time_s) {
+  return time_s > 0 ? static_cast<double>(bytes) / time_s / 1e9 : 0.0;
+}
+
+}  // namespace
+
+ProtocolSet protocol_set(const NcclGraphEstimate& nccl, const Calibration& base, const std::string& requested,
+                         const std::string& what) {
+  ProtocolSet set;
+  set.protocols = select_protocols(nccl, base, requested, what);
+  for (Protocol p : set.protocols) set.calibrations.push_back(protocol_calibration(base, p));
+  return set;
+}
+
+records::Record simulated_base(const topo::Topology& t, const std::string& engine, const std::string& topology,
+                               algo::ReduceOp op, std::uint64_t slice_bytes, const std::string& calibration) {
+  records::Record base;
+  base.kind = "simulated";
+  base.engine = engine;
+  base.topology = topology;
+  base.nodes = t.nodes();
+  base.fabric = t.fabric() ? std::string(topo::to_string(t.fabric()->kind)) : "";
+  base.oversubscription = t.fabric() ? t.fabric()->oversubscription : 1.0;
+  base.ranks = t.num_ranks();
+  base.op = std::string(algo::to_string(op));
+  base.slice_bytes = slice_bytes;
+  base.calibration = calibration;
+  base.version = TOPOCOLL_VERSION;
+  base.machine = records::hostname();
+  return base;
+}
+
+SimulatedPoint simulate_point(Engine& engine, const topo::Topology& t, const algo::Schedule& schedule,
+                              const ProtocolSet& protocols, const records::Record& base, const std::string& algorithm,
+                              std::uint64_t bytes, std::uint64_t count, algo::DataType dtype,
+                              const SimOptions& options) {
+  SimulatedPoint p;
+  // Every protocol; the fastest wins (the first in LL, LL128, Simple order on a tie).
+  std::size_t won = 0;
+  for (std::size_t i = 0; i < protocols.calibrations.size(); ++i) {
+    SimResult ri = engine.run(t, schedule, protocols.calibrations[i], options);
+    if (i == 0 || ri.time_s < p.result.time_s) {
+      p.result = std::move(ri);
+      won = i;
+    }
+  }
+  const double factor = algo::busbw_factor(algo::Collective::AllReduce, t.num_ranks());
+  records::Record& rec = p.record;
+  rec = base;
+  rec.algorithm = algorithm;
+  rec.dtype = std::string(algo::to_string(dtype));
+  rec.size_bytes = bytes;
+  rec.count = count;
+  rec.channels = schedule.num_channels();
+  rec.time_us = p.result.time_s * 1e6;
+  rec.algbw_gbps = algbw_gbps(bytes, p.result.time_s);
+  rec.busbw_gbps = rec.algbw_gbps * factor;
+  rec.protocol = std::string(to_string(protocols.protocols[won]));
+  return p;
+}
+
+records::Record nccl_model_point(const NcclGraphEstimate& nccl, const records::Record& base, std::uint64_t bytes,
+                                 algo::DataType dtype) {
+  const NcclPrediction pick = nccl_choice(nccl, bytes);
+  const double factor = algo::busbw_factor(algo::Collective::AllReduce, base.ranks);
+  records::Record rec = base;
+  rec.kind = "model";
+  rec.engine = "nccl-model";
+  rec.algorithm = fmt::format("nccl:{}/{}", pick.algorithm, pick.protocol);
+  rec.dtype = std::string(algo::to_string(dtype));
+  rec.size_bytes = bytes;
+  rec.count = bytes / algo::size_of(dtype);
+  rec.channels = nccl.channels;
+  rec.time_us = pick.time_us;
+  rec.protocol = pick.protocol;
+  rec.algbw_gbps = algbw_gbps(bytes, pick.time_us * 1e-6);
+  rec.busbw_gbps = rec.algbw_gbps * factor;
+  return rec;
+}
+
+int nccl_channels(const NcclGraphEstimate& nccl) {
+  return std::min(32, nccl.comm_channels > 0 ? nccl.comm_channels : 2 * nccl.channels);
+}
+
+}  // namespace topocoll::sim

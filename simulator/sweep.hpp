@@ -1,0 +1,59 @@
+// One simulated point, written once for every driver (`topocoll sim`, `topocoll exp run`):
+// a schedule run under each protocol the calibration enables, the fastest kept, as a record
+// (common/records.hpp); the stock-NCCL model's row for a size; the channels stock NCCL runs with.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "algorithms/schedule.hpp"
+#include "common/records.hpp"
+#include "simulator/calibration.hpp"
+#include "simulator/engine.hpp"
+#include "simulator/nccl_model.hpp"
+#include "topologies/topology.hpp"
+
+namespace topocoll::sim {
+
+// The protocols a sweep simulates, in LL, LL128, Simple order, each with the calibration derived
+// from the base one (protocol_calibration).
+struct ProtocolSet {
+  std::vector<Protocol> protocols;
+  std::vector<Calibration> calibrations;
+};
+
+// `requested`: "" (the calibration's "protocol", else auto) | "auto" (every protocol NCCL would
+// enable on this topology) | "LL" | "LL128" | "Simple"; `what` names the flag or key in errors.
+ProtocolSet protocol_set(const NcclGraphEstimate& nccl, const Calibration& base, const std::string& requested,
+                         const std::string& what);
+
+// The fields every simulated record of one topology shares: kind "simulated", the engine, the
+// topology as the user named it, its nodes, fabric, oversubscription and ranks, the reduction,
+// the slice, the calibration, the version and the machine. The caller adds dtype and date.
+records::Record simulated_base(const topo::Topology& t, const std::string& engine, const std::string& topology,
+                               algo::ReduceOp op, std::uint64_t slice_bytes, const std::string& calibration);
+
+struct SimulatedPoint {
+  records::Record record;  // base + algorithm, size, count, dtype, channels, time, algbw, busbw, protocol
+  SimResult result;        // the fastest protocol's run (with its trace when SimOptions::trace)
+};
+
+// Runs `schedule` (generated for an allreduce of `bytes` bytes, `count` elements of `dtype`) on
+// every protocol of `protocols`; the fastest wins (the first on a tie). busbw uses nccl-tests'
+// allreduce factor for t's ranks.
+SimulatedPoint simulate_point(Engine& engine, const topo::Topology& t, const algo::Schedule& schedule,
+                              const ProtocolSet& protocols, const records::Record& base, const std::string& algorithm,
+                              std::uint64_t bytes, std::uint64_t count, algo::DataType dtype,
+                              const SimOptions& options = {});
+
+// Stock NCCL's choice for an allreduce of `bytes` bytes by its own tuning model, as a record of
+// kind "model", engine "nccl-model", algorithm "nccl:<algo>/<proto>".
+records::Record nccl_model_point(const NcclGraphEstimate& nccl, const records::Record& base, std::uint64_t bytes,
+                                 algo::DataType dtype);
+
+// The channels stock NCCL runs with on the topology: the model's ring graph doubled by
+// ncclTopoPostset (comm_channels), at most 32.
+int nccl_channels(const NcclGraphEstimate& nccl);
+
+}  // namespace topocoll::sim

@@ -1,0 +1,102 @@
+#include "simulator/sweep.hpp"
+
+#include <doctest/doctest.h>
+#include <fmt/format.h>
+
+#include "algorithms/registry.hpp"
+#include "topologies/load.hpp"
+
+using namespace topocoll;
+
+namespace {
+
+// `topocoll sim --topology pcie-8gpu --algorithm ring,dbt -b 8 -e 64M -f 64 --engine analytic`,
+// the point ring at 2 MiB: simulator/testdata/golden/pcie8-ring-analytic.txt prints
+//      2097152       524288    float    sum       264.95       7.92      13.85  Simple
+// and Ring/Simple 332.87 us for stock NCCL's choice at that size.
+struct Pcie8 {
+  topo::Topology t = [] {
+    topo::TopologyOptions o;
+    o.topology = "pcie-8gpu";
+    o.merge_nvswitch_planes = true;  // as `topocoll sim`
+    return topo::load_topology(o);
+  }();
+  sim::Calibration calib = sim::base_calibration();
+  sim::NcclGraphEstimate nccl = sim::estimate_nccl_graph(t);
+  records::Record base = sim::simulated_base(t, "analytic", "pcie-8gpu", algo::ReduceOp::Sum, 512 * 1024, calib.source);
+};
+
+}  // namespace
+
+TEST_CASE("sweep: simulate_point gives the record `topocoll sim` prints for one point") {
+  Pcie8 p;
+  const std::unique_ptr<sim::Engine> engine = sim::make_engine("analytic");
+  const sim::ProtocolSet protocols = sim::protocol_set(p.nccl, p.calib, "", "--protocol");
+  REQUIRE(protocols.protocols.size() == protocols.calibrations.size());
+  REQUIRE(protocols.protocols.size() == 2);  // the golden header: "protocols LL, Simple"
+  algo::Tuning tuning;
+  tuning.channels = 2;
+  tuning.slice_bytes = 512 * 1024;
+  const std::uint64_t bytes = 2097152;
+  const algo::CollectiveArgs args =
+      algo::CollectiveArgs::allreduce(bytes / 4, algo::DataType::Float32, algo::ReduceOp::Sum, p.t.num_ranks());
+  const algo::Schedule sched = algo::find_algorithm("ring").generate(algo::layout_of(p.t), args, tuning);
+  const sim::SimulatedPoint pt =
+      sim::simulate_point(*engine, p.t, sched, protocols, p.base, "ring", bytes, args.count, algo::DataType::Float32);
+  const records::Record& r = pt.record;
+  CHECK(r.kind == "simulated");
+  CHECK(r.engine == "analytic");
+  CHECK(r.algorithm == "ring");
+  CHECK(r.topology == "pcie-8gpu");
+  CHECK(r.nodes == 1);
+  CHECK(r.ranks == 8);
+  CHECK(r.fabric == "");
+  CHECK(r.size_bytes == bytes);
+  CHECK(r.count == 524288);
+  CHECK(r.dtype == "float");
+  CHECK(r.op == "sum");
+  CHECK(r.channels == 2);
+  CHECK(r.slice_bytes == 524288);
+  CHECK(r.calibration == "defaults");
+  CHECK(fmt::format("{:.2f}", r.time_us) == "264.95");
+  CHECK(fmt::format("{:.2f}", r.algbw_gbps) == "7.92");
+  CHECK(fmt::format("{:.2f}", r.busbw_gbps) == "13.85");
+  REQUIRE(r.protocol);
+  CHECK(*r.protocol == "Simple");
+  CHECK(pt.result.time_s * 1e6 == r.time_us);
+
+  // The fastest of the protocols, each run on its own.
+  double fastest = 0.0;
+  for (std::size_t i = 0; i < protocols.calibrations.size(); ++i) {
+    const double ti = engine->run(p.t, sched, protocols.calibrations[i], {}).time_s;
+    if (i == 0 || ti < fastest) fastest = ti;
+  }
+  CHECK(pt.result.time_s == fastest);
+}
+
+TEST_CASE("sweep: nccl_model_point is stock NCCL's choice as a model record") {
+  Pcie8 p;
+  const records::Record r = sim::nccl_model_point(p.nccl, p.base, 2097152, algo::DataType::Float32);
+  CHECK(r.kind == "model");
+  CHECK(r.engine == "nccl-model");
+  CHECK(r.algorithm == "nccl:Ring/Simple");
+  CHECK(r.count == 524288);
+  CHECK(r.dtype == "float");
+  CHECK(r.channels == p.nccl.channels);
+  CHECK(fmt::format("{:.2f}", r.time_us) == "332.87");
+  REQUIRE(r.protocol);
+  CHECK(*r.protocol == "Simple");
+  CHECK(r.algbw_gbps == doctest::Approx(2097152 / (r.time_us * 1e-6) / 1e9));
+  CHECK(r.busbw_gbps == doctest::Approx(r.algbw_gbps * 2 * 7 / 8.0));
+}
+
+TEST_CASE("sweep: nccl_channels doubles the ring graph's channels, at most 32") {
+  sim::NcclGraphEstimate g;
+  g.channels = 4;
+  g.comm_channels = 0;
+  CHECK(sim::nccl_channels(g) == 8);
+  g.comm_channels = 12;
+  CHECK(sim::nccl_channels(g) == 12);
+  g.comm_channels = 40;
+  CHECK(sim::nccl_channels(g) == 32);
+}
