@@ -5,7 +5,6 @@
 
 #include <dlfcn.h>
 #include <fmt/format.h>
-#include <simgrid/version.h>  // after s4u.hpp: it needs xbt/base.h
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -21,6 +20,9 @@
 #include <simgrid/s4u.hpp>
 #include <stdexcept>
 #include <unordered_map>
+// clang-format off
+#include <simgrid/version.h>  // after s4u.hpp: it needs xbt/base.h
+// clang-format on
 
 #include "common/errors.hpp"
 #include "common/log.hpp"
