@@ -19,6 +19,16 @@ Chunk slice(const Chunk& c, std::uint64_t slices, std::uint64_t k) {
   return Chunk{c.buffer, r.offset, r.count};
 }
 
+std::uint64_t slice_elems(const CollectiveArgs& a, const Tuning& t) {
+  return std::max<std::uint64_t>(1, t.slice_bytes / size_of(a.dtype));
+}
+
+std::uint64_t tree_slice_elems(const CollectiveArgs& a, const Tuning& t, std::uint64_t count) {
+  const std::uint64_t elem = size_of(a.dtype);
+  const std::uint64_t floor = std::max<std::uint64_t>(1, kTreeMinSliceBytes / elem);
+  return std::min(slice_elems(a, t), std::max(floor, count / kTreeMinSlices));
+}
+
 namespace {
 int wrap(int i, int n) {
   return ((i % n) + n) % n;
@@ -43,7 +53,7 @@ void ring_step(ProgramBuilder& b, int next, int prev, const Chunk& out, const Ch
   }
 }
 
-void ring_reduce_scatter(ProgramBuilder& b, const std::vector<int>& ring, int pos, const std::vector<Chunk>& segment,
+void ring_reduce_scatter(ProgramBuilder& b, std::span<const int> ring, int pos, const std::vector<Chunk>& segment,
                          int channel, std::uint64_t slice_elems, int window) {
   const int n = static_cast<int>(ring.size());
   TOPOCOLL_ASSERT(static_cast<int>(segment.size()) == n,
@@ -58,7 +68,7 @@ void ring_reduce_scatter(ProgramBuilder& b, const std::vector<int>& ring, int po
               segment[static_cast<std::size_t>(wrap(pos - s - 2, n))], true, channel, slice_elems, window);
 }
 
-void ring_allgather(ProgramBuilder& b, const std::vector<int>& ring, int pos, const std::vector<Chunk>& segment,
+void ring_allgather(ProgramBuilder& b, std::span<const int> ring, int pos, const std::vector<Chunk>& segment,
                     int channel, std::uint64_t slice_elems, int window) {
   const int n = static_cast<int>(ring.size());
   TOPOCOLL_ASSERT(static_cast<int>(segment.size()) == n,
@@ -75,40 +85,6 @@ void ring_allgather(ProgramBuilder& b, const std::vector<int>& ring, int pos, co
 void pairwise_exchange(ProgramBuilder& b, int peer, const Chunk& data, bool reduce, int channel,
                        std::uint64_t slice_elems, int window) {
   ring_step(b, peer, peer, data, data, reduce, channel, slice_elems, window);
-}
-
-TreeLinks btree(int n, int r) {
-  TreeLinks t;
-  int bit = 1;
-  while (bit < n && !(bit & r)) bit <<= 1;
-  if (r == 0) {
-    if (n > 1) t.children.push_back(bit >> 1);
-    return t;
-  }
-  int up = (r ^ bit) | (bit << 1);
-  if (up >= n) up = r ^ bit;
-  t.parent = up;
-  int low = bit >> 1;
-  if (low == 0) return t;
-  t.children.push_back(r - low);
-  // The right child halves its offset while it is out of range.
-  while (low > 0 && r + low >= n) low >>= 1;
-  if (low > 0) t.children.push_back(r + low);
-  return t;
-}
-
-TreeLinks btree_mirror(int n, int r) {
-  TreeLinks t;
-  if (n % 2 == 1) {  // shift: position x plays btree's x-1
-    const TreeLinks base = btree(n, wrap(r - 1, n));
-    t.parent = base.parent < 0 ? -1 : wrap(base.parent + 1, n);
-    for (int c : base.children) t.children.push_back(wrap(c + 1, n));
-  } else {  // mirror: position x plays btree's n-1-x
-    const TreeLinks base = btree(n, n - 1 - r);
-    t.parent = base.parent < 0 ? -1 : n - 1 - base.parent;
-    for (int c : base.children) t.children.push_back(n - 1 - c);
-  }
-  return t;
 }
 
 namespace {

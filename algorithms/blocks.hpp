@@ -6,8 +6,10 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
+#include "algorithms/patterns/trees.hpp"
 #include "algorithms/schedule.hpp"
 
 namespace topocoll::algo {
@@ -15,6 +17,15 @@ namespace topocoll::algo {
 // The slices a chunk is cut into for pipelining: ceil(count / slice_elems) nearly equal pieces.
 std::uint64_t slice_count(std::uint64_t count, std::uint64_t slice_elems);
 Chunk slice(const Chunk& c, std::uint64_t slices, std::uint64_t k);
+
+// The tuning's slice in elements of the call's data type (at least 1).
+std::uint64_t slice_elems(const CollectiveArgs& a, const Tuning& t);
+// Trees pipeline only with many slices: cut a chunk of `count` elements into at least
+// kTreeMinSlices slices (no smaller than kTreeMinSliceBytes, no larger than the tuning's slice),
+// as NCCL's tree chunk size adapts to the message.
+inline constexpr std::uint64_t kTreeMinSlices = 32;
+inline constexpr std::uint64_t kTreeMinSliceBytes = 4096;
+std::uint64_t tree_slice_elems(const CollectiveArgs& a, const Tuning& t, std::uint64_t count);
 
 // Ring reduce-scatter. Before: every position holds its own contribution in all segments.
 // After: position i holds segment[i] reduced over the group. n-1 steps; at step s position i
@@ -24,12 +35,12 @@ Chunk slice(const Chunk& c, std::uint64_t slices, std::uint64_t k);
 //      ^───────────────────────────────────────────┘
 // Within a step, sends run `window` slices ahead of receives (slices in flight per channel, the
 // runtime's pipeline depth), so a slice's latency hides behind the next ones.
-void ring_reduce_scatter(ProgramBuilder& b, const std::vector<int>& ring, int pos, const std::vector<Chunk>& segment,
+void ring_reduce_scatter(ProgramBuilder& b, std::span<const int> ring, int pos, const std::vector<Chunk>& segment,
                          int channel, std::uint64_t slice_elems, int window = 1);
 
 // Ring allgather. Before: position i holds segment[i]. After: every position holds all.
 // n-1 steps; at step s position i sends segment[i-s] to i+1 and receives segment[i-s-1].
-void ring_allgather(ProgramBuilder& b, const std::vector<int>& ring, int pos, const std::vector<Chunk>& segment,
+void ring_allgather(ProgramBuilder& b, std::span<const int> ring, int pos, const std::vector<Chunk>& segment,
                     int channel, std::uint64_t slice_elems, int window = 1);
 
 // Pairwise exchange with one peer (a step of recursive doubling): send `data` to `peer` and
@@ -37,29 +48,6 @@ void ring_allgather(ProgramBuilder& b, const std::vector<int>& ring, int pos, co
 // `window` slices ahead of the receives. Both peers run the same step, so neither waits first.
 void pairwise_exchange(ProgramBuilder& b, int peer, const Chunk& data, bool reduce, int channel,
                        std::uint64_t slice_elems, int window = 1);
-
-// A rank's place in a rooted tree: its parent (-1 at the root) and children, as ranks.
-struct TreeLinks {
-  int parent = -1;
-  std::vector<int> children;
-};
-
-// NCCL's binary tree over positions 0..n-1 (src/graph/trees.cc, ncclGetBtree): for position r
-// with lowest set bit b, parent = (r ^ b) | (b << 1), or r ^ b when that is >= n; children
-// r - b/2 and r + b/2 (the right child's offset halving while out of range). Position 0 is the
-// root with the single child b/2 where b is the smallest power of two >= n.
-//
-//   n = 8:            0
-//                     |
-//                     4
-//                  /     \
-//                 2       6
-//                / \     / \
-//               1   3   5   7
-TreeLinks btree(int n, int r);
-// NCCL's second tree: the mirror x -> n-1-x when n is even, the shift x -> (x+1) mod n when n
-// is odd (ncclGetDtree). Every position is a leaf in one of the two trees when n is even.
-TreeLinks btree_mirror(int n, int r);
 
 // Tree reduce, pipelined slice by slice: recv_reduce each child's slice, then send it up.
 // `links` are ranks. After: the root's `data` holds the reduction over the tree.

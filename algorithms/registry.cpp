@@ -2,18 +2,36 @@
 
 #include <fmt/format.h>
 
-#include "algorithms/registry_internal.hpp"
+#include "algorithms/generators/generators.hpp"
 #include "common/errors.hpp"
 
 namespace topocoll::algo {
 
+// The registry: one line per generator, in the order `topocoll algorithms` lists them (and
+// `--algorithm all` runs them). Explicit on purpose: static registration objects in a static
+// library are dropped by the linker when nothing names them.
 const std::vector<Algorithm>& registry() {
-  static const std::vector<Algorithm> kAll = [] {
-    std::vector<Algorithm> all;
-    register_allreduce(all);
-    register_blocks(all);
-    return all;
-  }();
+  static const std::vector<Algorithm> kAll = {
+      ring_allreduce(),                            // generators/ring.cpp
+      dbt_allreduce(),                             // generators/dbt.cpp
+      hierarchical(ring_group(), "hierarchical"),  // generators/hierarchical.cpp (inner ring)
+      hierarchical(dbt_group()),                   // hierarchical-dbt
+      recursive_doubling_allreduce(),              // generators/recursive_doubling.cpp
+      hierarchical(recursive_doubling_group()),    // hierarchical-recursive-doubling
+      reduce_scatter_ring(),                       // generators/ring_blocks.cpp
+      allgather_ring(),                            // generators/ring_blocks.cpp
+      broadcast_chain(),                           // generators/rooted.cpp
+      broadcast_tree(),                            // generators/rooted.cpp
+      reduce_chain(),                              // generators/rooted.cpp
+      reduce_tree(),                               // generators/rooted.cpp
+  };
+  return kAll;
+}
+
+// The group allreduce stages hierarchical composes; each has its hierarchical-<name> above
+// (the ring's is plain `hierarchical`), which the conformance test checks.
+const std::vector<const GroupAllreduce*>& group_allreduces() {
+  static const std::vector<const GroupAllreduce*> kAll = {&ring_group(), &dbt_group(), &recursive_doubling_group()};
   return kAll;
 }
 

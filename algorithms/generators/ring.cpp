@@ -1,0 +1,90 @@
+// ring: NCCL's flat ring. Per channel: reduce-scatter then allgather, 2(p-1) steps. The same two
+// blocks over any group are the ring stage hierarchical composes (ring_group).
+// Cost sheets in docs/algorithms.md use the names below: p ranks, N nodes, g ranks per node,
+// K channels, S bytes.
+#include "algorithms/patterns/ring.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+
+#include "algorithms/blocks.hpp"
+#include "algorithms/generators/generators.hpp"
+
+namespace topocoll::algo {
+
+namespace {
+
+int ring_channels(const CollectiveArgs&, const Tuning& t) {
+  return std::max(1, t.channels);
+}
+
+// The group's ring in its own order: member i reduce-scatters into segment i of n, then
+// allgathers.
+//
+//    pos0 ──> pos1 ──> ... ──> pos(n-1) ──┐      RS: n-1 steps, AG: n-1 steps
+//      ^──────────────────────────────────┘
+void ring_emit(ProgramBuilder& b, std::span<const int> group, int pos, const Chunk& data, int channel,
+               const CollectiveArgs& a, const Tuning& t) {
+  const std::uint64_t se = slice_elems(a, t);
+  const int depth = std::max(1, t.pipeline_depth);
+  const std::vector<Chunk> seg = segments(data.buffer, Range{data.offset, data.count}, static_cast<int>(group.size()));
+  ring_reduce_scatter(b, group, pos, seg, channel, se, depth);
+  ring_allgather(b, group, pos, seg, channel, se, depth);
+}
+
+// n members, B bytes each: 2(n-1) steps; every member sends 2(n-1)/n · B.
+GroupCost ring_cost(int members, double bytes, const Tuning&) {
+  const double n = members;
+  return {static_cast<std::uint64_t>(2 * (members - 1)), 2 * (n - 1) / n * bytes};
+}
+
+Schedule make_ring(const Layout& l, const CollectiveArgs& a, const Tuning& t) {
+  const int K = ring_channels(a, t);
+  auto plan = std::make_shared<const RingPlan>(RingPlan::flat(l, K));
+  return Schedule("ring", a, K, 0, [plan, a, K, t](int rank, Program& out) {
+    ProgramBuilder b(out);
+    for (int c = 0; c < K; ++c) {
+      const Range mine = channel_range(a.count, K, c);
+      b.copy(as_chunk(BufferId::Input, mine), as_chunk(BufferId::Output, mine), c);
+      ring_emit(b, plan->ring_of(c), plan->position(c, rank), as_chunk(BufferId::Output, mine), c, a, t);
+    }
+  });
+}
+
+CostSheet cost_ring(const Layout& l, const CollectiveArgs& a, const Tuning& t) {
+  const int K = ring_channels(a, t);
+  const double p = l.ranks, S = static_cast<double>(a.count * size_of(a.dtype));
+  CostSheet c;
+  c.busbw_factor = busbw_factor(a.collective, l.ranks);
+  if (l.ranks == 1 || a.count == 0) return c;
+  const GroupCost flat = ring_cost(l.ranks, S, t);
+  c.steps = flat.steps;
+  c.bytes_sent = static_cast<std::uint64_t>(std::llround(flat.bytes));
+  if (l.nodes > 1) {
+    // The GPU that closes a node's ring in channel c sends that channel's traffic off-node;
+    // rotation by c makes each GPU do so for ceil(K / g) channels at most.
+    const int g = l.ranks_per_node();
+    const int boundary_channels = (K + g - 1) / g;
+    c.inter_bytes_sent = static_cast<std::uint64_t>(std::llround(2 * (p - 1) / p * S / K * boundary_channels));
+  }
+  return c;
+}
+
+}  // namespace
+
+const GroupAllreduce& ring_group() {
+  static const GroupAllreduce kRing{"ring", "ring", ring_channels, ring_emit, ring_cost};
+  return kRing;
+}
+
+Algorithm ring_allreduce() {
+  return {"ring",
+          "NCCL's flat ring: reduce-scatter then allgather, 2(p-1) steps, each channel leaving nodes on its own rail",
+          Collective::AllReduce,
+          always,
+          cost_ring,
+          make_ring};
+}
+
+}  // namespace topocoll::algo
