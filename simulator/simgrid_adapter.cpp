@@ -20,9 +20,6 @@
 #include <simgrid/s4u.hpp>
 #include <stdexcept>
 #include <unordered_map>
-// clang-format off
-#include <simgrid/version.h>  // after s4u.hpp: it needs xbt/base.h
-// clang-format on
 
 // clang-format off
 #include <simgrid/version.h>  // after s4u.hpp: it needs xbt/base.h (kept out of the sorted block)
