@@ -8,7 +8,7 @@
 #include <sstream>
 
 #include "common/errors.hpp"
-#include "simulator/nccl_model.hpp"
+#include "simulator/nccl_tables.hpp"
 #include "topologies/constants.hpp"
 
 namespace topocoll::sim {

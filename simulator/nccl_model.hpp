@@ -32,15 +32,11 @@
 #include <vector>
 
 #include "simulator/calibration.hpp"
+#include "simulator/nccl_tables.hpp"
 #include "topologies/paths.hpp"
 #include "topologies/topology.hpp"
 
 namespace topocoll::sim {
-
-// NCCL's hardware classes for latencies (tuning.cc NCCL_HW_NVLINK / _PCI / _NET).
-inline constexpr int kNcclHwNvlink = 0;
-inline constexpr int kNcclHwPci = 1;
-inline constexpr int kNcclHwNet = 2;
 
 // What NCCL's topology search would find, estimated from our model (estimate_nccl_graph says how).
 // Field names follow NCCL's struct ncclTopoGraph where one exists.
@@ -86,24 +82,6 @@ std::vector<NcclPrediction> nccl_predictions(const NcclGraphEstimate& g, std::ui
 NcclPrediction nccl_choice(const NcclGraphEstimate& g, std::uint64_t bytes);
 
 // --- The model's parts, exposed for tests and for tools that explain a choice ------------
-
-enum class NcclAlgo : int { Tree = 0, Ring = 1 };              // NCCL_ALGO_TREE, NCCL_ALGO_RING
-enum class NcclProto : int { LL = 0, LL128 = 1, Simple = 2 };  // NCCL_PROTO_*
-
-// Constants of src/graph/tuning.cc, NCCL 2.22.3 (Tree and Ring rows only).
-// Indices: algorithm [tree, ring]; protocol [LL, LL128, Simple]; hw [NVLINK, PCI, NET];
-// arch [Volta, Ampere, Hopper] x scale [1 node, 2 nodes, >= 3 nodes]. llMaxBws is the exception:
-// on one node its row is the GPU arch, on several nodes row 1 for AMD CPUs and row 0 otherwise.
-struct NcclTuningTables {
-  std::array<std::array<double, 3>, 2> base_lat_us;
-  std::array<std::array<std::array<double, 3>, 2>, 3> hw_lat_us;
-  std::array<std::array<double, 3>, 3> ll_max_bws;
-  std::array<std::array<double, 3>, 3> per_ch_max_ring_ll128_bws;
-  std::array<std::array<double, 3>, 3> per_ch_max_tree_ll128_bws;
-  std::array<std::array<double, 3>, 3> per_ch_max_tree_bws;
-  std::array<std::array<double, 23>, 3> tree_correction;  // [protocol][log2(bytes / 64)]
-};
-const NcclTuningTables& nccl_tuning_tables();
 
 // What ncclTopoTuneModel stores for allreduce: comm->latencies (us) and comm->bandwidths
 // (algorithm bandwidth, GB/s), and whether each combination is enabled.
