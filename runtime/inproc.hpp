@@ -30,9 +30,9 @@
 namespace topocoll::runtime {
 
 // Thrown on a rank whose fabric was aborted because another rank failed.
-class Aborted : public std::runtime_error {
+class Aborted : public RuntimeFailure {
  public:
-  explicit Aborted(const std::string& what) : std::runtime_error(what) {}
+  explicit Aborted(const std::string& what) : RuntimeFailure(what) {}
 };
 
 // Shared by the rank threads of one run.
