@@ -7,6 +7,7 @@
 #include <cstring>
 #include <thread>
 
+#include "algorithms/program_index.hpp"
 #include "common/errors.hpp"
 
 namespace topocoll::runtime {
@@ -26,10 +27,6 @@ namespace {
 // The "no memory" buffer of zero-element chunks: base_[kNoBuffer] stays null.
 constexpr std::uint8_t kNoBuffer = 3;
 
-bool is_comm(OpKind k) {
-  return k == OpKind::Send || k == OpKind::Recv || k == OpKind::RecvReduce;
-}
-
 }  // namespace
 
 // ---- setup ------------------------------------------------------------------------------------
@@ -38,22 +35,27 @@ std::string Plan::where(std::size_t index) const {
   return fmt::format("rank {} op {} ({})", rank_, index, algo::describe(program_[index]));
 }
 
-// Fetches the program, checks every operation against the schedule's shape, resolves its chunks
-// to (buffer, byte offset), splits the operations per channel and sizes the staging.
+// Fetches the program and checks every operation against the schedule's shape (ProgramIndex),
+// resolves its chunks to (buffer, byte offset), splits the operations per channel and sizes the
+// staging.
 Plan::Plan(const algo::Schedule& s, int rank, MemorySpace& memory)
     : args_(s.args()), name_(s.name()), rank_(rank), elem_(algo::size_of(s.args().dtype)), memory_(&memory) {
   if (rank < 0 || rank >= s.num_ranks())
     throw InputError(
         fmt::format("execute: rank {} is not a rank of schedule '{}' (0..{})", rank, s.name(), s.num_ranks() - 1));
-  for (int b = 0; b < 3; ++b) buffer_elements_[b] = s.buffer_count(static_cast<BufferId>(b));
-  program_ = s.program(rank);
+  algo::ProgramIndex index(s, rank);
+  channels_.resize(static_cast<std::size_t>(index.num_channels()));
+  for (std::size_t c = 0; c < channels_.size(); ++c) {
+    const auto ops = index.channel(static_cast<int>(c));
+    channels_[c].ops.assign(ops.begin(), ops.end());
+  }
+  program_ = index.release_program();
   ops_.resize(program_.size());
-  channels_.resize(static_cast<std::size_t>(std::max(s.num_channels(), 0)));
   std::vector<std::size_t> recv_bytes(channels_.size(), 0);
 
   // A chunk as (buffer, byte offset); zero-element chunks point nowhere.
   auto resolve = [&](std::size_t i, const Chunk& c, std::uint8_t& buffer, std::size_t& offset) {
-    resolve_chunk(c, buffer_elements_[static_cast<int>(c.buffer)], elem_, "execute: " + where(i), buffer, offset);
+    resolve_chunk(c, elem_, buffer, offset);
     if (buffer == kNoBuffer) return;
     if (!needs_buffer_[buffer]) {
       needs_buffer_[buffer] = true;
@@ -61,29 +63,19 @@ Plan::Plan(const algo::Schedule& s, int rank, MemorySpace& memory)
     }
   };
 
-  // One pass over the program: validate and resolve each operation.
+  // One pass over the checked program: resolve each operation.
   for (std::size_t i = 0; i < program_.size(); ++i) {
     const Op& op = program_[i];
     BoundOp& b = ops_[i];
     b.kind = op.kind;
     b.peer = op.peer;
     b.channel = static_cast<int>(op.channel);
-    if (op.channel >= channels_.size())
-      throw InputError(fmt::format("execute: {}: channel {} but the schedule has {} channels", where(i), op.channel,
-                                   s.num_channels()));
-    if (is_comm(op.kind) && (op.peer < 0 || op.peer >= s.num_ranks() || op.peer == rank_))
-      throw InputError(
-          fmt::format("execute: {}: peer {} is not another rank of 0..{}", where(i), op.peer, s.num_ranks() - 1));
-    if ((op.kind == OpKind::Copy || op.kind == OpKind::Reduce) && op.src.count != op.dst.count)
-      throw InputError(fmt::format("execute: {}: {} elements into {}", where(i), op.src.count, op.dst.count));
-    if (op.kind == OpKind::Send || op.kind == OpKind::Copy || op.kind == OpKind::Reduce)
-      resolve(i, op.src, b.src_buffer, b.src_offset);
-    if (op.kind != OpKind::Send) resolve(i, op.dst, b.dst_buffer, b.dst_offset);
+    if (algo::reads_src(op.kind)) resolve(i, op.src, b.src_buffer, b.src_offset);
+    if (algo::writes_dst(op.kind)) resolve(i, op.dst, b.dst_buffer, b.dst_offset);
     b.count = static_cast<std::size_t>(op.count());
     b.bytes = b.count * elem_;
     if (op.kind == OpKind::RecvReduce || op.kind == OpKind::Recv)
       recv_bytes[op.channel] = std::max(recv_bytes[op.channel], b.bytes);
-    channels_[op.channel].ops.push_back(static_cast<std::uint32_t>(i));
   }
   // One receive slice per channel (a channel has one receive posted at a time), each aligned to
   // 64 bytes so the reducer's loads stay aligned.
@@ -292,11 +284,7 @@ bool Plan::step(Channel& ch, std::uint32_t index, Transport& t) {
       rank_, f.peer, f.channel, f.op);
 }
 
-void resolve_chunk(const algo::Chunk& c, std::uint64_t size, std::size_t elem, const std::string& where,
-                   std::uint8_t& buffer, std::size_t& offset) {
-  if (c.end() > size || c.end() < c.offset)
-    throw InputError(fmt::format("{}: {}[{}:{}] is outside the {} buffer of {} elements", where,
-                                 algo::to_string(c.buffer), c.offset, c.end(), algo::to_string(c.buffer), size));
+void resolve_chunk(const algo::Chunk& c, std::size_t elem, std::uint8_t& buffer, std::size_t& offset) {
   buffer = c.count == 0 ? kNoBuffer : static_cast<std::uint8_t>(c.buffer);
   offset = c.count == 0 ? 0 : static_cast<std::size_t>(c.offset) * elem;
 }

@@ -4,11 +4,11 @@
 //   Plan (bind once per schedule and rank)       Plan::run (many times, on given buffers)
 //   ──────────────────────────────────────       ────────────────────────────────────────
 //   program(rank) fetched, every op checked     round-robin over channels: each channel runs its
-//   (peer, channel, chunk bounds, sizes),       ops in order until it finishes or its next op is
-//   chunks resolved to (buffer, byte offset),   not ready (a receive not arrived, a write into a
-//   ops split per channel, one receive          region an unfinished send still reads, a full
-//   staging slice per channel                   window of sends); pointer = base + offset per run.
-//                                               No channel progresses for progress_timeout ->
+//   (algo::ProgramIndex: peer, channel, chunk   ops in order until it finishes or its next op is
+//   bounds, read-only input, sizes), chunks     not ready (a receive not arrived, a write into a
+//   resolved to (buffer, byte offset), ops      region an unfinished send still reads, a full
+//   split per channel, one receive staging      window of sends); pointer = base + offset per run.
+//   slice per channel                           No channel progresses for progress_timeout ->
 //                                               PeerTimeout. At the end: wait for every send.
 //
 // Memory. Buffers and staging live in the plan's MemorySpace: host memory by default (memmove and
@@ -26,8 +26,8 @@
 // need our receive to finish its own send, as two ranks exchanging one region do.
 //
 // Buffers and in-place calls. The executor reads and writes exactly the pointers it is given; the
-// caller expresses NCCL's in-place aliasing through them (the same aliasing as the verifier's
-// resolve() in algorithms/verifier.cpp):
+// caller expresses NCCL's in-place aliasing through them (algo::in_place_storage in
+// algorithms/program_index.hpp, which the verifier uses):
 //   allreduce, broadcast, reduce   input == output
 //   reduce_scatter                 output == input + rank * count elements
 //   allgather                      input == output + rank * count elements
@@ -91,8 +91,8 @@ class Transport {
 };
 
 // The request slots of a transport: a Slot per Request, indexed by it, reused once released, so a
-// transport in steady state allocates nothing. at() checks the handle (a bug in the caller, an
-// InputError naming `what`).
+// transport in steady state allocates nothing. at() checks the handle (a bug in the caller: an
+// assertion naming `what`).
 template <typename Slot>
 class RequestSlots {
  public:
@@ -109,8 +109,7 @@ class RequestSlots {
     return r;
   }
   const Slot& at(Transport::Request r, const char* what) const {
-    if (r >= slots_.size())
-      throw InputError(std::string(what) + ": request " + std::to_string(r) + " was never posted");
+    TOPOCOLL_ASSERT(r < slots_.size(), std::string(what) + ": request " + std::to_string(r) + " was never posted");
     return slots_[r];
   }
   Slot& at(Transport::Request r, const char* what) {
@@ -149,10 +148,10 @@ struct ExecOptions {
 
 // A peer made no progress within the timeout. The message names the rank, the peer it waits for,
 // the channel and the operation (index and algo::describe).
-class PeerTimeout : public std::runtime_error {
+class PeerTimeout : public RuntimeFailure {
  public:
   PeerTimeout(const std::string& what, int rank, int peer, int channel, std::size_t op_index)
-      : std::runtime_error(what), rank_(rank), peer_(peer), channel_(channel), op_index_(op_index) {}
+      : RuntimeFailure(what), rank_(rank), peer_(peer), channel_(channel), op_index_(op_index) {}
   int rank() const { return rank_; }
   int peer() const { return peer_; }
   int channel() const { return channel_; }
@@ -169,8 +168,9 @@ class Plan {
  public:
   static constexpr std::size_t kSendWindow = 64;  // unfinished sends per rank
 
-  // Throws InputError for a program that does not fit the schedule's shape (bad rank, peer,
-  // channel or chunk, matched sizes that differ). The buffers given to run() live in `memory`
+  // Throws InputError for a rank that is not one of the schedule's, ScheduleError (ProgramIndex's
+  // message) for a program that does not fit the schedule's shape (bad peer, channel or chunk, a
+  // write to the input, a copy or reduce of different sizes). The buffers given to run() live in `memory`
   // (runtime/memory_space.hpp), which does the plan's copies, reductions and staging; it must
   // outlive the plan.
   explicit Plan(const algo::Schedule& s, int rank, MemorySpace& memory = host_memory());
@@ -228,7 +228,6 @@ class Plan {
   algo::Program program_;  // for error messages
   std::vector<BoundOp> ops_;
   std::vector<Channel> channels_;
-  std::uint64_t buffer_elements_[3] = {};
   bool needs_buffer_[3] = {};
   std::uint32_t first_user_[3] = {};  // the first op that needs each buffer (error messages)
   MemorySpace* memory_ = nullptr;
@@ -239,11 +238,9 @@ class Plan {
   std::size_t in_flight_ = 0;
 };
 
-// A chunk of a schedule as (buffer index, byte offset) for `elem`-byte elements, checked against
-// the buffer's `size` in elements: InputError "WHERE: output[a:b] is outside the output buffer of
-// N elements" otherwise. A zero-element chunk resolves to buffer 3 (no memory), offset 0.
-void resolve_chunk(const algo::Chunk& c, std::uint64_t size, std::size_t elem, const std::string& where,
-                   std::uint8_t& buffer, std::size_t& offset);
+// A chunk of a checked program (algo::ProgramIndex) as (buffer index, byte offset) for
+// `elem`-byte elements. A zero-element chunk resolves to buffer 3 (no memory), offset 0.
+void resolve_chunk(const algo::Chunk& c, std::size_t elem, std::uint8_t& buffer, std::size_t& offset);
 
 // Avg's division at the end of a run (see above): on the ranks whose output is a reduction, the
 // output divided by the rank count in `memory`; nothing for other ops.

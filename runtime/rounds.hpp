@@ -44,8 +44,9 @@ struct RoundPlan {
       round;  // per op of the rank's program: its round; local ops: after which round (-1: before 0)
 };
 
-// Every rank's plan. InputError when the programs do not match (a send without its receive, sizes
-// that differ) or cannot be cut into rounds.
+// Every rank's plan. ScheduleError for a program that does not fit the schedule's shape
+// (algo::ProgramIndex), programs that do not match (algo::match_fifo: a send without its receive,
+// sizes that differ) or that cannot be cut into rounds.
 std::vector<RoundPlan> plan_rounds(const algo::Schedule& s);
 
 // A transport that completes per round: sends and receives are queued, end_round() runs them as
@@ -60,7 +61,8 @@ class RoundTransport {
 
 class RoundExecutor {
  public:
-  // Binds rank `rank`'s program (checked as Plan checks it) to its round plan.
+  // Binds rank `rank`'s program (checked by algo::ProgramIndex, as Plan's) to its round plan, which
+  // must be plan_rounds(s)[rank] (an assertion otherwise).
   RoundExecutor(const algo::Schedule& s, int rank, RoundPlan plan, MemorySpace& memory = host_memory());
   int rounds() const { return plan_.rounds; }
   // The peers this rank exchanges with in round k (sorted; error messages of a stalled round).
