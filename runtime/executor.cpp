@@ -18,16 +18,7 @@ using algo::Collective;
 using algo::Op;
 using algo::OpKind;
 
-void Transport::wait(std::chrono::steady_clock::time_point /*deadline*/) {
-  std::this_thread::yield();
-}
-
-namespace {
-
-// The "no memory" buffer of zero-element chunks: base_[kNoBuffer] stays null.
-constexpr std::uint8_t kNoBuffer = 3;
-
-}  // namespace
+namespace {}  // namespace
 
 // ---- setup ------------------------------------------------------------------------------------
 
@@ -50,33 +41,13 @@ Plan::Plan(const algo::Schedule& s, int rank, MemorySpace& memory)
     channels_[c].ops.assign(ops.begin(), ops.end());
   }
   program_ = index.release_program();
-  ops_.resize(program_.size());
+  ops_ = bind_program(program_, elem_);
+  needs_ = buffer_needs(ops_);
   std::vector<std::size_t> recv_bytes(channels_.size(), 0);
-
-  // A chunk as (buffer, byte offset); zero-element chunks point nowhere.
-  auto resolve = [&](std::size_t i, const Chunk& c, std::uint8_t& buffer, std::size_t& offset) {
-    resolve_chunk(c, elem_, buffer, offset);
-    if (buffer == kNoBuffer) return;
-    if (!needs_buffer_[buffer]) {
-      needs_buffer_[buffer] = true;
-      first_user_[buffer] = static_cast<std::uint32_t>(i);
-    }
-  };
-
-  // One pass over the checked program: resolve each operation.
-  for (std::size_t i = 0; i < program_.size(); ++i) {
-    const Op& op = program_[i];
-    BoundOp& b = ops_[i];
-    b.kind = op.kind;
-    b.peer = op.peer;
-    b.channel = static_cast<int>(op.channel);
-    if (algo::reads_src(op.kind)) resolve(i, op.src, b.src_buffer, b.src_offset);
-    if (algo::writes_dst(op.kind)) resolve(i, op.dst, b.dst_buffer, b.dst_offset);
-    b.count = static_cast<std::size_t>(op.count());
-    b.bytes = b.count * elem_;
-    if (op.kind == OpKind::RecvReduce || op.kind == OpKind::Recv)
-      recv_bytes[op.channel] = std::max(recv_bytes[op.channel], b.bytes);
-  }
+  for (const BoundOp& b : ops_)
+    if (b.kind == OpKind::RecvReduce || b.kind == OpKind::Recv)
+      recv_bytes[static_cast<std::size_t>(b.channel)] =
+          std::max(recv_bytes[static_cast<std::size_t>(b.channel)], b.bytes);
   // One receive slice per channel (a channel has one receive posted at a time), each aligned to
   // 64 bytes so the reducer's loads stay aligned.
   std::size_t staging = 0;
@@ -94,12 +65,11 @@ void Plan::run(const Buffers& buffers, Transport& t, const ExecOptions& o) {
   base_[1] = static_cast<std::byte*>(buffers.output);
   base_[2] = static_cast<std::byte*>(buffers.scratch);
   base_[kNoBuffer] = nullptr;
-  for (int b = 0; b < 3; ++b)
-    if (needs_buffer_[b] && base_[b] == nullptr) {
-      const Op& op = program_[first_user_[b]];
-      throw InputError(fmt::format("execute: {}: the {} buffer is null but the chunk needs {} elements",
-                                   where(first_user_[b]), algo::to_string(static_cast<BufferId>(b)), op.count()));
-    }
+  if (const int b = needs_.first_null(base_); b >= 0) {
+    const std::uint32_t first = needs_.first_user[b];
+    throw InputError(fmt::format("execute: {}: the {} buffer is null but the chunk needs {} elements", where(first),
+                                 algo::to_string(static_cast<BufferId>(b)), program_[first].count()));
+  }
   std::size_t unfinished = 0;
   for (Channel& ch : channels_) {
     ch.next = 0;
@@ -241,13 +211,7 @@ bool Plan::step(Channel& ch, std::uint32_t index, Transport& t) {
       std::byte* dst = ptr(b.dst_buffer, b.dst_offset);
       const std::byte* src = ptr(b.src_buffer, b.src_offset);
       if (!clear_to_write(ch, dst, b.bytes, t)) return false;
-      // The reducer takes identical or disjoint operands; a partial overlap reduces from a copy.
-      if (src != dst && overlaps(src, b.bytes, dst, b.bytes)) {
-        if (reduce_staging_.size() < b.bytes) reduce_staging_ = SpaceBuffer(*memory_, b.bytes);  // first use only
-        memory_->copy(reduce_staging_.data(), src, b.bytes);
-        src = reduce_staging_.data();
-      }
-      memory_->reduce(args_.dtype, args_.op, dst, src, b.count);
+      reduce_local(*memory_, args_.dtype, args_.op, dst, src, b.count, b.bytes, reduce_staging_);
       return true;
     }
   }
@@ -282,11 +246,6 @@ bool Plan::step(Channel& ch, std::uint32_t index, Transport& t) {
       fmt::format("rank {}: no progress for {} ms: channel {} op {} ({}) waits for peer {} to receive it{}", rank_,
                   o.progress_timeout.count(), f.channel, f.op, algo::describe(program_[f.op]), f.peer, others),
       rank_, f.peer, f.channel, f.op);
-}
-
-void resolve_chunk(const algo::Chunk& c, std::size_t elem, std::uint8_t& buffer, std::size_t& offset) {
-  buffer = c.count == 0 ? kNoBuffer : static_cast<std::uint8_t>(c.buffer);
-  offset = c.count == 0 ? 0 : static_cast<std::size_t>(c.offset) * elem;
 }
 
 // Avg: divide what was accumulated as a sum by the rank count (see executor.hpp).

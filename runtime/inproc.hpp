@@ -26,14 +26,9 @@
 
 #include "algorithms/schedule.hpp"
 #include "runtime/executor.hpp"
+#include "runtime/transport.hpp"
 
 namespace topocoll::runtime {
-
-// Thrown on a rank whose fabric was aborted because another rank failed.
-class Aborted : public RuntimeFailure {
- public:
-  explicit Aborted(const std::string& what) : RuntimeFailure(what) {}
-};
 
 // Shared by the rank threads of one run.
 class InprocFabric {

@@ -177,17 +177,11 @@ RoundExecutor::RoundExecutor(const algo::Schedule& s, int rank, RoundPlan plan, 
   comm_.resize(static_cast<std::size_t>(plan_.rounds));
   after_.resize(static_cast<std::size_t>(plan_.rounds) + 1);
   std::vector<std::size_t> round_bytes(static_cast<std::size_t>(plan_.rounds), 0);
+  ops_ = bind_program(prog, elem);
+  needs_ = buffer_needs(ops_);
   for (std::uint32_t i = 0; i < prog.size(); ++i) {
     const Op& op = prog[i];
-    Bound b;
-    b.kind = op.kind;
-    b.peer = op.peer;
-    b.channel = op.channel;
-    b.count = static_cast<std::size_t>(op.count());
-    b.bytes = b.count * elem;
-    if (algo::reads_src(op.kind)) resolve_chunk(op.src, elem, b.src_buffer, b.src_offset);
-    if (algo::writes_dst(op.kind)) resolve_chunk(op.dst, elem, b.dst_buffer, b.dst_offset);
-    ops_.push_back(b);
+    const BoundOp& b = ops_[i];
     const std::int32_t k = plan_.round[i];
     if (is_transfer(op.kind)) {
       TOPOCOLL_ASSERT(k >= 0 && k < plan_.rounds,
@@ -236,12 +230,8 @@ void RoundExecutor::begin(const Buffers& b) {
   base_[1] = static_cast<std::byte*>(b.output);
   base_[2] = static_cast<std::byte*>(b.scratch);
   base_[3] = nullptr;
-  for (const Bound& op : ops_) {
-    const bool reads = op.kind == OpKind::Send || op.kind == OpKind::Copy || op.kind == OpKind::Reduce;
-    if ((reads && op.bytes > 0 && base_[op.src_buffer] == nullptr) ||
-        (op.kind != OpKind::Send && op.bytes > 0 && base_[op.dst_buffer] == nullptr))
-      throw InputError(fmt::format("round executor: rank {}: a buffer the program needs is null", rank_));
-  }
+  if (needs_.first_null(base_) >= 0)
+    throw InputError(fmt::format("round executor: rank {}: a buffer the program needs is null", rank_));
   for (std::uint32_t i : after_[0]) run_local(ops_[i]);
 }
 
@@ -251,7 +241,7 @@ void RoundExecutor::issue(int k, RoundTransport& t) {
   landed_at_.clear();
   std::size_t at = 0;
   for (std::uint32_t i : list) {
-    const Bound& b = ops_[i];
+    const BoundOp& b = ops_[i];
     if (b.kind == OpKind::Send) {
       t.send(b.peer, src(b), b.bytes);
       continue;
@@ -271,7 +261,7 @@ void RoundExecutor::finish(int k, RoundTransport& t) {
   t.end_round();
   // Program order per channel: landed_ follows comm_'s order, which keeps it within a channel.
   for (std::size_t n = 0; n < landed_.size(); ++n) {
-    const Bound& b = ops_[landed_[n]];
+    const BoundOp& b = ops_[landed_[n]];
     std::byte* from = staging_.data() + landed_at_[n];
     if (b.kind == OpKind::RecvReduce)
       memory_->reduce(args_.dtype, args_.op, dst(b), from, b.count);
@@ -294,19 +284,13 @@ void RoundExecutor::run(const Buffers& b, RoundTransport& t) {
   end();
 }
 
-void RoundExecutor::run_local(const Bound& b) {
+void RoundExecutor::run_local(const BoundOp& b) {
   if (b.bytes == 0) return;
   if (b.kind == OpKind::Copy) {
     memory_->copy(dst(b), src(b), b.bytes);
     return;
   }
-  const std::byte* from = src(b);
-  if (from != dst(b) && overlaps(from, b.bytes, dst(b), b.bytes)) {
-    if (overlap_.size() < b.bytes) overlap_ = SpaceBuffer(*memory_, b.bytes);
-    memory_->copy(overlap_.data(), from, b.bytes);
-    from = overlap_.data();
-  }
-  memory_->reduce(args_.dtype, args_.op, dst(b), from, b.count);
+  reduce_local(*memory_, args_.dtype, args_.op, dst(b), src(b), b.count, b.bytes, overlap_);
 }
 
 }  // namespace topocoll::runtime

@@ -33,7 +33,7 @@
 #include "algorithms/types.hpp"
 #include "common/errors.hpp"
 #include "runtime/cuda/reducer.hpp"
-#include "runtime/rounds.hpp"
+#include "runtime/transport.hpp"
 
 struct ncclComm;
 struct CUevent_st;
