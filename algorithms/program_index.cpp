@@ -41,21 +41,39 @@ void check_op(const Schedule& s, int rank, const Op& op, std::size_t index) {
     fail(StaticFault::SizeMismatch, rank, op, index, fmt::format("{} elements into {}", op.src.count, op.dst.count));
 }
 
-ProgramIndex::ProgramIndex(const Schedule& s, int rank) : ProgramIndex(s, rank, s.program(rank)) {}
+ProgramIndex::ProgramIndex(const Schedule& s, int rank, bool by_channel)
+    : ProgramIndex(s, rank, s.program(rank), by_channel) {}
 
-ProgramIndex::ProgramIndex(const Schedule& s, int rank, Program program) : rank_(rank), program_(std::move(program)) {
+ProgramIndex::ProgramIndex(const Schedule& s, int rank, Program program, bool by_channel)
+    : rank_(rank), program_(std::move(program)) {
   TOPOCOLL_ASSERT(rank >= 0 && rank < s.num_ranks(),
                   fmt::format("rank {} of a schedule of {} ranks", rank, s.num_ranks()));
   TOPOCOLL_ASSERT(program_.size() < UINT32_MAX, fmt::format("rank {}: {} operations", rank, program_.size()));
   const std::size_t K = static_cast<std::size_t>(std::max(s.num_channels(), 0));
-  // Check, count per channel, then place (a counting sort: program order within a channel).
+  const int p = s.num_ranks();
+  const std::uint64_t size[3] = {s.buffer_count(BufferId::Input), s.buffer_count(BufferId::Output),
+                                 s.buffer_count(BufferId::Scratch)};
+  auto inside = [&](const Chunk& c) {
+    const auto b = static_cast<std::size_t>(c.buffer);
+    return c.end() >= c.offset && c.end() <= (b < 3 ? size[b] : 0);
+  };
+  // Check (check_op's rules, inline: it runs for every op of every rank), count per channel, then
+  // place (a counting sort: program order within a channel).
   channel_begin_.assign(K + 1, 0);
   for (std::size_t i = 0; i < program_.size(); ++i) {
     const Op& op = program_[i];
-    check_op(s, rank, op, i);
+    const bool ok = op.channel < K && (!is_transfer(op.kind) || (op.peer >= 0 && op.peer < p && op.peer != rank)) &&
+                    (!reads_src(op.kind) || inside(op.src)) &&
+                    (!writes_dst(op.kind) || (inside(op.dst) && op.dst.buffer != BufferId::Input)) &&
+                    ((op.kind != OpKind::Copy && op.kind != OpKind::Reduce) || op.src.count == op.dst.count);
+    if (!ok) {
+      check_op(s, rank, op, i);  // throws, naming what is wrong
+      TOPOCOLL_ASSERT(false, fmt::format("{}: the inline check and check_op disagree", locate(rank, op, i)));
+    }
     ++channel_begin_[op.channel + 1];
   }
   for (std::size_t c = 0; c < K; ++c) channel_begin_[c + 1] += channel_begin_[c];
+  if (!by_channel) return;
   by_channel_.resize(program_.size());
   std::vector<std::uint32_t> at(channel_begin_.begin(), channel_begin_.end() - 1);
   for (std::size_t i = 0; i < program_.size(); ++i)

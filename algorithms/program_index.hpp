@@ -70,17 +70,24 @@ class ProgramIndex {
  public:
   ProgramIndex() = default;
   // Fetches s.program(rank) and checks it. rank must be a rank of s (a caller's bug otherwise).
-  ProgramIndex(const Schedule& s, int rank);
+  // by_channel false: only the per-channel counts, no channel() lists (an executor that packs
+  // the operations per channel itself, in one pass over the program, as the engines do).
+  explicit ProgramIndex(const Schedule& s, int rank, bool by_channel = true);
   // The same over a program already fetched.
-  ProgramIndex(const Schedule& s, int rank, Program program);
+  ProgramIndex(const Schedule& s, int rank, Program program, bool by_channel = true);
 
   int rank() const { return rank_; }
   int num_channels() const { return static_cast<int>(channel_begin_.size()) - 1; }
   std::size_t size() const { return program_.size(); }
   const Program& program() const { return program_; }
   const Op& op(std::size_t index) const { return program_[index]; }
-  // The indices into program() of channel c's operations, in program order.
+  // How many operations channel c has.
+  std::size_t channel_size(int c) const {
+    return channel_begin_[static_cast<std::size_t>(c) + 1] - channel_begin_[static_cast<std::size_t>(c)];
+  }
+  // The indices into program() of channel c's operations, in program order (by_channel only).
   std::span<const std::uint32_t> channel(int c) const {
+    TOPOCOLL_ASSERT(by_channel_.size() == program_.size(), "ProgramIndex built without by_channel");
     return {by_channel_.data() + channel_begin_[static_cast<std::size_t>(c)],
             by_channel_.data() + channel_begin_[static_cast<std::size_t>(c) + 1]};
   }

@@ -71,21 +71,14 @@ class AnalyticEngine final : public Engine {
     static_assert(sizeof(Step) == 16);
     algo::Connections connections(p, K);
     std::vector<std::vector<std::vector<Step>>> steps(static_cast<std::size_t>(p));
-    std::vector<std::uint32_t> flow_of;  // per op of the rank's program (flows numbered in program order)
     for (int r = 0; r < p; ++r) {
-      const algo::ProgramIndex index(s, r);
-      flow_of.assign(index.size(), 0);
-      for (std::size_t i = 0; i < index.size(); ++i)
-        if (algo::is_transfer(index.op(i).kind)) flow_of[i] = connections.id_of(r, index.op(i));
+      const algo::ProgramIndex index(s, r, /*by_channel=*/false);  // checked; the steps split it per channel
       auto& chans = steps[static_cast<std::size_t>(r)];
       chans.resize(static_cast<std::size_t>(K));
-      for (int ch = 0; ch < K; ++ch) {
-        auto& list = chans[static_cast<std::size_t>(ch)];
-        list.reserve(index.channel(ch).size());
-        for (const std::uint32_t i : index.channel(ch)) {
-          const Op& op = index.op(i);
-          list.push_back(Step{op.count() * elem, static_cast<std::uint64_t>(op.kind), flow_of[i], op.peer});
-        }
+      for (int ch = 0; ch < K; ++ch) chans[static_cast<std::size_t>(ch)].reserve(index.channel_size(ch));
+      for (const Op& op : index.program()) {
+        const std::uint32_t f = algo::is_transfer(op.kind) ? connections.id_of(r, op) : 0;
+        chans[op.channel].push_back(Step{op.count() * elem, static_cast<std::uint64_t>(op.kind), f, op.peer});
       }
     }
     connections.forget_lookup();

@@ -447,7 +447,7 @@ class Execution final : public sg::Listener {
     for (int r = 0; r < p; ++r) {
       // The program, checked; its steps channel 0's first, then channel 1's, ... Connections are
       // numbered in program order.
-      const algo::ProgramIndex index(s_, r);
+      const algo::ProgramIndex index(s_, r, /*by_channel=*/false);
       std::uint32_t at = static_cast<std::uint32_t>(steps_.size());
       for (int ch = 0; ch < K; ++ch) {
         Channel& c =
@@ -455,7 +455,7 @@ class Execution final : public sg::Listener {
         c.rank = r;
         c.channel = ch;
         c.begin = c.next = c.end = at;
-        at += static_cast<std::uint32_t>(index.channel(ch).size());
+        at += static_cast<std::uint32_t>(index.channel_size(ch));
       }
       steps_.resize(at);
       for (const algo::Op& op : index.program()) {
