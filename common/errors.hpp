@@ -5,9 +5,9 @@
 //  - ScheduleError: a schedule breaks the execution contract (algorithms/schedule.hpp): a bad
 //    channel or peer, a chunk outside its buffer, a write to the input, transfers that do not
 //    match, a schedule that never completes. The message names rank, channel and operation
-//    (algorithms/program_index.hpp); the command line reports it as "the schedule is wrong" and
-//    exits with status 1, as `topocoll verify` does for a schedule it proves wrong. A generated
-//    schedule that breaks the contract is a generator bug, not bad input.
+//    (algorithms/program_index.hpp); the command line prints it on one line and exits with
+//    status 1, as `topocoll verify` does for a schedule it proves wrong (not 2: a generated
+//    schedule that breaks the contract is a generator bug, not bad input).
 //  - RuntimeFailure: a run failed for a reason outside the schedule and the input: a peer died
 //    or made no progress (runtime::PeerTimeout, runtime::JobTimeout), the job was aborted
 //    (runtime::Aborted), CUDA or NCCL failed. Exit status 1.
