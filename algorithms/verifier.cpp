@@ -7,8 +7,10 @@
 #include <deque>
 #include <map>
 #include <optional>
+#include <span>
 #include <unordered_map>
 
+#include "algorithms/program_index.hpp"
 #include "common/errors.hpp"
 
 namespace topocoll::algo {
@@ -194,7 +196,7 @@ struct Message {
 };
 
 struct ChannelState {
-  std::vector<std::size_t> ops;  // indices into the rank's program
+  std::span<const std::uint32_t> ops;  // indices into the rank's program (its ProgramIndex)
   std::size_t next = 0;
   std::uint64_t clock = 0;
   bool queued = false;
@@ -202,7 +204,8 @@ struct ChannelState {
 };
 
 struct RankState {
-  Program program;
+  ProgramIndex index;  // the program, checked, per channel
+  const Program& program() const { return index.program(); }
   SymbolicBuffer buffers[3];  // storage: input, output, scratch
   std::vector<ChannelState> channels;
   std::vector<std::vector<std::pair<std::uint64_t, std::uint64_t>>> writes, reads;  // per channel, storage packed
@@ -237,9 +240,7 @@ class Verifier {
     result_.message = std::move(message);
     return false;
   }
-  std::string where(int rank, const Op& op, std::size_t index) const {
-    return fmt::format("rank {} channel {} op {} ({})", rank, op.channel, index, describe(op));
-  }
+  std::string where(int rank, const Op& op, std::size_t index) const { return locate(rank, op, index); }
   std::uint64_t queue_key(int src, int dst, int channel) const {
     return (static_cast<std::uint64_t>(src) * static_cast<std::uint64_t>(p_) + static_cast<std::uint64_t>(dst)) *
                static_cast<std::uint64_t>(s_.num_channels()) +
@@ -247,57 +248,45 @@ class Verifier {
   }
   int node_of(int rank) const { return o_.node_of.empty() ? 0 : o_.node_of[static_cast<std::size_t>(rank)]; }
 
-  // Storage and offset of a chunk after in-place aliasing: 0 input, 1 output, 2 scratch.
+  // Storage and offset of a chunk after in-place aliasing (in_place_storage): 0 input, 1 output,
+  // 2 scratch.
   std::pair<int, std::uint64_t> resolve(int rank, const Chunk& c) const {
-    if (c.buffer == BufferId::Scratch) return {2, c.offset};
-    if (!o_.in_place) return {c.buffer == BufferId::Input ? 0 : 1, c.offset};
-    const std::uint64_t shift = static_cast<std::uint64_t>(rank) * args_.count;
-    switch (args_.collective) {
-      case Collective::ReduceScatter:  // output lives inside input at rank * count
-        return {0, c.buffer == BufferId::Input ? c.offset : c.offset + shift};
-      case Collective::AllGather:  // input lives inside output at rank * count
-        return {1, c.buffer == BufferId::Output ? c.offset : c.offset + shift};
-      default:
-        return {1, c.offset};
-    }
+    if (!o_.in_place) return {static_cast<int>(c.buffer), c.offset};
+    const Storage at = in_place_storage(args_, rank, c);
+    return {static_cast<int>(at.buffer), at.offset};
   }
 
-  bool check_chunk(int rank, const Op& op, std::size_t index, const Chunk& c) {
-    const std::uint64_t size = s_.buffer_count(c.buffer);
-    if (c.end() > size || c.end() < c.offset)
-      return fail(Failure::OutOfBounds,
-                  fmt::format("{}: {}[{}:{}] is outside the {} buffer of {} elements", where(rank, op, index),
-                              to_string(c.buffer), c.offset, c.end(), to_string(c.buffer), size));
-    return true;
+  static Failure failure_of(StaticFault f) {
+    switch (f) {
+      case StaticFault::BadChannel:
+        return Failure::BadChannel;
+      case StaticFault::BadPeer:
+        return Failure::BadPeer;
+      case StaticFault::OutOfBounds:
+        return Failure::OutOfBounds;
+      case StaticFault::WritesInput:
+        return Failure::WritesInput;
+      case StaticFault::SizeMismatch:
+        return Failure::SizeMismatch;
+    }
+    return Failure::None;
   }
 
   bool load() {
     ranks_.resize(static_cast<std::size_t>(p_));
     for (int r = 0; r < p_; ++r) {
       RankState& st = ranks_[static_cast<std::size_t>(r)];
-      st.program = s_.program(r);
+      Program program = s_.program(r);
+      result_.operations += program.size();
+      try {
+        st.index = ProgramIndex(s_, r, std::move(program));
+      } catch (const ProgramError& e) {
+        return fail(failure_of(e.fault()), e.what());
+      }
       st.channels.resize(static_cast<std::size_t>(s_.num_channels()));
       st.writes.resize(static_cast<std::size_t>(s_.num_channels()));
       st.reads.resize(static_cast<std::size_t>(s_.num_channels()));
-      result_.operations += st.program.size();
-      for (std::size_t i = 0; i < st.program.size(); ++i) {
-        const Op& op = st.program[i];
-        if (op.channel >= s_.num_channels())
-          return fail(Failure::BadChannel, fmt::format("{}: channel {} but the schedule has {} channels",
-                                                       where(r, op, i), op.channel, s_.num_channels()));
-        const bool comm = op.kind == OpKind::Send || op.kind == OpKind::Recv || op.kind == OpKind::RecvReduce;
-        if (comm && (op.peer < 0 || op.peer >= p_ || op.peer == r))
-          return fail(Failure::BadPeer,
-                      fmt::format("{}: peer {} is not another rank of 0..{}", where(r, op, i), op.peer, p_ - 1));
-        if (op.kind != OpKind::Recv && op.kind != OpKind::RecvReduce && !check_chunk(r, op, i, op.src)) return false;
-        if (op.kind != OpKind::Send && !check_chunk(r, op, i, op.dst)) return false;
-        if (op.kind != OpKind::Send && op.dst.buffer == BufferId::Input)
-          return fail(Failure::WritesInput, fmt::format("{}: the input buffer is read-only", where(r, op, i)));
-        if ((op.kind == OpKind::Copy || op.kind == OpKind::Reduce) && op.src.count != op.dst.count)
-          return fail(Failure::SizeMismatch,
-                      fmt::format("{}: {} elements into {}", where(r, op, i), op.src.count, op.dst.count));
-        st.channels[op.channel].ops.push_back(i);
-      }
+      for (int c = 0; c < s_.num_channels(); ++c) st.channels[static_cast<std::size_t>(c)].ops = st.index.channel(c);
       init_buffers(r, st);
     }
     return true;
@@ -401,7 +390,7 @@ class Verifier {
     ChannelState& ch = st.channels[static_cast<std::size_t>(channel)];
     while (!ch.done()) {
       const std::size_t index = ch.ops[ch.next];
-      const Op& op = st.program[index];
+      const Op& op = st.program()[index];
       switch (op.kind) {
         case OpKind::Send: {
           record_read(rank, channel, op.src);
@@ -494,11 +483,11 @@ class Verifier {
             cycle += std::to_string(cur);
             const std::size_t index = cc.ops[cc.next];
             return fail(Failure::Deadlock, fmt::format("deadlock on channel {}: ranks wait in a cycle {} (e.g. {})", c,
-                                                       cycle, where(cur, st.program[index], index)));
+                                                       cycle, where(cur, st.program()[index], index)));
           }
           seen[static_cast<std::size_t>(cur)] = 1;
           chain.push_back(cur);
-          cur = st.program[cc.ops[cc.next]].peer;
+          cur = st.program()[cc.ops[cc.next]].peer;
         }
         // The chain ends at a rank whose channel finished: the last waiter's receive is unmatched.
         const int waiter = chain.back();
@@ -507,7 +496,7 @@ class Verifier {
         const std::size_t index = cc.ops[cc.next];
         return fail(Failure::UnmatchedRecv,
                     fmt::format("{}: waits for rank {}, which finished channel {} without sending it",
-                                where(waiter, st.program[index], index), st.program[index].peer, c));
+                                where(waiter, st.program()[index], index), st.program()[index].peer, c));
       }
     return true;
   }
@@ -520,7 +509,7 @@ class Verifier {
       const int src = static_cast<int>(pair / static_cast<std::uint64_t>(p_)),
                 dst = static_cast<int>(pair % static_cast<std::uint64_t>(p_));
       const Message& m = q.front();
-      const Op& op = ranks_[static_cast<std::size_t>(src)].program[m.op_index];
+      const Op& op = ranks_[static_cast<std::size_t>(src)].program()[m.op_index];
       return fail(Failure::UnmatchedSend,
                   fmt::format("{}: rank {} never receives it on channel {} ({} unmatched sends)",
                               where(src, op, m.op_index), dst, channel, q.size()));

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <thread>
 
+#include "algorithms/program_index.hpp"
 #include "common/errors.hpp"
 
 namespace topocoll::runtime {
@@ -17,20 +18,7 @@ using algo::Collective;
 using algo::Op;
 using algo::OpKind;
 
-void Transport::wait(std::chrono::steady_clock::time_point /*deadline*/) {
-  std::this_thread::yield();
-}
-
-namespace {
-
-// The "no memory" buffer of zero-element chunks: base_[kNoBuffer] stays null.
-constexpr std::uint8_t kNoBuffer = 3;
-
-bool is_comm(OpKind k) {
-  return k == OpKind::Send || k == OpKind::Recv || k == OpKind::RecvReduce;
-}
-
-}  // namespace
+namespace {}  // namespace
 
 // ---- setup ------------------------------------------------------------------------------------
 
@@ -38,53 +26,28 @@ std::string Plan::where(std::size_t index) const {
   return fmt::format("rank {} op {} ({})", rank_, index, algo::describe(program_[index]));
 }
 
-// Fetches the program, checks every operation against the schedule's shape, resolves its chunks
-// to (buffer, byte offset), splits the operations per channel and sizes the staging.
+// Fetches the program and checks every operation against the schedule's shape (ProgramIndex),
+// resolves its chunks to (buffer, byte offset), splits the operations per channel and sizes the
+// staging.
 Plan::Plan(const algo::Schedule& s, int rank, MemorySpace& memory)
     : args_(s.args()), name_(s.name()), rank_(rank), elem_(algo::size_of(s.args().dtype)), memory_(&memory) {
   if (rank < 0 || rank >= s.num_ranks())
     throw InputError(
         fmt::format("execute: rank {} is not a rank of schedule '{}' (0..{})", rank, s.name(), s.num_ranks() - 1));
-  for (int b = 0; b < 3; ++b) buffer_elements_[b] = s.buffer_count(static_cast<BufferId>(b));
-  program_ = s.program(rank);
-  ops_.resize(program_.size());
-  channels_.resize(static_cast<std::size_t>(std::max(s.num_channels(), 0)));
-  std::vector<std::size_t> recv_bytes(channels_.size(), 0);
-
-  // A chunk as (buffer, byte offset); zero-element chunks point nowhere.
-  auto resolve = [&](std::size_t i, const Chunk& c, std::uint8_t& buffer, std::size_t& offset) {
-    resolve_chunk(c, buffer_elements_[static_cast<int>(c.buffer)], elem_, "execute: " + where(i), buffer, offset);
-    if (buffer == kNoBuffer) return;
-    if (!needs_buffer_[buffer]) {
-      needs_buffer_[buffer] = true;
-      first_user_[buffer] = static_cast<std::uint32_t>(i);
-    }
-  };
-
-  // One pass over the program: validate and resolve each operation.
-  for (std::size_t i = 0; i < program_.size(); ++i) {
-    const Op& op = program_[i];
-    BoundOp& b = ops_[i];
-    b.kind = op.kind;
-    b.peer = op.peer;
-    b.channel = static_cast<int>(op.channel);
-    if (op.channel >= channels_.size())
-      throw InputError(fmt::format("execute: {}: channel {} but the schedule has {} channels", where(i), op.channel,
-                                   s.num_channels()));
-    if (is_comm(op.kind) && (op.peer < 0 || op.peer >= s.num_ranks() || op.peer == rank_))
-      throw InputError(
-          fmt::format("execute: {}: peer {} is not another rank of 0..{}", where(i), op.peer, s.num_ranks() - 1));
-    if ((op.kind == OpKind::Copy || op.kind == OpKind::Reduce) && op.src.count != op.dst.count)
-      throw InputError(fmt::format("execute: {}: {} elements into {}", where(i), op.src.count, op.dst.count));
-    if (op.kind == OpKind::Send || op.kind == OpKind::Copy || op.kind == OpKind::Reduce)
-      resolve(i, op.src, b.src_buffer, b.src_offset);
-    if (op.kind != OpKind::Send) resolve(i, op.dst, b.dst_buffer, b.dst_offset);
-    b.count = static_cast<std::size_t>(op.count());
-    b.bytes = b.count * elem_;
-    if (op.kind == OpKind::RecvReduce || op.kind == OpKind::Recv)
-      recv_bytes[op.channel] = std::max(recv_bytes[op.channel], b.bytes);
-    channels_[op.channel].ops.push_back(static_cast<std::uint32_t>(i));
+  algo::ProgramIndex index(s, rank);
+  channels_.resize(static_cast<std::size_t>(index.num_channels()));
+  for (std::size_t c = 0; c < channels_.size(); ++c) {
+    const auto ops = index.channel(static_cast<int>(c));
+    channels_[c].ops.assign(ops.begin(), ops.end());
   }
+  program_ = index.release_program();
+  ops_ = bind_program(program_, elem_);
+  needs_ = buffer_needs(ops_);
+  std::vector<std::size_t> recv_bytes(channels_.size(), 0);
+  for (const BoundOp& b : ops_)
+    if (b.kind == OpKind::RecvReduce || b.kind == OpKind::Recv)
+      recv_bytes[static_cast<std::size_t>(b.channel)] =
+          std::max(recv_bytes[static_cast<std::size_t>(b.channel)], b.bytes);
   // One receive slice per channel (a channel has one receive posted at a time), each aligned to
   // 64 bytes so the reducer's loads stay aligned.
   std::size_t staging = 0;
@@ -102,12 +65,11 @@ void Plan::run(const Buffers& buffers, Transport& t, const ExecOptions& o) {
   base_[1] = static_cast<std::byte*>(buffers.output);
   base_[2] = static_cast<std::byte*>(buffers.scratch);
   base_[kNoBuffer] = nullptr;
-  for (int b = 0; b < 3; ++b)
-    if (needs_buffer_[b] && base_[b] == nullptr) {
-      const Op& op = program_[first_user_[b]];
-      throw InputError(fmt::format("execute: {}: the {} buffer is null but the chunk needs {} elements",
-                                   where(first_user_[b]), algo::to_string(static_cast<BufferId>(b)), op.count()));
-    }
+  if (const int b = needs_.first_null(base_); b >= 0) {
+    const std::uint32_t first = needs_.first_user[b];
+    throw InputError(fmt::format("execute: {}: the {} buffer is null but the chunk needs {} elements", where(first),
+                                 algo::to_string(static_cast<BufferId>(b)), program_[first].count()));
+  }
   std::size_t unfinished = 0;
   for (Channel& ch : channels_) {
     ch.next = 0;
@@ -249,13 +211,7 @@ bool Plan::step(Channel& ch, std::uint32_t index, Transport& t) {
       std::byte* dst = ptr(b.dst_buffer, b.dst_offset);
       const std::byte* src = ptr(b.src_buffer, b.src_offset);
       if (!clear_to_write(ch, dst, b.bytes, t)) return false;
-      // The reducer takes identical or disjoint operands; a partial overlap reduces from a copy.
-      if (src != dst && overlaps(src, b.bytes, dst, b.bytes)) {
-        if (reduce_staging_.size() < b.bytes) reduce_staging_ = SpaceBuffer(*memory_, b.bytes);  // first use only
-        memory_->copy(reduce_staging_.data(), src, b.bytes);
-        src = reduce_staging_.data();
-      }
-      memory_->reduce(args_.dtype, args_.op, dst, src, b.count);
+      reduce_local(*memory_, args_.dtype, args_.op, dst, src, b.count, b.bytes, reduce_staging_);
       return true;
     }
   }
@@ -290,15 +246,6 @@ bool Plan::step(Channel& ch, std::uint32_t index, Transport& t) {
       fmt::format("rank {}: no progress for {} ms: channel {} op {} ({}) waits for peer {} to receive it{}", rank_,
                   o.progress_timeout.count(), f.channel, f.op, algo::describe(program_[f.op]), f.peer, others),
       rank_, f.peer, f.channel, f.op);
-}
-
-void resolve_chunk(const algo::Chunk& c, std::uint64_t size, std::size_t elem, const std::string& where,
-                   std::uint8_t& buffer, std::size_t& offset) {
-  if (c.end() > size || c.end() < c.offset)
-    throw InputError(fmt::format("{}: {}[{}:{}] is outside the {} buffer of {} elements", where,
-                                 algo::to_string(c.buffer), c.offset, c.end(), algo::to_string(c.buffer), size));
-  buffer = c.count == 0 ? kNoBuffer : static_cast<std::uint8_t>(c.buffer);
-  offset = c.count == 0 ? 0 : static_cast<std::size_t>(c.offset) * elem;
 }
 
 // Avg: divide what was accumulated as a sum by the rank count (see executor.hpp).

@@ -4,11 +4,11 @@
 //   Plan (bind once per schedule and rank)       Plan::run (many times, on given buffers)
 //   ──────────────────────────────────────       ────────────────────────────────────────
 //   program(rank) fetched, every op checked     round-robin over channels: each channel runs its
-//   (peer, channel, chunk bounds, sizes),       ops in order until it finishes or its next op is
-//   chunks resolved to (buffer, byte offset),   not ready (a receive not arrived, a write into a
-//   ops split per channel, one receive          region an unfinished send still reads, a full
-//   staging slice per channel                   window of sends); pointer = base + offset per run.
-//                                               No channel progresses for progress_timeout ->
+//   (algo::ProgramIndex: peer, channel, chunk   ops in order until it finishes or its next op is
+//   bounds, read-only input, sizes), chunks     not ready (a receive not arrived, a write into a
+//   resolved to (buffer, byte offset), ops      region an unfinished send still reads, a full
+//   split per channel, one receive staging      window of sends); pointer = base + offset per run.
+//   slice per channel                           No channel progresses for progress_timeout ->
 //                                               PeerTimeout. At the end: wait for every send.
 //
 // Memory. Buffers and staging live in the plan's MemorySpace: host memory by default (memmove and
@@ -26,8 +26,8 @@
 // need our receive to finish its own send, as two ranks exchanging one region do.
 //
 // Buffers and in-place calls. The executor reads and writes exactly the pointers it is given; the
-// caller expresses NCCL's in-place aliasing through them (the same aliasing as the verifier's
-// resolve() in algorithms/verifier.cpp):
+// caller expresses NCCL's in-place aliasing through them (algo::in_place_storage in
+// algorithms/program_index.hpp, which the verifier uses):
 //   allreduce, broadcast, reduce   input == output
 //   reduce_scatter                 output == input + rank * count elements
 //   allgather                      input == output + rank * count elements
@@ -50,84 +50,11 @@
 
 #include "algorithms/schedule.hpp"
 #include "common/errors.hpp"
+#include "runtime/bound_program.hpp"
 #include "runtime/memory_space.hpp"
+#include "runtime/transport.hpp"
 
 namespace topocoll::runtime {
-
-// Posts byte transfers to a peer on a channel. Matching is FIFO per (source, destination, channel).
-// Requests are small handles owned by the transport; each is tested until it reports completion,
-// after which the handle is released (and may be handed out again).
-//
-//   post_send ──> test_send ... true       post_recv(dst) ──> test_recv ... true (data in dst)
-//
-// At most one receive is posted per (peer, channel) at a time (the executor posts only a channel's
-// current operation), so transports may match receives to messages in posting order.
-class Transport {
- public:
-  using Request = std::uint32_t;
-  static constexpr Request kDone = UINT32_MAX;  // completed when posted: nothing to test
-
-  virtual ~Transport() = default;
-  // Starts sending `bytes` at `data` to `peer` on `channel`. `data` must not be written until the
-  // send completed (post_send returned kDone, or test_send returned true).
-  virtual Request post_send(int peer, int channel, const void* data, std::size_t bytes) = 0;
-  // True when the send has completed (progresses the transport); the request is then released.
-  virtual bool test_send(Request r) = 0;
-  // Starts receiving the next message from `peer` on `channel` into `dst` (exactly `bytes`).
-  virtual Request post_recv(int peer, int channel, void* dst, std::size_t bytes) = 0;
-  // True when the message is in `dst`; the request is then released. A message of another size
-  // than the receive breaks the contract: the transport throws InputError.
-  virtual bool test_recv(Request r) = 0;
-  // Called by the executor when no channel can progress: blocks until a message may have arrived
-  // or a send may have completed, or until `deadline`, whichever is first. Spurious returns are
-  // allowed. The default yields the thread (a polling transport needs nothing more); a transport
-  // that can be aborted throws from here.
-  virtual void wait(std::chrono::steady_clock::time_point deadline);
-  // Advances outstanding work without waiting for anything: a rank that has finished its program
-  // but waits elsewhere (an MPI barrier) keeps answering its peers, e.g. the rendezvous
-  // acknowledgement UCX's CMA protocol sends after a receive, without which the peer's send never
-  // completes. Default: nothing to advance.
-  virtual void progress() {}
-};
-
-// The request slots of a transport: a Slot per Request, indexed by it, reused once released, so a
-// transport in steady state allocates nothing. at() checks the handle (a bug in the caller, an
-// InputError naming `what`).
-template <typename Slot>
-class RequestSlots {
- public:
-  Transport::Request acquire(const Slot& s) {
-    Transport::Request r;
-    if (!free_.empty()) {
-      r = free_.back();
-      free_.pop_back();
-    } else {
-      r = static_cast<Transport::Request>(slots_.size());
-      slots_.emplace_back();
-    }
-    slots_[r] = s;
-    return r;
-  }
-  const Slot& at(Transport::Request r, const char* what) const {
-    if (r >= slots_.size())
-      throw InputError(std::string(what) + ": request " + std::to_string(r) + " was never posted");
-    return slots_[r];
-  }
-  Slot& at(Transport::Request r, const char* what) {
-    return const_cast<Slot&>(static_cast<const RequestSlots&>(*this).at(r, what));
-  }
-  void release(Transport::Request r) { free_.push_back(r); }
-  // Every slot ever handed out, released or not (teardown: the slot's own state says whether it
-  // still holds something), with its Request.
-  template <typename F>
-  void for_each(F&& f) {
-    for (std::size_t i = 0; i < slots_.size(); ++i) f(static_cast<Transport::Request>(i), slots_[i]);
-  }
-
- private:
-  std::vector<Slot> slots_;
-  std::vector<Transport::Request> free_;
-};
 
 struct Buffers {
   void* input = nullptr;
@@ -147,30 +74,15 @@ struct ExecOptions {
   static ExecOptions from_environment();
 };
 
-// A peer made no progress within the timeout. The message names the rank, the peer it waits for,
-// the channel and the operation (index and algo::describe).
-class PeerTimeout : public std::runtime_error {
- public:
-  PeerTimeout(const std::string& what, int rank, int peer, int channel, std::size_t op_index)
-      : std::runtime_error(what), rank_(rank), peer_(peer), channel_(channel), op_index_(op_index) {}
-  int rank() const { return rank_; }
-  int peer() const { return peer_; }
-  int channel() const { return channel_; }
-  std::size_t op_index() const { return op_index_; }  // index in the rank's program
-
- private:
-  int rank_, peer_, channel_;
-  std::size_t op_index_;
-};
-
 // One rank's program of a schedule, bound once and run many times (style rule 4: bind in setup,
 // execute in run). The plan copies what it needs from the schedule; the schedule may go away.
 class Plan {
  public:
   static constexpr std::size_t kSendWindow = 64;  // unfinished sends per rank
 
-  // Throws InputError for a program that does not fit the schedule's shape (bad rank, peer,
-  // channel or chunk, matched sizes that differ). The buffers given to run() live in `memory`
+  // Throws InputError for a rank that is not one of the schedule's, ScheduleError (ProgramIndex's
+  // message) for a program that does not fit the schedule's shape (bad peer, channel or chunk, a
+  // write to the input, a copy or reduce of different sizes). The buffers given to run() live in `memory`
   // (runtime/memory_space.hpp), which does the plan's copies, reductions and staging; it must
   // outlive the plan.
   explicit Plan(const algo::Schedule& s, int rank, MemorySpace& memory = host_memory());
@@ -186,14 +98,6 @@ class Plan {
   const std::string& name() const { return name_; }
 
  private:
-  struct BoundOp {
-    algo::OpKind kind{};
-    std::uint8_t src_buffer = 0, dst_buffer = 0;  // algo::BufferId
-    int peer = -1;
-    int channel = 0;
-    std::size_t src_offset = 0, dst_offset = 0;  // bytes
-    std::size_t count = 0, bytes = 0;
-  };
   struct Channel {
     std::vector<std::uint32_t> ops;  // indices into ops_, in program order
     std::size_t staging_offset = 0;  // its receive slice in recv_staging_ (64-byte aligned)
@@ -228,9 +132,7 @@ class Plan {
   algo::Program program_;  // for error messages
   std::vector<BoundOp> ops_;
   std::vector<Channel> channels_;
-  std::uint64_t buffer_elements_[3] = {};
-  bool needs_buffer_[3] = {};
-  std::uint32_t first_user_[3] = {};  // the first op that needs each buffer (error messages)
+  BufferNeeds needs_;
   MemorySpace* memory_ = nullptr;
   SpaceBuffer recv_staging_;    // every channel's receive slice
   SpaceBuffer reduce_staging_;  // partially overlapping local reduces (first use)
@@ -238,12 +140,6 @@ class Plan {
   InFlight window_[kSendWindow];
   std::size_t in_flight_ = 0;
 };
-
-// A chunk of a schedule as (buffer index, byte offset) for `elem`-byte elements, checked against
-// the buffer's `size` in elements: InputError "WHERE: output[a:b] is outside the output buffer of
-// N elements" otherwise. A zero-element chunk resolves to buffer 3 (no memory), offset 0.
-void resolve_chunk(const algo::Chunk& c, std::uint64_t size, std::size_t elem, const std::string& where,
-                   std::uint8_t& buffer, std::size_t& offset);
 
 // Avg's division at the end of a run (see above): on the ranks whose output is a reduction, the
 // output divided by the rank count in `memory`; nothing for other ops.

@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "algorithms/types.hpp"
+#include "common/errors.hpp"
 
 namespace topocoll::runtime {
 
@@ -56,9 +57,9 @@ class PeerTable {
 };
 
 // The progress timeout expired in one of the runtime's own MPI calls.
-class JobTimeout : public std::runtime_error {
+class JobTimeout : public RuntimeFailure {
  public:
-  using std::runtime_error::runtime_error;
+  using RuntimeFailure::RuntimeFailure;
 };
 
 // Tests `request` until it completes or `timeout` passes; then throws JobTimeout naming `what`

@@ -26,14 +26,9 @@
 
 #include "algorithms/schedule.hpp"
 #include "runtime/executor.hpp"
+#include "runtime/transport.hpp"
 
 namespace topocoll::runtime {
-
-// Thrown on a rank whose fabric was aborted because another rank failed.
-class Aborted : public std::runtime_error {
- public:
-  explicit Aborted(const std::string& what) : std::runtime_error(what) {}
-};
 
 // Shared by the rank threads of one run.
 class InprocFabric {

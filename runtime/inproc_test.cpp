@@ -229,8 +229,9 @@ TEST_CASE("run_inproc: exceptions from rank threads reach the caller") {
     CHECK_THROWS_WITH_AS(
         run_inproc(s, false),
         doctest::Contains(
-            "rank 1 op 0 (send(peer 0, output[2:6]) ch 0): output[2:6] is outside the output buffer of 4 elements"),
-        InputError);
+            "rank 1 channel 0 op 0 (send(peer 0, output[2:6]) ch 0): output[2:6] is outside the output buffer of 4 "
+            "elements"),
+        topocoll::ScheduleError);
     CHECK(Clock::now() - start < std::chrono::seconds(5));
   }
   SUBCASE("a message of the wrong size names the receiving op") {

@@ -22,8 +22,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "runtime/executor.hpp"
-#include "runtime/rounds.hpp"
+#include "runtime/transport.hpp"
 
 namespace topocoll::runtime {
 

@@ -3,8 +3,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <unordered_map>
+#include <span>
 
+#include "algorithms/program_index.hpp"
 #include "common/errors.hpp"
 
 namespace topocoll::runtime {
@@ -16,69 +17,8 @@ using algo::OpKind;
 
 namespace {
 
-bool is_comm(OpKind k) {
-  return k == OpKind::Send || k == OpKind::Recv || k == OpKind::RecvReduce;
-}
-
-struct OpRef {
-  int rank = -1;
-  std::uint32_t op = 0;
-};
-
-// The matching of algorithms/schedule.hpp (FIFO per source, destination, channel): per rank and
-// op, the op at the other end. InputError for an unmatched transfer or different sizes.
-std::vector<std::vector<OpRef>> match(const algo::Schedule& s, const std::vector<algo::Program>& prog) {
-  const int p = s.num_ranks();
-  auto key = [](int src, int dst, int channel) {
-    return (static_cast<std::uint64_t>(src) << 40) | (static_cast<std::uint64_t>(dst) << 16) |
-           static_cast<std::uint64_t>(channel);
-  };
-  std::unordered_map<std::uint64_t, std::vector<OpRef>> sends, recvs;
-  std::vector<std::vector<OpRef>> partner(static_cast<std::size_t>(p));
-  for (int r = 0; r < p; ++r) {
-    const algo::Program& pr = prog[static_cast<std::size_t>(r)];
-    partner[static_cast<std::size_t>(r)].resize(pr.size());
-    for (std::uint32_t i = 0; i < pr.size(); ++i) {
-      const Op& op = pr[i];
-      if (!is_comm(op.kind)) continue;
-      if (op.peer < 0 || op.peer >= p || op.peer == r)
-        throw InputError(fmt::format("round plan: rank {} op {} ({}): peer {} is not another rank of 0..{}", r, i,
-                                     algo::describe(op), op.peer, p - 1));
-      if (op.kind == OpKind::Send)
-        sends[key(r, op.peer, op.channel)].push_back({r, i});
-      else
-        recvs[key(op.peer, r, op.channel)].push_back({r, i});
-    }
-  }
-  for (auto& [k, list] : sends) {
-    const std::vector<OpRef>& other = recvs[k];
-    for (std::size_t n = 0; n < list.size(); ++n) {
-      const OpRef snd = list[n];
-      const Op& so = prog[static_cast<std::size_t>(snd.rank)][snd.op];
-      if (n >= other.size())
-        throw InputError(fmt::format("round plan: rank {} op {} ({}) has no matching receive on rank {}", snd.rank,
-                                     snd.op, algo::describe(so), so.peer));
-      const OpRef rcv = other[n];
-      const Op& ro = prog[static_cast<std::size_t>(rcv.rank)][rcv.op];
-      if (so.count() != ro.count())
-        throw InputError(fmt::format("round plan: rank {} op {} ({}) sends {} elements, rank {} op {} ({}) receives {}",
-                                     snd.rank, snd.op, algo::describe(so), so.count(), rcv.rank, rcv.op,
-                                     algo::describe(ro), ro.count()));
-      partner[static_cast<std::size_t>(snd.rank)][snd.op] = rcv;
-      partner[static_cast<std::size_t>(rcv.rank)][rcv.op] = snd;
-    }
-  }
-  for (auto& [k, list] : recvs) {
-    const auto it = sends.find(k);
-    const std::size_t matched = it == sends.end() ? 0 : it->second.size();
-    if (list.size() > matched) {
-      const OpRef rcv = list[matched];
-      throw InputError(fmt::format("round plan: rank {} op {} ({}) has no matching send", rcv.rank, rcv.op,
-                                   algo::describe(prog[static_cast<std::size_t>(rcv.rank)][rcv.op])));
-    }
-  }
-  return partner;
-}
+using algo::is_transfer;
+using algo::OpRef;
 
 // Chunks that may share memory. Input and output count as one buffer (in place they are), so a
 // plan made here holds for both placements.
@@ -125,31 +65,33 @@ struct Dep {
 //   receive touching what an earlier local op touches           one round later
 //   local op touching what an earlier transfer touches          after that transfer's round
 //   local op touching what an earlier local op touches          in the same slot or later
-std::vector<std::vector<Dep>> dependencies(const algo::Program& prog) {
+std::vector<std::vector<Dep>> dependencies(const algo::ProgramIndex& index) {
+  const algo::Program& prog = index.program();
   std::vector<std::vector<Dep>> deps(prog.size());
-  std::unordered_map<int, std::vector<std::uint32_t>> by_channel;
-  for (std::uint32_t i = 0; i < prog.size(); ++i) {
-    const Op& op = prog[i];
-    const Access ai = access(op);
-    auto& earlier = by_channel[op.channel];
-    for (std::uint32_t j : earlier) {
-      const Op& other = prog[j];
-      const Access aj = access(other);
-      const bool i_reads_j_writes = may_overlap(ai.read, aj.write);
-      const bool conflict = i_reads_j_writes || may_overlap(ai.write, aj.write) || may_overlap(ai.write, aj.read);
-      if (!conflict) continue;
-      const bool i_comm = is_comm(op.kind), j_comm = is_comm(other.kind);
-      std::int32_t delta = 0;
-      if (op.kind == OpKind::Send)
-        delta = 1;  // reads a write: the write's group or slot must be over
-      else if (i_comm && !j_comm)
-        delta = 1;  // a receive after a local op
-      else
-        delta = 0;
-      if (op.kind == OpKind::Send && !i_reads_j_writes) continue;  // a send after a send: no order needed
-      deps[i].push_back({j, delta});
+  for (int c = 0; c < index.num_channels(); ++c) {
+    const std::span<const std::uint32_t> ops = index.channel(c);
+    for (std::size_t n = 0; n < ops.size(); ++n) {
+      const std::uint32_t i = ops[n];
+      const Op& op = prog[i];
+      const Access ai = access(op);
+      for (std::uint32_t j : ops.first(n)) {
+        const Op& other = prog[j];
+        const Access aj = access(other);
+        const bool i_reads_j_writes = may_overlap(ai.read, aj.write);
+        const bool conflict = i_reads_j_writes || may_overlap(ai.write, aj.write) || may_overlap(ai.write, aj.read);
+        if (!conflict) continue;
+        const bool i_comm = is_transfer(op.kind), j_comm = is_transfer(other.kind);
+        std::int32_t delta = 0;
+        if (op.kind == OpKind::Send)
+          delta = 1;  // reads a write: the write's group or slot must be over
+        else if (i_comm && !j_comm)
+          delta = 1;  // a receive after a local op
+        else
+          delta = 0;
+        if (op.kind == OpKind::Send && !i_reads_j_writes) continue;  // a send after a send: no order needed
+        deps[i].push_back({j, delta});
+      }
     }
-    earlier.push_back(i);
   }
   return deps;
 }
@@ -160,7 +102,7 @@ void assign(const algo::Program& prog, const std::vector<std::vector<Dep>>& deps
             const std::vector<std::int32_t>& force, std::vector<std::int32_t>& val) {
   val.resize(prog.size());
   for (std::size_t i = 0; i < prog.size(); ++i) {
-    std::int32_t v = is_comm(prog[i].kind) ? force[i] : -1;
+    std::int32_t v = is_transfer(prog[i].kind) ? force[i] : -1;
     for (const Dep& d : deps[i]) v = std::max(v, val[d.on] + d.delta);
     val[i] = v;
   }
@@ -170,23 +112,19 @@ void assign(const algo::Program& prog, const std::vector<std::vector<Dep>>& deps
 
 std::vector<RoundPlan> plan_rounds(const algo::Schedule& s) {
   const int p = s.num_ranks();
-  std::vector<algo::Program> prog;
+  std::vector<algo::ProgramIndex> index;  // every rank's program, checked
   std::size_t comm_ops = 0;
   for (int r = 0; r < p; ++r) {
-    prog.push_back(s.program(r));
-    for (const Op& op : prog.back()) {
-      if (op.channel >= s.num_channels())
-        throw InputError(fmt::format("round plan: rank {}: {}: channel {} but the schedule has {}", r,
-                                     algo::describe(op), op.channel, s.num_channels()));
-      comm_ops += is_comm(op.kind) ? 1 : 0;
-    }
+    index.emplace_back(s, r);
+    for (const Op& op : index.back().program()) comm_ops += is_transfer(op.kind) ? 1 : 0;
   }
-  const std::vector<std::vector<OpRef>> partner = match(s, prog);
+  const std::vector<std::vector<OpRef>> partner = algo::match_fifo(index, s.num_channels());
+  auto prog_of = [&](int r) -> const algo::Program& { return index[static_cast<std::size_t>(r)].program(); };
   std::vector<std::vector<std::int32_t>> force(static_cast<std::size_t>(p)), round(static_cast<std::size_t>(p));
   std::vector<std::vector<std::vector<Dep>>> deps;
   for (int r = 0; r < p; ++r) {
-    force[static_cast<std::size_t>(r)].assign(prog[static_cast<std::size_t>(r)].size(), 0);
-    deps.push_back(dependencies(prog[static_cast<std::size_t>(r)]));
+    force[static_cast<std::size_t>(r)].assign(prog_of(r).size(), 0);
+    deps.push_back(dependencies(index[static_cast<std::size_t>(r)]));
   }
   // Raise each matched pair to the larger side until a sweep changes nothing (Gauss-Seidel: a rank
   // sees the forces the ranks before it set in the same sweep). Each sweep that changes something
@@ -195,18 +133,17 @@ std::vector<RoundPlan> plan_rounds(const algo::Schedule& s) {
   const std::size_t max_sweeps = comm_ops + 2;
   for (std::size_t sweep = 0;; ++sweep) {
     if (sweep > max_sweeps)
-      throw InputError(
+      throw ScheduleError(
           fmt::format("round plan: schedule '{}' cannot be cut into rounds (its transfers force each other "
                       "into ever later rounds: a cycle a rendezvous transport would deadlock on)",
                       s.name()));
     bool changed = false;
     for (int r = 0; r < p; ++r) {
       auto& rr = round[static_cast<std::size_t>(r)];
-      assign(prog[static_cast<std::size_t>(r)], deps[static_cast<std::size_t>(r)], force[static_cast<std::size_t>(r)],
-             rr);
+      assign(prog_of(r), deps[static_cast<std::size_t>(r)], force[static_cast<std::size_t>(r)], rr);
       const auto& pr = partner[static_cast<std::size_t>(r)];
       for (std::size_t i = 0; i < rr.size(); ++i) {
-        if (!is_comm(prog[static_cast<std::size_t>(r)][i].kind)) continue;
+        if (!is_transfer(prog_of(r)[i].kind)) continue;
         std::int32_t& f = force[static_cast<std::size_t>(pr[i].rank)][pr[i].op];
         if (rr[i] > f) {
           f = rr[i];
@@ -219,8 +156,7 @@ std::vector<RoundPlan> plan_rounds(const algo::Schedule& s) {
   std::int32_t rounds = 0;
   for (int r = 0; r < p; ++r)
     for (std::size_t i = 0; i < round[static_cast<std::size_t>(r)].size(); ++i)
-      if (is_comm(prog[static_cast<std::size_t>(r)][i].kind))
-        rounds = std::max(rounds, round[static_cast<std::size_t>(r)][i] + 1);
+      if (is_transfer(prog_of(r)[i].kind)) rounds = std::max(rounds, round[static_cast<std::size_t>(r)][i] + 1);
   std::vector<RoundPlan> out(static_cast<std::size_t>(p));
   for (int r = 0; r < p; ++r) {
     out[static_cast<std::size_t>(r)].rounds = rounds;
@@ -233,39 +169,28 @@ std::vector<RoundPlan> plan_rounds(const algo::Schedule& s) {
 
 RoundExecutor::RoundExecutor(const algo::Schedule& s, int rank, RoundPlan plan, MemorySpace& memory)
     : args_(s.args()), rank_(rank), plan_(std::move(plan)), memory_(&memory) {
-  const algo::Program prog = s.program(rank);
-  if (plan_.round.size() != prog.size())
-    throw InputError(fmt::format("round executor: rank {}: a plan of {} ops for a program of {}", rank,
-                                 plan_.round.size(), prog.size()));
+  const algo::Program prog = algo::ProgramIndex(s, rank).release_program();  // checked
+  TOPOCOLL_ASSERT(plan_.round.size() == prog.size(), fmt::format("round executor: rank {}: a plan of {} ops for a "
+                                                                 "program of {}",
+                                                                 rank, plan_.round.size(), prog.size()));
   const std::size_t elem = algo::size_of(args_.dtype);
-  auto resolve = [&](std::size_t i, const Chunk& c, std::uint8_t& buffer, std::size_t& offset) {
-    resolve_chunk(c, s.buffer_count(c.buffer), elem,
-                  fmt::format("round executor: rank {} op {} ({})", rank, i, algo::describe(prog[i])), buffer, offset);
-  };
   comm_.resize(static_cast<std::size_t>(plan_.rounds));
   after_.resize(static_cast<std::size_t>(plan_.rounds) + 1);
   std::vector<std::size_t> round_bytes(static_cast<std::size_t>(plan_.rounds), 0);
+  ops_ = bind_program(prog, elem);
+  needs_ = buffer_needs(ops_);
   for (std::uint32_t i = 0; i < prog.size(); ++i) {
     const Op& op = prog[i];
-    Bound b;
-    b.kind = op.kind;
-    b.peer = op.peer;
-    b.channel = op.channel;
-    b.count = static_cast<std::size_t>(op.count());
-    b.bytes = b.count * elem;
-    if (op.kind == OpKind::Send || op.kind == OpKind::Copy || op.kind == OpKind::Reduce)
-      resolve(i, op.src, b.src_buffer, b.src_offset);
-    if (op.kind != OpKind::Send) resolve(i, op.dst, b.dst_buffer, b.dst_offset);
-    ops_.push_back(b);
+    const BoundOp& b = ops_[i];
     const std::int32_t k = plan_.round[i];
-    if (is_comm(op.kind)) {
-      if (k < 0 || k >= plan_.rounds)
-        throw InputError(fmt::format("round executor: rank {} op {}: round {} of {}", rank, i, k, plan_.rounds));
+    if (is_transfer(op.kind)) {
+      TOPOCOLL_ASSERT(k >= 0 && k < plan_.rounds,
+                      fmt::format("round executor: rank {} op {}: round {} of {}", rank, i, k, plan_.rounds));
       comm_[static_cast<std::size_t>(k)].push_back(i);
       if (op.kind != OpKind::Send) round_bytes[static_cast<std::size_t>(k)] += (b.bytes + 63) / 64 * 64;
     } else {
-      if (k < -1 || k >= plan_.rounds)
-        throw InputError(fmt::format("round executor: rank {} op {}: after round {} of {}", rank, i, k, plan_.rounds));
+      TOPOCOLL_ASSERT(k >= -1 && k < plan_.rounds,
+                      fmt::format("round executor: rank {} op {}: after round {} of {}", rank, i, k, plan_.rounds));
       after_[static_cast<std::size_t>(k + 1)].push_back(i);
     }
   }
@@ -305,12 +230,8 @@ void RoundExecutor::begin(const Buffers& b) {
   base_[1] = static_cast<std::byte*>(b.output);
   base_[2] = static_cast<std::byte*>(b.scratch);
   base_[3] = nullptr;
-  for (const Bound& op : ops_) {
-    const bool reads = op.kind == OpKind::Send || op.kind == OpKind::Copy || op.kind == OpKind::Reduce;
-    if ((reads && op.bytes > 0 && base_[op.src_buffer] == nullptr) ||
-        (op.kind != OpKind::Send && op.bytes > 0 && base_[op.dst_buffer] == nullptr))
-      throw InputError(fmt::format("round executor: rank {}: a buffer the program needs is null", rank_));
-  }
+  if (needs_.first_null(base_) >= 0)
+    throw InputError(fmt::format("round executor: rank {}: a buffer the program needs is null", rank_));
   for (std::uint32_t i : after_[0]) run_local(ops_[i]);
 }
 
@@ -320,7 +241,7 @@ void RoundExecutor::issue(int k, RoundTransport& t) {
   landed_at_.clear();
   std::size_t at = 0;
   for (std::uint32_t i : list) {
-    const Bound& b = ops_[i];
+    const BoundOp& b = ops_[i];
     if (b.kind == OpKind::Send) {
       t.send(b.peer, src(b), b.bytes);
       continue;
@@ -340,7 +261,7 @@ void RoundExecutor::finish(int k, RoundTransport& t) {
   t.end_round();
   // Program order per channel: landed_ follows comm_'s order, which keeps it within a channel.
   for (std::size_t n = 0; n < landed_.size(); ++n) {
-    const Bound& b = ops_[landed_[n]];
+    const BoundOp& b = ops_[landed_[n]];
     std::byte* from = staging_.data() + landed_at_[n];
     if (b.kind == OpKind::RecvReduce)
       memory_->reduce(args_.dtype, args_.op, dst(b), from, b.count);
@@ -363,19 +284,13 @@ void RoundExecutor::run(const Buffers& b, RoundTransport& t) {
   end();
 }
 
-void RoundExecutor::run_local(const Bound& b) {
+void RoundExecutor::run_local(const BoundOp& b) {
   if (b.bytes == 0) return;
   if (b.kind == OpKind::Copy) {
     memory_->copy(dst(b), src(b), b.bytes);
     return;
   }
-  const std::byte* from = src(b);
-  if (from != dst(b) && overlaps(from, b.bytes, dst(b), b.bytes)) {
-    if (overlap_.size() < b.bytes) overlap_ = SpaceBuffer(*memory_, b.bytes);
-    memory_->copy(overlap_.data(), from, b.bytes);
-    from = overlap_.data();
-  }
-  memory_->reduce(args_.dtype, args_.op, dst(b), from, b.count);
+  reduce_local(*memory_, args_.dtype, args_.op, dst(b), src(b), b.count, b.bytes, overlap_);
 }
 
 }  // namespace topocoll::runtime

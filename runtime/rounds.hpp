@@ -33,8 +33,10 @@
 #include <vector>
 
 #include "algorithms/schedule.hpp"
+#include "runtime/bound_program.hpp"
 #include "runtime/executor.hpp"
 #include "runtime/memory_space.hpp"
+#include "runtime/transport.hpp"
 
 namespace topocoll::runtime {
 
@@ -44,23 +46,15 @@ struct RoundPlan {
       round;  // per op of the rank's program: its round; local ops: after which round (-1: before 0)
 };
 
-// Every rank's plan. InputError when the programs do not match (a send without its receive, sizes
-// that differ) or cannot be cut into rounds.
+// Every rank's plan. ScheduleError for a program that does not fit the schedule's shape
+// (algo::ProgramIndex), programs that do not match (algo::match_fifo: a send without its receive,
+// sizes that differ) or that cannot be cut into rounds.
 std::vector<RoundPlan> plan_rounds(const algo::Schedule& s);
-
-// A transport that completes per round: sends and receives are queued, end_round() runs them as
-// one group; afterwards the received data is in place for everything the memory space does next.
-class RoundTransport {
- public:
-  virtual ~RoundTransport() = default;
-  virtual void send(int peer, const void* src, std::size_t bytes) = 0;
-  virtual void recv(int peer, void* dst, std::size_t bytes) = 0;
-  virtual void end_round() = 0;
-};
 
 class RoundExecutor {
  public:
-  // Binds rank `rank`'s program (checked as Plan checks it) to its round plan.
+  // Binds rank `rank`'s program (checked by algo::ProgramIndex, as Plan's) to its round plan, which
+  // must be plan_rounds(s)[rank] (an assertion otherwise).
   RoundExecutor(const algo::Schedule& s, int rank, RoundPlan plan, MemorySpace& memory = host_memory());
   int rounds() const { return plan_.rounds; }
   // The peers this rank exchanges with in round k (sorted; error messages of a stalled round).
@@ -79,21 +73,15 @@ class RoundExecutor {
   void end();
 
  private:
-  struct Bound {
-    algo::OpKind kind{};
-    int peer = -1, channel = 0;
-    std::uint8_t src_buffer = 0, dst_buffer = 0;
-    std::size_t src_offset = 0, dst_offset = 0, count = 0, bytes = 0;
-  };
-  std::byte* src(const Bound& b) const { return base_[b.src_buffer] + b.src_offset; }
-  std::byte* dst(const Bound& b) const { return base_[b.dst_buffer] + b.dst_offset; }
-  void run_local(const Bound& b);
+  std::byte* src(const BoundOp& b) const { return base_[b.src_buffer] + b.src_offset; }
+  std::byte* dst(const BoundOp& b) const { return base_[b.dst_buffer] + b.dst_offset; }
+  void run_local(const BoundOp& b);
 
   algo::CollectiveArgs args_;
   int rank_ = 0;
   RoundPlan plan_;
   MemorySpace* memory_ = nullptr;
-  std::vector<Bound> ops_;
+  std::vector<BoundOp> ops_;
   std::vector<std::vector<std::uint32_t>> comm_;   // [round]: its send / receive ops, by channel then program order
   std::vector<std::vector<std::uint32_t>> after_;  // [round + 1]: local ops after that round, program order
   std::vector<bool> staged_;                       // per op: a receive that lands in staging (bound once)
@@ -101,6 +89,7 @@ class RoundExecutor {
   std::vector<std::size_t> landed_at_;             // ... and where in the staging
   SpaceBuffer staging_;                            // the largest round's staged bytes
   SpaceBuffer overlap_;                            // a local reduce whose operands partially overlap
+  BufferNeeds needs_;
   std::byte* base_[4] = {};
 };
 

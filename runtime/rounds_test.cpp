@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "algorithms/layout.hpp"
+#include "algorithms/malformed_schedules.hpp"
 #include "algorithms/registry.hpp"
 #include "common/errors.hpp"
 #include "runtime/test_data.hpp"
@@ -147,7 +148,7 @@ TEST_CASE("rounds: avg is divided once, at the end") {
   CHECK(count_wrong_outputs(s, run_lockstep(s)) == 0);
 }
 
-TEST_CASE("rounds: programs that do not match are an InputError naming the op") {
+TEST_CASE("rounds: programs that do not match are a ScheduleError naming the op") {
   std::vector<Program> programs(2);
   ProgramBuilder(programs[0]).send(1, {BufferId::Input, 0, 4}, 0);
   const Schedule s = Schedule::from_programs(
@@ -155,11 +156,21 @@ TEST_CASE("rounds: programs that do not match are an InputError naming the op") 
   CHECK_THROWS_WITH_AS(
       plan_rounds(s),
       doctest::Contains("rank 0 op 0 (send(peer 1, input[0:4]) ch 0) has no matching receive on rank 1"),
-      topocoll::InputError);
+      topocoll::ScheduleError);
   std::vector<Program> sizes(2);
   ProgramBuilder(sizes[0]).send(1, {BufferId::Input, 0, 4}, 0);
   ProgramBuilder(sizes[1]).recv(0, {BufferId::Output, 0, 3}, 0);
   const Schedule t = Schedule::from_programs("sizes", CollectiveArgs::allreduce(4, DataType::Int32, ReduceOp::Sum, 2),
                                              1, 0, std::move(sizes));
-  CHECK_THROWS_WITH_AS(plan_rounds(t), doctest::Contains("sends 4 elements"), topocoll::InputError);
+  CHECK_THROWS_WITH_AS(plan_rounds(t), doctest::Contains("sends 4 elements"), topocoll::ScheduleError);
+}
+
+TEST_CASE("runtime: a malformed schedule is the ScheduleError every executor gives (Plan, round plan, rounds)") {
+  for (const testing::MalformedCase& c : testing::malformed_schedules()) {
+    INFO(c.name);
+    CHECK_THROWS_WITH_AS(Plan(c.schedule, 0), c.message.c_str(), topocoll::ScheduleError);
+    CHECK_NOTHROW(Plan(c.schedule, 1));
+    CHECK_THROWS_WITH_AS(plan_rounds(c.schedule), c.message.c_str(), topocoll::ScheduleError);
+    CHECK_THROWS_WITH_AS(RoundExecutor(c.schedule, 0, RoundPlan{}), c.message.c_str(), topocoll::ScheduleError);
+  }
 }

@@ -41,7 +41,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/executor.hpp"
+#include "runtime/transport.hpp"
 
 namespace topocoll::runtime {
 

@@ -26,6 +26,7 @@
 #include <map>
 #include <unordered_map>
 
+#include "algorithms/program_index.hpp"
 #include "common/errors.hpp"
 #include "simulator/engine.hpp"
 #include "simulator/routes.hpp"
@@ -36,17 +37,6 @@ namespace {
 
 using algo::Op;
 using algo::OpKind;
-
-struct FlowKey {
-  int src, dst, channel;
-  bool operator==(const FlowKey&) const = default;
-};
-struct FlowKeyHash {
-  std::size_t operator()(const FlowKey& k) const {
-    return (static_cast<std::size_t>(k.src) * 1000003u + static_cast<std::size_t>(k.dst)) * 131u +
-           static_cast<std::size_t>(k.channel);
-  }
-};
 
 struct Flow {
   const Route* route = nullptr;
@@ -69,8 +59,9 @@ class AnalyticEngine final : public Engine {
     Router router(t);
     const auto& g = t.graph();
 
-    // Each rank's program, compacted per channel into 16-byte steps that index their flow
-    // (a 48-byte Op otherwise; programs are generated one rank at a time and dropped).
+    // Each rank's program, checked (algo::ProgramIndex) and compacted per channel into 16-byte
+    // steps that index their flow (a 48-byte Op otherwise; programs are generated one rank at a
+    // time and dropped). A flow is a connection (source, destination, channel).
     struct Step {
       std::uint64_t bytes : 61;
       std::uint64_t kind : 3;
@@ -78,28 +69,20 @@ class AnalyticEngine final : public Engine {
       std::int32_t peer;
     };
     static_assert(sizeof(Step) == 16);
-    std::unordered_map<FlowKey, std::uint32_t, FlowKeyHash> flow_index;
-    std::vector<FlowKey> flow_keys;
-    auto flow_of = [&](FlowKey k) {
-      auto [it, added] = flow_index.try_emplace(k, static_cast<std::uint32_t>(flow_keys.size()));
-      if (added) flow_keys.push_back(k);
-      return it->second;
-    };
+    algo::Connections connections(p, K);
     std::vector<std::vector<std::vector<Step>>> steps(static_cast<std::size_t>(p));
     for (int r = 0; r < p; ++r) {
+      const algo::ProgramIndex index(s, r, /*by_channel=*/false);  // checked; the steps split it per channel
       auto& chans = steps[static_cast<std::size_t>(r)];
       chans.resize(static_cast<std::size_t>(K));
-      for (const Op& op : s.program(r)) {
-        std::uint32_t f = 0;
-        if (op.kind == OpKind::Send)
-          f = flow_of(FlowKey{r, op.peer, op.channel});
-        else if (op.kind == OpKind::Recv || op.kind == OpKind::RecvReduce)
-          f = flow_of(FlowKey{op.peer, r, op.channel});
+      for (int ch = 0; ch < K; ++ch) chans[static_cast<std::size_t>(ch)].reserve(index.channel_size(ch));
+      for (const Op& op : index.program()) {
+        const std::uint32_t f = algo::is_transfer(op.kind) ? connections.id_of(r, op) : 0;
         chans[op.channel].push_back(Step{op.count() * elem, static_cast<std::uint64_t>(op.kind), f, op.peer});
       }
-      for (auto& ch : chans) ch.shrink_to_fit();
     }
-    flow_index.clear();
+    connections.forget_lookup();
+    const std::vector<algo::Connections::Key>& flow_keys = connections.keys();
     std::vector<Flow> flows(flow_keys.size());
 
     // Link sharing, pass 1: every flow of the schedule is taken as active at once, and a link
@@ -198,8 +181,10 @@ class AnalyticEngine final : public Engine {
       for (int r = 0; r < p; ++r)
         for (int ch = 0; ch < K; ++ch)
           if (next[slot(r, ch)] < steps[static_cast<std::size_t>(r)][static_cast<std::size_t>(ch)].size())
-            throw InputError(fmt::format(
-                "the schedule does not complete: rank {} channel {} waits forever (run `topocoll verify`)", r, ch));
+            throw ScheduleError(
+                fmt::format("the schedule does not complete: rank {} channel {} waits forever (run `topocoll verify`)",
+                            r, ch),
+                r, ch);
       return result;
     };
 

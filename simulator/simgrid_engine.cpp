@@ -60,8 +60,10 @@
 #include <limits>
 #include <map>
 #include <queue>
+#include <string_view>
 #include <unordered_map>
 
+#include "algorithms/program_index.hpp"
 #include "common/errors.hpp"
 #include "common/log.hpp"
 #include "simulator/engine.hpp"
@@ -302,6 +304,10 @@ struct Island {
 };
 
 // The result as it travels from the simulation process.
+struct ScheduleWhere {
+  int rank = -1, channel = -1;
+  std::size_t op_index = ScheduleError::kNoOp;
+};
 struct ResultHeader {
   double time_s = 0.0;
   std::uint64_t transfers = 0;
@@ -437,33 +443,11 @@ class Execution final : public sg::Listener {
     if (K < 1) throw InputError(fmt::format("the schedule has {} channels: expected at least 1", K));
     const std::uint64_t elem = algo::size_of(s_.args().dtype);
     channels_.resize(static_cast<std::size_t>(p) * static_cast<std::size_t>(K));
-    std::unordered_map<std::uint64_t, std::uint32_t> conn_of;  // (src, dst, channel) -> connection
-    auto connection = [&](int src, int dst, int ch) {
-      const std::uint64_t key =
-          (static_cast<std::uint64_t>(src) * static_cast<std::uint64_t>(p) + static_cast<std::uint64_t>(dst)) *
-              static_cast<std::uint64_t>(K) +
-          static_cast<std::uint64_t>(ch);
-      auto [it, inserted] = conn_of.try_emplace(key, static_cast<std::uint32_t>(conns_.size()));
-      if (inserted) {
-        conns_.emplace_back();
-        conns_.back().src = src;
-        conns_.back().dst = dst;
-        conns_.back().channel = ch;
-      }
-      return it->second;
-    };
-    std::vector<std::uint32_t> count(static_cast<std::size_t>(K));
-    algo::Program program;
+    algo::Connections connections(p, K);  // (src, dst, channel) -> connection
     for (int r = 0; r < p; ++r) {
-      program = s_.program(r);
-      // Steps of channel 0, then channel 1, ...: count, then place.
-      std::fill(count.begin(), count.end(), 0);
-      for (const algo::Op& op : program) {
-        if (op.channel >= K)
-          throw InputError(fmt::format("rank {}: {} is on channel {} but the schedule has {} channels", r,
-                                       algo::describe(op), op.channel, K));
-        ++count[op.channel];
-      }
+      // The program, checked; its steps channel 0's first, then channel 1's, ... Connections are
+      // numbered in program order.
+      const algo::ProgramIndex index(s_, r, /*by_channel=*/false);
       std::uint32_t at = static_cast<std::uint32_t>(steps_.size());
       for (int ch = 0; ch < K; ++ch) {
         Channel& c =
@@ -471,26 +455,29 @@ class Execution final : public sg::Listener {
         c.rank = r;
         c.channel = ch;
         c.begin = c.next = c.end = at;
-        at += count[static_cast<std::size_t>(ch)];
+        at += static_cast<std::uint32_t>(index.channel_size(ch));
       }
       steps_.resize(at);
-      for (const algo::Op& op : program) {
+      for (const algo::Op& op : index.program()) {
         Channel& c = channels_[static_cast<std::size_t>(r) * static_cast<std::size_t>(K) + op.channel];
         const std::uint64_t bytes = op.count() * elem;
         if (bytes > Step::kMaxBytes)
           throw InputError(fmt::format("rank {}: {} moves {} bytes: the SimGrid engine takes at most {} per operation",
                                        r, algo::describe(op), bytes, Step::kMaxBytes));
         std::uint32_t conn = kNone;
-        if (op.kind == OpKind::Send || op.kind == OpKind::Recv || op.kind == OpKind::RecvReduce) {
-          if (op.peer < 0 || op.peer >= p || op.peer == r)
-            throw InputError(fmt::format("rank {}: {} names peer {}: expected another rank in 0..{}", r,
-                                         algo::describe(op), op.peer, p - 1));
-          conn = op.kind == OpKind::Send ? connection(r, op.peer, op.channel) : connection(op.peer, r, op.channel);
+        if (algo::is_transfer(op.kind)) {
+          conn = connections.id_of(r, op);
           if (conn > Step::kMaxConn)
             throw InputError(
                 fmt::format("the schedule uses more than {} connections (rank, peer, channel): more than "
                             "the SimGrid engine takes",
                             Step::kMaxConn + 1));
+          if (conn == conns_.size()) {
+            conns_.emplace_back();
+            conns_.back().src = connections.key(conn).src;
+            conns_.back().dst = connections.key(conn).dst;
+            conns_.back().channel = connections.key(conn).channel;
+          }
         }
         steps_[c.end++] = Step(op.kind, bytes, conn);
       }
@@ -774,7 +761,7 @@ class Execution final : public sg::Listener {
       }
     }
     if (count > 0)
-      throw InputError(
+      throw ScheduleError(
           fmt::format("the schedule does not complete: {} channel(s) wait forever: {}{} (run `topocoll verify`)", count,
                       stuck, count > 3 ? "; ..." : ""));
   }
@@ -785,7 +772,29 @@ class SimGridEngine final : public Engine {
   std::string name() const override { return "simgrid"; }
 
   SimResult run(const topo::Topology& t, const algo::Schedule& s, const Calibration& c, const SimOptions& o) override {
-    const std::string bytes = sg::run_isolated([&](std::string& out) { Execution(t, s, c, o).run(out); });
+    // The answer's first byte: 'R' and a result, or 'S' and a ScheduleError (rank, channel, op
+    // index and message), thrown again here as what it was.
+    const std::string answer = sg::run_isolated([&](std::string& out) {
+      const std::size_t start = out.size();  // run_isolated's own status byte comes first
+      try {
+        out += 'R';
+        Execution(t, s, c, o).run(out);
+      } catch (const ScheduleError& e) {
+        const ScheduleWhere w{e.rank(), e.channel(), e.op_index()};
+        out.resize(start);
+        out += 'S';
+        out.append(reinterpret_cast<const char*>(&w), sizeof w);
+        out += e.what();
+      }
+    });
+    TOPOCOLL_ASSERT(!answer.empty(), "empty answer from the simulation process");
+    if (answer[0] == 'S') {
+      ScheduleWhere w;
+      TOPOCOLL_ASSERT(answer.size() >= 1 + sizeof w, "short answer from the simulation process");
+      std::memcpy(&w, answer.data() + 1, sizeof w);
+      throw ScheduleError(answer.substr(1 + sizeof w), w.rank, w.channel, w.op_index);
+    }
+    const std::string_view bytes = std::string_view(answer).substr(1);
     ResultHeader h;
     TOPOCOLL_ASSERT(bytes.size() >= sizeof h, "short answer from the simulation process");
     std::memcpy(&h, bytes.data(), sizeof h);

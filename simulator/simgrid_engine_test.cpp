@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "algorithms/malformed_schedules.hpp"
 #include "algorithms/registry.hpp"
 #include "common/errors.hpp"
 #include "simulator/engine.hpp"
@@ -504,15 +505,22 @@ TEST_CASE("simgrid: the trace has one event per operation, sends spanning their 
 // ---------------------------------------------------------------------------------------------
 // Errors
 
-TEST_CASE("simgrid: bad schedules are input errors") {
+TEST_CASE("simgrid: bad schedules are schedule errors, a schedule that does not fit the topology an input error") {
   const topo::Topology t = two_gpus();
   SUBCASE("a receive that is never matched") {
     const algo::Schedule s = hand_made(2, 16, {{}, {op(OpKind::Recv, 0, 16)}});
-    CHECK_THROWS_WITH_AS(simulate(t, s, ideal_calibration()), doctest::Contains("does not complete"), InputError);
+    CHECK_THROWS_WITH_AS(simulate(t, s, ideal_calibration()), doctest::Contains("does not complete"), ScheduleError);
   }
   SUBCASE("a peer out of range") {
     const algo::Schedule s = hand_made(2, 16, {{op(OpKind::Send, 7, 16)}, {}});
-    CHECK_THROWS_WITH_AS(simulate(t, s, ideal_calibration()), doctest::Contains("peer 7"), InputError);
+    CHECK_THROWS_WITH_AS(simulate(t, s, ideal_calibration()), doctest::Contains("peer 7"), ScheduleError);
+  }
+  SUBCASE("every malformed schedule: the ScheduleError every executor gives") {
+    for (const algo::testing::MalformedCase& c : algo::testing::malformed_schedules()) {
+      INFO(c.name);
+      CHECK_THROWS_WITH_AS(make_simgrid_engine()->run(t, c.schedule, ideal_calibration(), SimOptions{}),
+                           c.message.c_str(), ScheduleError);
+    }
   }
   SUBCASE("a schedule for another number of ranks") {
     const algo::Schedule s = hand_made(3, 16, {{}, {}, {}});

@@ -222,6 +222,9 @@ Spec format, resumption and provenance: docs/experiments.md.)";
   } catch (const topocoll::InputError& e) {
     std::fprintf(stderr, "topocoll: error: %s\n", e.what());
     return 2;
+  } catch (const topocoll::ScheduleError& e) {  // the schedule is wrong (common/errors.hpp): exit 1, as verify's
+    std::fprintf(stderr, "topocoll: error: %s\n", e.what());
+    return 1;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "topocoll: internal error: %s\n", e.what());
     return 1;

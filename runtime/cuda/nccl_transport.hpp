@@ -31,17 +31,18 @@
 #include <vector>
 
 #include "algorithms/types.hpp"
+#include "common/errors.hpp"
 #include "runtime/cuda/reducer.hpp"
-#include "runtime/rounds.hpp"
+#include "runtime/transport.hpp"
 
 struct ncclComm;
 struct CUevent_st;
 
 namespace topocoll::runtime::cuda {
 
-class NcclError : public std::runtime_error {
+class NcclError : public RuntimeFailure {
  public:
-  explicit NcclError(const std::string& what) : std::runtime_error(what) {}
+  explicit NcclError(const std::string& what) : RuntimeFailure(what) {}
 };
 
 // NCCL's version as "2.28.9" (of the library loaded, not of the header).

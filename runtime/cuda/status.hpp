@@ -10,6 +10,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "common/errors.hpp"
+
 namespace topocoll::runtime::cuda {
 
 struct [[nodiscard]] Status {
@@ -22,9 +24,9 @@ struct [[nodiscard]] Status {
 std::string to_string(const Status& s);
 
 // A failed CUDA call where the caller cannot return a status (constructors, test runners).
-class CudaError : public std::runtime_error {
+class CudaError : public RuntimeFailure {
  public:
-  explicit CudaError(const Status& s) : std::runtime_error(to_string(s)), status_(s) {}
+  explicit CudaError(const Status& s) : RuntimeFailure(to_string(s)), status_(s) {}
   const Status& status() const { return status_; }
 
  private:
