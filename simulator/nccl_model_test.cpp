@@ -72,7 +72,7 @@ std::vector<std::map<std::string, std::string>> read_csv(const std::string& path
 std::string calibration_dir() {
   if (const char* dir = std::getenv("TOPOCOLL_CALIBRATION_DIR")) return dir;
   return std::string(TOPOCOLL_SOURCE_DIR) +
-         "/experiments/calibration/data"  // copied from the published sets (its README names each source);
+         "/experiments/calibration/data";  // copied from the published sets (its README names each source)
 }
 
 }  // namespace

@@ -1,6 +1,8 @@
 // Tests of the SimGrid engine (simgrid_engine.cpp) and its platform (simgrid_adapter.hpp): closed
 // forms on hand-made machines, the routes SimGrid follows against the Router's, and agreement
 // with the analytic engine where both model the same thing.
+#include "simulator/simgrid/simgrid_engine.hpp"
+
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 
@@ -14,7 +16,7 @@
 #include "common/errors.hpp"
 #include "simulator/engine.hpp"
 #include "simulator/routes.hpp"
-#include "simulator/simgrid_adapter.hpp"
+#include "simulator/simgrid/simgrid_adapter.hpp"
 #include "topologies/presets.hpp"
 
 namespace topocoll::sim {
@@ -543,3 +545,9 @@ TEST_CASE("simgrid: protocols as calibrations: LL beats Simple on a ring at 8 B,
 }
 
 }  // namespace topocoll::sim
+
+TEST_CASE("make_engine(\"simgrid\") after register_simgrid_engine()") {
+  topocoll::sim::register_simgrid_engine();
+  CHECK(topocoll::sim::make_engine("simgrid")->name() == "simgrid");
+  CHECK(topocoll::sim::make_engine("analytic")->name() == "analytic");
+}

@@ -1,11 +1,10 @@
 // SimGrid 3.32 behind one interface: the platform, the activities, the callbacks, and a child
 // process per simulation. The layout of the platform and the choice of network settings are
 // explained in simgrid_adapter.hpp.
-#include "simulator/simgrid_adapter.hpp"
+#include "simulator/simgrid/simgrid_adapter.hpp"
 
 #include <dlfcn.h>
 #include <fmt/format.h>
-#include <simgrid/version.h>  // after s4u.hpp: it needs xbt/base.h
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -19,11 +18,17 @@
 #include <simgrid/kernel/Timer.hpp>
 #include <simgrid/kernel/resource/Action.hpp>
 #include <simgrid/s4u.hpp>
+
+// clang-format off
+#include <simgrid/version.h>  // after s4u.hpp: it needs xbt/base.h (kept here against include sorting)
+// clang-format on
+
 #include <stdexcept>
 #include <unordered_map>
 
 #include "common/errors.hpp"
 #include "common/log.hpp"
+#include "simulator/simgrid/platform_layout.hpp"
 
 namespace topocoll::sim::sg {
 
@@ -34,85 +39,6 @@ using topo::Edge;
 using topo::Vertex;
 
 namespace {
-
-// ---------------------------------------------------------------------------------------------
-// Links: names and directions (topologies/export.hpp's convention).
-
-// Every model edge's SimGrid name and the end its "UP" direction starts from: the source of the
-// edge as the graph lists it (boost::edges), whatever the orientation of a descriptor at hand.
-class LinkCatalog {
- public:
-  explicit LinkCatalog(const topo::Topology& t) : g_(t.graph()) {
-    std::unordered_map<std::string, int> uses;
-    for (auto e : boost::make_iterator_range(boost::edges(g_))) {
-      const Vertex a = boost::source(e, g_);
-      std::string id = fmt::format("{}--{}", t.device_name(a), t.device_name(boost::target(e, g_)));
-      if (const int n = ++uses[id]; n > 1) id += fmt::format("#{}", n);
-      entries_.emplace(&g_[e], Entry{std::move(id), a});
-    }
-  }
-  const std::string& name(Edge e) const { return entry(e).name; }
-  // Whether walking e from vertex `from` runs in its UP direction.
-  bool up(Edge e, Vertex from) const { return entry(e).up_from == from; }
-
- private:
-  struct Entry {
-    std::string name;
-    Vertex up_from;
-  };
-  const topo::Graph& g_;
-  std::unordered_map<const topo::Link*, Entry> entries_;
-
-  const Entry& entry(Edge e) const {
-    auto it = entries_.find(&g_[e]);
-    TOPOCOLL_ASSERT(it != entries_.end(), "a route link is not an edge of the topology");
-    return it->second;
-  }
-};
-
-// One link of a route, walked from vertex `from` to vertex `to`: UP or DOWN.
-struct Step {
-  Edge edge;
-  Vertex from = 0, to = 0;
-  bool up = true;
-};
-
-// A Router route walked from rank src's GPU.
-std::vector<Step> steps_of(const topo::Topology& t, const LinkCatalog& catalog, int src, const Route& r) {
-  const topo::Graph& g = t.graph();
-  std::vector<Step> steps;
-  steps.reserve(r.links.size());
-  Vertex at = t.rank(src).gpu;
-  for (Edge e : r.links) {
-    const Vertex a = boost::source(e, g), b = boost::target(e, g);
-    TOPOCOLL_ASSERT(a == at || b == at, fmt::format("the route from rank {} is not a walk", src));
-    const Vertex next = a == at ? b : a;
-    steps.push_back({e, at, next, catalog.up(e, at)});
-    at = next;
-  }
-  return steps;
-}
-
-// Splits a cross-node route at its first vertex outside the source's node and its last vertex
-// outside the destination's node: [inside a's node][fabric][inside b's node].
-struct CrossNodeParts {
-  std::vector<Step> out, fabric, in;
-};
-
-CrossNodeParts split_cross_node(const topo::Graph& g, const std::vector<Step>& steps, int node_a, int node_b) {
-  CrossNodeParts parts;
-  std::size_t k = 0;
-  while (k < steps.size() && g[steps[k].to].node == node_a) parts.out.push_back(steps[k++]);
-  std::size_t end = steps.size();
-  while (end > k && g[steps[end - 1].from].node == node_b) --end;
-  for (; k < end; ++k) parts.fabric.push_back(steps[k]);
-  for (; k < steps.size(); ++k) parts.in.push_back(steps[k]);
-  return parts;
-}
-
-std::string split_duplex_name(const std::string& link, bool up) {
-  return link + (up ? "_UP" : "_DOWN");
-}
 
 // Reads an action that SimGrid passes as NetworkAction&: 3.32 does not install that class's
 // header, but NetworkAction derives from Action alone (single, non-virtual inheritance), so an
@@ -374,11 +300,6 @@ struct Simulation::Impl {
       port.router = zones[endpoint(rank, channel)]->create_router(
           fmt::format("{}@{}", hosts[endpoint(rank, channel)]->get_name(), t.device_name(nic)));
     return port;
-  }
-
-  static bool same_links(const std::vector<Step>& a, const std::vector<Step>& b) {
-    return std::equal(a.begin(), a.end(), b.begin(), b.end(),
-                      [](const Step& x, const Step& y) { return x.edge == y.edge && x.from == y.from; });
   }
 
   void build_platform(const PlatformSpec& spec) {
