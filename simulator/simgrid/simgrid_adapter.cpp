@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <list>
 #include <optional>
@@ -24,6 +25,7 @@
 // clang-format on
 
 #include <stdexcept>
+#include <string_view>
 #include <unordered_map>
 
 #include "common/errors.hpp"
@@ -130,17 +132,36 @@ class ActivityTable {
 };
 
 // ---------------------------------------------------------------------------------------------
-// SimGrid 3.32's list of detached activities (simgrid_adapter.hpp, "Activities": the list
-// workaround). Every transfer is detached, so maestro's activity list (a std::list of
-// ActivityImplPtr) holds all transfers in flight and CommImpl::finish() walks it end to end to
-// take one off. take() moves the reference the list just received (at its back) to the caller,
-// keeping the list empty, so that walk is over at once. The list is found at its place in
-// 3.32's ActorImpl (read from the disassembly of Debian's libsimgrid.so.3.32: CommImpl::finish
-// removes from maestro + 0xc0) and its layout confirmed on the first transfer (an empty
-// std::list whose first push is that transfer), else the workaround stays off.
+// The transfers' main path is SimGrid's public S4U API: Comm::sendto_init(...)->detach(), and
+// the finished transfer seen through Link::on_communication_state_change. SimGrid 3.32 (not
+// 4.1) pays O(transfers in flight) per finished transfer on that path (maestro's list of
+// detached activities, simgrid_adapter.hpp, "Activities"), and its S4U API offers no way
+// around it: every host-to-host comm is detached in Comm::sendto_init() itself. MaestroList is
+// the fallback for that version alone, compiled only against 3.32's headers
+// (SIMGRID_VERSION_MAJOR/MINOR), used only when the library loaded says 3.32 too
+// (sg_version_get), only once the first transfer confirmed the list's place and layout, and
+// not when TOPOCOLL_SIMGRID_LIST_WORKAROUND=0 (or PlatformSpec::list_workaround = false). Same
+// results with it or without (simgrid_engine_test.cpp); the run logs which path ran
+// (TOPOCOLL_LOG=info).
+bool list_workaround_allowed() {
+  const char* env = std::getenv("TOPOCOLL_SIMGRID_LIST_WORKAROUND");
+  return env == nullptr || std::string_view(env) != "0";
+}
+
+#if SIMGRID_VERSION_MAJOR == 3 && SIMGRID_VERSION_MINOR == 32
+// SimGrid 3.32's list of detached activities. Every transfer is detached, so maestro's
+// activity list (a std::list of ActivityImplPtr) holds all transfers in flight and
+// CommImpl::finish() walks it end to end to take one off (std::list::remove). take() moves the
+// reference the list just received (at its back) to the caller, keeping the list empty, so that
+// walk is over at once. The list is found at its place in 3.32's ActorImpl (3.32's
+// src/kernel/actor/ActorImpl.hpp: activities_; read from the disassembly of Debian's
+// libsimgrid.so.3.32: CommImpl::finish removes from maestro + 0xc0) and its layout confirmed on
+// the first transfer (an empty std::list whose first push is that transfer), else the
+// workaround stays off.
 class MaestroList {
  public:
-  explicit MaestroList(bool wanted) : state_(wanted && library_is_3_32() ? State::Unknown : State::Off) {}
+  explicit MaestroList(bool wanted)
+      : state_(wanted && list_workaround_allowed() && library_is_3_32() ? State::Unknown : State::Off) {}
 
   // Called right after `impl` was detached (pushed at the back of maestro's list): the list's
   // reference to it, or null when the workaround is off (the list keeps it).
@@ -161,10 +182,11 @@ class MaestroList {
   State state_;
   List* list_ = nullptr;
 
+  // The library loaded, not only the headers compiled against.
   static bool library_is_3_32() {
     int major = 0, minor = 0, patch = 0;
     sg_version_get(&major, &minor, &patch);
-    return SIMGRID_VERSION_MAJOR == 3 && SIMGRID_VERSION_MINOR == 32 && major == 3 && minor == 32;
+    return major == 3 && minor == 32;
   }
 
   bool probe(const sgk::activity::ActivityImpl* impl) {
@@ -190,6 +212,15 @@ class MaestroList {
 
   static constexpr std::size_t kActivitiesOffset = 0xc0;  // ActorImpl::activities_ in 3.32
 };
+#else
+// Any other SimGrid: the public path alone (4.1 keeps detached activities in a std::set).
+class MaestroList {
+ public:
+  explicit MaestroList(bool) {}
+  sgk::activity::ActivityImplPtr take(const sgk::activity::ActivityImpl*) { return nullptr; }
+  bool on() const { return false; }
+};
+#endif
 
 // ---------------------------------------------------------------------------------------------
 // The simulation
@@ -475,8 +506,9 @@ void Simulation::run() {
   impl_->engine->run();
   // SimGrid 3.32 keeps detached transfers in a list it searches end to end at each completion,
   // so the cost of a transfer grows with the transfers in flight: worth knowing when it is slow.
-  TC_LOG_INFO("sim", "simgrid: {:.0f} transfers in flight on average; list workaround {}",
-              impl_->live_sum / std::max(1.0, impl_->live_count), impl_->maestro_list.on() ? "on" : "off");
+  TC_LOG_INFO(
+      "sim", "simgrid: {:.0f} transfers in flight on average; {}", impl_->live_sum / std::max(1.0, impl_->live_count),
+      impl_->maestro_list.on() ? "SimGrid 3.32's list workaround on" : "public S4U path only (list workaround off)");
 }
 
 Simulation::RouteView Simulation::route(std::uint32_t index) const {
