@@ -211,10 +211,4 @@ std::unique_ptr<Engine> make_analytic_engine() {
   return std::make_unique<AnalyticEngine>();
 }
 
-std::unique_ptr<Engine> make_engine(const std::string& name) {
-  if (name == "analytic") return make_analytic_engine();
-  if (name == "simgrid") return make_simgrid_engine();
-  throw InputError(fmt::format("unknown engine '{}': expected simgrid or analytic", name));
-}
-
 }  // namespace topocoll::sim

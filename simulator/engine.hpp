@@ -1,6 +1,6 @@
 // Executing a schedule in simulated time. Two engines share this interface and the same routes
 // and calibration: `analytic` (an alpha-beta event simulation with static link sharing) and
-// `simgrid` (SimGrid 3.32's CM02 flow model). The NCCL reference model is separate
+// `simgrid` (SimGrid 3.32's CM02 flow model, in simulator/simgrid/). The NCCL reference model is separate
 // (nccl_model.hpp): it predicts stock NCCL, not a schedule.
 #pragma once
 
@@ -52,8 +52,17 @@ class Engine {
 };
 
 std::unique_ptr<Engine> make_analytic_engine();
-std::unique_ptr<Engine> make_simgrid_engine();  // throws InputError when built without SimGrid
-// "analytic" | "simgrid"; InputError otherwise.
+
+// "analytic" | "simgrid"; InputError otherwise. The SimGrid engine lives in its own library
+// (topocoll_simgrid, simulator/simgrid/), the only one that links SimGrid: a program that links
+// it makes "simgrid" available with one explicit call in main(),
+// register_simgrid_engine() (simulator/simgrid/simgrid_engine.hpp). In a program that does
+// not, make_engine("simgrid") throws InputError saying so. (An explicit call, not a static
+// registration object: a static library drops an object nothing refers to.)
 std::unique_ptr<Engine> make_engine(const std::string& name);
+
+// Makes make_engine(name) return factory(). Call from main() before any thread starts.
+using EngineFactory = std::unique_ptr<Engine> (*)();
+void register_engine(const std::string& name, EngineFactory factory);
 
 }  // namespace topocoll::sim

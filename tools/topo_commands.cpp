@@ -5,6 +5,7 @@
 #include <fstream>
 
 #include "common/errors.hpp"
+#include "simulator/simgrid/platform_xml.hpp"
 #include "topologies/diagnostics.hpp"
 #include "topologies/export.hpp"
 #include "topologies/load.hpp"
@@ -72,7 +73,7 @@ int topo_export(const TopoArgs& a, std::ostream& out) {
   if (a.format == "dot")
     topo::write_dot(t, output.stream());
   else if (a.format == "simgrid")
-    topo::write_simgrid_platform(t, output.stream());
+    sim::sg::write_platform_xml(t, output.stream());
   else
     output.stream() << topo::to_json(t).dump(1) << "\n";
   output.close();

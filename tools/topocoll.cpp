@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "common/errors.hpp"
+#include "simulator/simgrid/simgrid_engine.hpp"
 #include "tools/algo_commands.hpp"
 #include "tools/exp_command.hpp"
 #include "tools/sim_command.hpp"
@@ -78,6 +79,7 @@ int exec_bench(int argc, char** argv) {
 }
 
 int main(int argc, char** argv) {
+  topocoll::sim::register_simgrid_engine();  // --engine simgrid (simulator/engine.hpp)
   if (argc > 1 && std::string(argv[1]) == "bench") return exec_bench(argc, argv);
   CLI::App app{"topocoll: topology-aware collective algorithms (topologies, schedules, simulation, runtime)"};
   app.require_subcommand(1);

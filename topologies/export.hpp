@@ -1,11 +1,11 @@
-// Exports of a Topology: Graphviz DOT (to look at), SimGrid platform XML (to simulate) and JSON
-// (the full model, for other tools).
+// Exports of a Topology: Graphviz DOT (to look at) and JSON (the full model, for other tools).
+// The SimGrid platform XML is the SimGrid engine's (simulator/simgrid/platform_xml.hpp: the
+// routes it simulates); it follows the naming below.
 //
 // Names are the model's: every device is written under Topology::device_name ("n3/gpu5",
-// "leaf2"), so a rank's SimGrid host is device_name(rank(r).gpu). A SimGrid link that stands for
+// "leaf2"); a rank's SimGrid host is "<device_name(rank(r).gpu)>/ch<channel>". A SimGrid link for
 // one model edge is named "<a>--<b>" after its two ends, in the graph's own edge order; its
-// direction "UP" runs from <a> to <b>. export.cpp explains, at its top, the few places where the
-// SimGrid platform departs from the model.
+// direction "UP" runs from <a> to <b>.
 #pragma once
 
 #include <iosfwd>
@@ -19,13 +19,6 @@ namespace topocoll::topo {
 // the links between them; fabric switches and network links outside. Node labels are device
 // names; edge labels are the link kind and its bandwidth per direction ("nvlink 450 GB/s").
 void write_dot(const Topology& t, std::ostream& out);
-
-// SimGrid 3.32 platform XML (DTD version 4.1). GPUs and CPUs are hosts (properties: kind,
-// node, local, numa, rank, model, sm), other devices routers, links split-duplex. Zones: one per
-// node, inside one per group of nodes sharing a leaf, inside a top zone that also holds the
-// spine layer; routing stays proportional to nodes, never to ranks². Load it with
-// simgrid::s4u::Engine::load_platform(), then seal_platform() before asking for routes.
-void write_simgrid_platform(const Topology& t, std::ostream& out);
 
 // The full model:
 //   {"nodes": N, "node_models": [...], "cpu_vendor": "...", "cores_per_node": C,

@@ -1,7 +1,7 @@
 // SimGrid 3.32 behind one interface: the platform, the activities, the callbacks, and a child
 // process per simulation. The layout of the platform and the choice of network settings are
 // explained in simgrid_adapter.hpp.
-#include "simulator/simgrid_adapter.hpp"
+#include "simulator/simgrid/simgrid_adapter.hpp"
 
 #include <dlfcn.h>
 #include <fmt/format.h>
@@ -12,13 +12,20 @@
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <list>
 #include <optional>
 #include <simgrid/kernel/Timer.hpp>
 #include <simgrid/kernel/resource/Action.hpp>
 #include <simgrid/s4u.hpp>
+
+// clang-format off
+#include <simgrid/version.h>  // after s4u.hpp: it needs xbt/base.h (kept here against include sorting)
+// clang-format on
+
 #include <stdexcept>
+#include <string_view>
 #include <unordered_map>
 
 // clang-format off
@@ -27,6 +34,7 @@
 
 #include "common/errors.hpp"
 #include "common/log.hpp"
+#include "simulator/simgrid/platform_layout.hpp"
 
 namespace topocoll::sim::sg {
 
@@ -37,85 +45,6 @@ using topo::Edge;
 using topo::Vertex;
 
 namespace {
-
-// ---------------------------------------------------------------------------------------------
-// Links: names and directions (topologies/export.hpp's convention).
-
-// Every model edge's SimGrid name and the end its "UP" direction starts from: the source of the
-// edge as the graph lists it (boost::edges), whatever the orientation of a descriptor at hand.
-class LinkCatalog {
- public:
-  explicit LinkCatalog(const topo::Topology& t) : g_(t.graph()) {
-    std::unordered_map<std::string, int> uses;
-    for (auto e : boost::make_iterator_range(boost::edges(g_))) {
-      const Vertex a = boost::source(e, g_);
-      std::string id = fmt::format("{}--{}", t.device_name(a), t.device_name(boost::target(e, g_)));
-      if (const int n = ++uses[id]; n > 1) id += fmt::format("#{}", n);
-      entries_.emplace(&g_[e], Entry{std::move(id), a});
-    }
-  }
-  const std::string& name(Edge e) const { return entry(e).name; }
-  // Whether walking e from vertex `from` runs in its UP direction.
-  bool up(Edge e, Vertex from) const { return entry(e).up_from == from; }
-
- private:
-  struct Entry {
-    std::string name;
-    Vertex up_from;
-  };
-  const topo::Graph& g_;
-  std::unordered_map<const topo::Link*, Entry> entries_;
-
-  const Entry& entry(Edge e) const {
-    auto it = entries_.find(&g_[e]);
-    TOPOCOLL_ASSERT(it != entries_.end(), "a route link is not an edge of the topology");
-    return it->second;
-  }
-};
-
-// One link of a route, walked from vertex `from` to vertex `to`: UP or DOWN.
-struct Step {
-  Edge edge;
-  Vertex from = 0, to = 0;
-  bool up = true;
-};
-
-// A Router route walked from rank src's GPU.
-std::vector<Step> steps_of(const topo::Topology& t, const LinkCatalog& catalog, int src, const Route& r) {
-  const topo::Graph& g = t.graph();
-  std::vector<Step> steps;
-  steps.reserve(r.links.size());
-  Vertex at = t.rank(src).gpu;
-  for (Edge e : r.links) {
-    const Vertex a = boost::source(e, g), b = boost::target(e, g);
-    TOPOCOLL_ASSERT(a == at || b == at, fmt::format("the route from rank {} is not a walk", src));
-    const Vertex next = a == at ? b : a;
-    steps.push_back({e, at, next, catalog.up(e, at)});
-    at = next;
-  }
-  return steps;
-}
-
-// Splits a cross-node route at its first vertex outside the source's node and its last vertex
-// outside the destination's node: [inside a's node][fabric][inside b's node].
-struct CrossNodeParts {
-  std::vector<Step> out, fabric, in;
-};
-
-CrossNodeParts split_cross_node(const topo::Graph& g, const std::vector<Step>& steps, int node_a, int node_b) {
-  CrossNodeParts parts;
-  std::size_t k = 0;
-  while (k < steps.size() && g[steps[k].to].node == node_a) parts.out.push_back(steps[k++]);
-  std::size_t end = steps.size();
-  while (end > k && g[steps[end - 1].from].node == node_b) --end;
-  for (; k < end; ++k) parts.fabric.push_back(steps[k]);
-  for (; k < steps.size(); ++k) parts.in.push_back(steps[k]);
-  return parts;
-}
-
-std::string split_duplex_name(const std::string& link, bool up) {
-  return link + (up ? "_UP" : "_DOWN");
-}
 
 // Reads an action that SimGrid passes as NetworkAction&: 3.32 does not install that class's
 // header, but NetworkAction derives from Action alone (single, non-virtual inheritance), so an
@@ -207,17 +136,36 @@ class ActivityTable {
 };
 
 // ---------------------------------------------------------------------------------------------
-// SimGrid 3.32's list of detached activities (simgrid_adapter.hpp, "Activities": the list
-// workaround). Every transfer is detached, so maestro's activity list (a std::list of
-// ActivityImplPtr) holds all transfers in flight and CommImpl::finish() walks it end to end to
-// take one off. take() moves the reference the list just received (at its back) to the caller,
-// keeping the list empty, so that walk is over at once. The list is found at its place in
-// 3.32's ActorImpl (read from the disassembly of Debian's libsimgrid.so.3.32: CommImpl::finish
-// removes from maestro + 0xc0) and its layout confirmed on the first transfer (an empty
-// std::list whose first push is that transfer), else the workaround stays off.
+// The transfers' main path is SimGrid's public S4U API: Comm::sendto_init(...)->detach(), and
+// the finished transfer seen through Link::on_communication_state_change. SimGrid 3.32 (not
+// 4.1) pays O(transfers in flight) per finished transfer on that path (maestro's list of
+// detached activities, simgrid_adapter.hpp, "Activities"), and its S4U API offers no way
+// around it: every host-to-host comm is detached in Comm::sendto_init() itself. MaestroList is
+// the fallback for that version alone, compiled only against 3.32's headers
+// (SIMGRID_VERSION_MAJOR/MINOR), used only when the library loaded says 3.32 too
+// (sg_version_get), only once the first transfer confirmed the list's place and layout, and
+// not when TOPOCOLL_SIMGRID_LIST_WORKAROUND=0 (or PlatformSpec::list_workaround = false). Same
+// results with it or without (simgrid_engine_test.cpp); the run logs which path ran
+// (TOPOCOLL_LOG=info).
+bool list_workaround_allowed() {
+  const char* env = std::getenv("TOPOCOLL_SIMGRID_LIST_WORKAROUND");
+  return env == nullptr || std::string_view(env) != "0";
+}
+
+#if SIMGRID_VERSION_MAJOR == 3 && SIMGRID_VERSION_MINOR == 32
+// SimGrid 3.32's list of detached activities. Every transfer is detached, so maestro's
+// activity list (a std::list of ActivityImplPtr) holds all transfers in flight and
+// CommImpl::finish() walks it end to end to take one off (std::list::remove). take() moves the
+// reference the list just received (at its back) to the caller, keeping the list empty, so that
+// walk is over at once. The list is found at its place in 3.32's ActorImpl (3.32's
+// src/kernel/actor/ActorImpl.hpp: activities_; read from the disassembly of Debian's
+// libsimgrid.so.3.32: CommImpl::finish removes from maestro + 0xc0) and its layout confirmed on
+// the first transfer (an empty std::list whose first push is that transfer), else the
+// workaround stays off.
 class MaestroList {
  public:
-  explicit MaestroList(bool wanted) : state_(wanted && library_is_3_32() ? State::Unknown : State::Off) {}
+  explicit MaestroList(bool wanted)
+      : state_(wanted && list_workaround_allowed() && library_is_3_32() ? State::Unknown : State::Off) {}
 
   // Called right after `impl` was detached (pushed at the back of maestro's list): the list's
   // reference to it, or null when the workaround is off (the list keeps it).
@@ -238,10 +186,11 @@ class MaestroList {
   State state_;
   List* list_ = nullptr;
 
+  // The library loaded, not only the headers compiled against.
   static bool library_is_3_32() {
     int major = 0, minor = 0, patch = 0;
     sg_version_get(&major, &minor, &patch);
-    return SIMGRID_VERSION_MAJOR == 3 && SIMGRID_VERSION_MINOR == 32 && major == 3 && minor == 32;
+    return major == 3 && minor == 32;
   }
 
   bool probe(const sgk::activity::ActivityImpl* impl) {
@@ -267,6 +216,15 @@ class MaestroList {
 
   static constexpr std::size_t kActivitiesOffset = 0xc0;  // ActorImpl::activities_ in 3.32
 };
+#else
+// Any other SimGrid: the public path alone (4.1 keeps detached activities in a std::set).
+class MaestroList {
+ public:
+  explicit MaestroList(bool) {}
+  sgk::activity::ActivityImplPtr take(const sgk::activity::ActivityImpl*) { return nullptr; }
+  bool on() const { return false; }
+};
+#endif
 
 // ---------------------------------------------------------------------------------------------
 // The simulation
@@ -377,11 +335,6 @@ struct Simulation::Impl {
       port.router = zones[endpoint(rank, channel)]->create_router(
           fmt::format("{}@{}", hosts[endpoint(rank, channel)]->get_name(), t.device_name(nic)));
     return port;
-  }
-
-  static bool same_links(const std::vector<Step>& a, const std::vector<Step>& b) {
-    return std::equal(a.begin(), a.end(), b.begin(), b.end(),
-                      [](const Step& x, const Step& y) { return x.edge == y.edge && x.from == y.from; });
   }
 
   void build_platform(const PlatformSpec& spec) {
@@ -557,8 +510,9 @@ void Simulation::run() {
   impl_->engine->run();
   // SimGrid 3.32 keeps detached transfers in a list it searches end to end at each completion,
   // so the cost of a transfer grows with the transfers in flight: worth knowing when it is slow.
-  TC_LOG_INFO("sim", "simgrid: {:.0f} transfers in flight on average; list workaround {}",
-              impl_->live_sum / std::max(1.0, impl_->live_count), impl_->maestro_list.on() ? "on" : "off");
+  TC_LOG_INFO(
+      "sim", "simgrid: {:.0f} transfers in flight on average; {}", impl_->live_sum / std::max(1.0, impl_->live_count),
+      impl_->maestro_list.on() ? "SimGrid 3.32's list workaround on" : "public S4U path only (list workaround off)");
 }
 
 Simulation::RouteView Simulation::route(std::uint32_t index) const {

@@ -1,5 +1,5 @@
 // The SimGrid engine: a schedule executed on SimGrid's flow model of the topology, event by
-// event. SimGrid itself is behind simulator/simgrid_adapter.hpp; this file holds the execution
+// event. SimGrid itself is behind simgrid_adapter.hpp (beside it); this file holds the execution
 // contract (algorithms/schedule.hpp) and nothing of SimGrid's API.
 //
 // ======================================== Execution =========================================
@@ -51,6 +51,8 @@
 // SimGrid's engine is a process-wide singleton that cannot be created twice, and a run needs a
 // platform of its own: every run() forks a child that builds the platform, simulates and sends
 // back the result (sg::run_isolated). The parent's memory is untouched by a run.
+#include "simulator/simgrid/simgrid_engine.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -68,7 +70,7 @@
 #include "common/log.hpp"
 #include "simulator/engine.hpp"
 #include "simulator/routes.hpp"
-#include "simulator/simgrid_adapter.hpp"
+#include "simulator/simgrid/simgrid_adapter.hpp"
 
 namespace topocoll::sim {
 
@@ -815,6 +817,10 @@ class SimGridEngine final : public Engine {
 
 std::unique_ptr<Engine> make_simgrid_engine() {
   return std::make_unique<SimGridEngine>();
+}
+
+void register_simgrid_engine() {
+  register_engine("simgrid", &make_simgrid_engine);
 }
 
 }  // namespace topocoll::sim

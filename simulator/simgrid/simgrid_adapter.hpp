@@ -76,20 +76,24 @@
 //    handed to the Listener from a kernel timer at the same date, where starting new
 //    activities is safe.
 //  - Comm::set_rate is ignored for host-to-host comms (hence the private cap links above).
-//  - Cost, and the list workaround. 3.32 detaches every host-to-host comm in
-//    Comm::sendto_init() itself: CommImpl::detach() pushes it on maestro's activity list (a
-//    std::list), and CommImpl::finish() takes it off with std::list::remove, which walks the
-//    whole list. Each completed transfer therefore costs O(transfers in flight), whatever the
-//    caller does (read from the disassembly of Debian's libsimgrid.so.3.32: Comm::sendto_init,
-//    CommImpl::detach, CommImpl::finish; later SimGrid versions keep them in a set). At 1024
-//    GPUs and ~1000 transfers in flight that walk was 40-65 % of the run. The workaround
-//    (MaestroList in the .cpp): right after starting a transfer, move the reference the list
-//    just received at its back into our table of transfers in flight, so the list stays empty
-//    and the walk ends at once; the reference is dropped once SimGrid has finished with the
-//    comm. Only with SimGrid 3.32 (compile and run time), and only after the first transfer
-//    confirmed the list's place and layout; otherwise it stays off, with a warning. Same
-//    results either way (tested); PlatformSpec::list_workaround = false turns it off. The run
-//    logs the average in flight and whether the workaround is on (TOPOCOLL_LOG=info).
+//  - Cost, and the list workaround. The main path is the public API above. 3.32 detaches every
+//    host-to-host comm in Comm::sendto_init() itself: CommImpl::detach() pushes it on
+//    maestro's activity list (a std::list, ActorImpl::activities_ in 3.32's sources), and
+//    CommImpl::finish() takes it off with std::list::remove, which walks the whole list. Each
+//    completed transfer therefore costs O(transfers in flight), whatever the caller does; the
+//    public API has no other host-to-host transfer (mailbox comms need an actor on each side;
+//    parallel tasks need the ptask_L07 model, not CM02). SimGrid 4.1 keeps that list a
+//    std::set (its sources: ActorImpl::activities_, ActivityImpl::detach), so there the public
+//    path is the whole story. At 1024 GPUs and ~1000 transfers in flight that walk was
+//    40-65 % of the run, so for 3.32 alone the adapter has a fallback (MaestroList in the .cpp):
+//    right after starting a transfer, move the reference the list just received at its back
+//    into our table of transfers in flight, so the list stays empty and the walk ends at once;
+//    the reference is dropped once SimGrid has finished with the comm. It is compiled only
+//    against 3.32's headers (SIMGRID_VERSION_MAJOR/MINOR), used only when the library loaded is
+//    3.32 (sg_version_get) and the first transfer confirmed the list's place and layout
+//    (otherwise off, with a warning), and TOPOCOLL_SIMGRID_LIST_WORKAROUND=0 or
+//    PlatformSpec::list_workaround = false turns it off. Same results either way (tested). The
+//    run logs the average in flight and which path ran (TOPOCOLL_LOG=info).
 #pragma once
 
 #include <cstdint>

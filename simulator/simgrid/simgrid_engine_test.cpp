@@ -1,10 +1,13 @@
 // Tests of the SimGrid engine (simgrid_engine.cpp) and its platform (simgrid_adapter.hpp): closed
 // forms on hand-made machines, the routes SimGrid follows against the Router's, and agreement
 // with the analytic engine where both model the same thing.
+#include "simulator/simgrid/simgrid_engine.hpp"
+
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 
 #include <array>
+#include <cstdlib>
 #include <map>
 #include <sstream>
 #include <string>
@@ -15,7 +18,7 @@
 #include "common/errors.hpp"
 #include "simulator/engine.hpp"
 #include "simulator/routes.hpp"
-#include "simulator/simgrid_adapter.hpp"
+#include "simulator/simgrid/simgrid_adapter.hpp"
 #include "topologies/presets.hpp"
 
 namespace topocoll::sim {
@@ -405,6 +408,34 @@ TEST_CASE("simgrid: a hand-made tree takes 6 t_B + 4 alpha") {
 // ---------------------------------------------------------------------------------------------
 // Fast paths: islands and the list workaround (simgrid_engine.cpp, "Speed")
 
+// The transfers' public S4U path alone (TOPOCOLL_SIMGRID_LIST_WORKAROUND=0: SimGrid 3.32's
+// list of detached comms as shipped, simgrid_adapter.hpp) and with the 3.32 fallback (the
+// default; off by itself on any other SimGrid) start the same comms in the same order: the
+// results are identical, operation by operation. dbt on 2 nodes: every transfer a SimGrid comm.
+TEST_CASE("simgrid: the public path and SimGrid 3.32's list fallback give identical results") {
+  const topo::Topology t = topo::Topology::build(topo::make_dgx_h100_node(), 2, [] {
+    topo::FabricSpec f;
+    f.kind = topo::FabricKind::RailFatTree;
+    return f;
+  }());
+  const algo::Schedule s = generate("dbt", t, 8 * kMiB, 2, 512 * 1024);
+  SimOptions o;
+  o.trace = true;
+  const SimResult with_fallback = make_simgrid_engine()->run(t, s, default_calibration(), o);
+  ::setenv("TOPOCOLL_SIMGRID_LIST_WORKAROUND", "0", 1);
+  const SimResult public_only = make_simgrid_engine()->run(t, s, default_calibration(), o);
+  ::unsetenv("TOPOCOLL_SIMGRID_LIST_WORKAROUND");
+  CHECK(with_fallback.island_transfers < with_fallback.transfers);
+  CHECK(public_only.transfers == with_fallback.transfers);
+  CHECK(public_only.time_s == with_fallback.time_s);
+  REQUIRE(public_only.trace.size() == with_fallback.trace.size());
+  std::size_t differ = 0;
+  for (std::size_t k = 0; k < public_only.trace.size(); ++k)
+    differ += public_only.trace[k].start_s != with_fallback.trace[k].start_s ||
+              public_only.trace[k].end_s != with_fallback.trace[k].end_s;
+  CHECK(differ == 0);
+}
+
 // An island of one group (a private route) with transfers that start at different times and
 // have different sizes: one GPU pair, two channels. Channel 0 sends 2 MiB at once; channel 1 first copies 1 MiB (at
 // 100 GB/s: t1 = 1 MiB / 100 GB/s) and then sends 2 MiB. The link (100 GB/s) carries channel 0
@@ -551,3 +582,9 @@ TEST_CASE("simgrid: protocols as calibrations: LL beats Simple on a ring at 8 B,
 }
 
 }  // namespace topocoll::sim
+
+TEST_CASE("make_engine(\"simgrid\") after register_simgrid_engine()") {
+  topocoll::sim::register_simgrid_engine();
+  CHECK(topocoll::sim::make_engine("simgrid")->name() == "simgrid");
+  CHECK(topocoll::sim::make_engine("analytic")->name() == "analytic");
+}
