@@ -8,6 +8,9 @@ namespace topocoll::runtime {
 
 Communicator::Communicator(MPI_Comm world) {
   MPI_Comm_dup(world, &comm_);
+  // Errors (a peer found gone) come back as return codes to the bounded waits, which report them
+  // as JobTimeout naming the call: never an abort of the job from inside MPI.
+  MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
   MPI_Comm_rank(comm_, &rank_);
   MPI_Comm_size(comm_, &size_);
   MPI_Comm_split_type(comm_, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &node_comm_);
