@@ -1,21 +1,26 @@
-// Faults of a job under MPI (issue 5, part 2): a dead peer and ranks that disagree about a call
-// end the collective with an error that names them, never with a hang or a wrong answer.
+// Faults of a job under MPI: a dead, stopped or slowed peer and ranks that disagree end the job
+// with an error that names them, never with a hang or a wrong answer.
 //
 //   what goes wrong                     who notices                      what they say
 //   ───────────────────────────────     ─────────────────────────────    ─────────────────────────────
-//   a rank dies (killed, crashed)       every rank that waits on it,     "rank 1 (pid 4242 on node7) is
-//                                       directly or through a chain:     no longer running"
-//                                       the executor's progress timeout  (ranks on this rank's host are
-//                                       or a bounded wait (below)        checked; others are "unknown")
+//   ranks given different input, or     agree(), every rank, before any  "ranks disagree on the command
+//   one rank's input is bad             data moves (topocoll-bench: the  line: --topology: rank 0: ...;
+//                                       command line, then the job's     rank 1: pcie-8gpu", "input
+//                                       topology and layout)             error on rank 1 (of 2; ...)"
+//   a rank dies (killed, crashed),      every rank that waits on it,     "rank 1 (pid 4242 on node7) is
+//   is stopped (SIGSTOP) or does not    directly or through a chain:     no longer running" / "is
+//   come back to a wait (slowed)        the executor's progress timeout  stopped" / "has not waited in
+//                                       or a bounded wait (below)        topocoll for 3.1 s" (ranks of
+//                                                                        this host: the peer board)
 //   ranks pass different calls          check_same_call, before the      "ranks disagree on the call:
 //   (count, type, op, algorithm, ...)   collective runs, on every rank   rank 0: 1000 float sum ring,
 //                                                                         rank 1: 1001 float sum ring"
 //   and without that check              the transport: a message of the  InputError naming both sizes;
 //                                       wrong size is an error           the others time out
 //
-// Every MPI collective the runtime calls itself (barriers, the timing reductions, the call check)
-// goes through wait_bounded(): a non-blocking MPI call, tested until done or until the progress
-// timeout, so a rank that died between two collectives cannot hang the others in MPI either.
+// Every MPI collective the runtime calls itself (barriers, the timing reductions, the call check,
+// the agreement, the bench's mpi baseline) goes through wait_bounded(): a non-blocking MPI call, tested until done or
+// until the progress timeout, so a rank that died between two collectives cannot hang the others in MPI either.
 //
 // The launcher matters: by default mpirun (Open MPI) kills the whole job as soon as one process
 // dies, and itself names the rank that died. With `mpirun --enable-recovery` (or a launcher that
