@@ -6,7 +6,7 @@
 #   topology file that differs per rank (the job's topology agreement); the probe's call check.
 #   Faults the launcher does not handle (`mpirun --enable-recovery`: mpirun kills nobody): a rank
 #   killed (SIGKILL), stopped (SIGSTOP) or slowed (its main thread asleep beyond the timeout) in
-#   topocoll's ring and in the mpi baseline. Every survivor must exit non-zero within the progress
+#   topocoll's ring and in the mpi baseline (and the UCX ring when built). Every survivor must exit non-zero within the progress
 #   timeout + 10 s of the fault, its error line naming the rank and what is wrong with it.
 #   With mpirun's default abort: a killed rank ends the job too (mpirun names it).
 # Each mpirun is bounded by `timeout`; the time from the fault to the last survivor's exit is
@@ -195,6 +195,13 @@ recovery "stopped rank, mpi baseline" 3 1 "is stopped" TOPOCOLL_TEST_KILL=1:1500
   -e "the mpi baseline (MPI_Iallreduce) at 4194304 B: no progress for 3000 ms" -- "${mpib[@]}"
 recovery "slowed rank, mpi baseline" 3 1 "has not waited in topocoll for" TOPOCOLL_TEST_STALL=1:1500:30000 \
   -e "the mpi baseline (MPI_Iallreduce) at 4194304 B: no progress for 3000 ms" -- "${mpib[@]}"
+
+# The UCX transport, when built (its own waits beat the board too).
+if ! "$bench" --backend ucx -n 0 2>&1 | grep -q 'built without UCX'; then
+  ucx=("$bench" --backend ucx -a ring -b 4M -e 4M -n 100000 -w 0 -c 0)
+  recovery "killed rank, ucx ring" 3 1 "is no longer running" TOPOCOLL_TEST_KILL=1:1500 -- "${ucx[@]}"
+  recovery "stopped rank, ucx ring" 3 1 "is stopped" TOPOCOLL_TEST_KILL=1:1500:STOP -- "${ucx[@]}"
+fi
 
 echo "fault-test: $(($(date +%s) - t0)) s"
 summary fault-test
