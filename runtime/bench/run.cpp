@@ -305,6 +305,7 @@ std::uint64_t run_bench(const BenchOptions& o, BenchReport& report) {
       Point points[2];
       for (int ip = 0; ip < 2; ++ip) {
         const bool in_place = ip == 1;
+        comm.set_context(fmt::format("{} at {} B{}", name, bytes, in_place ? " in place" : ""));
         void* in = input.data();
         void* outp = in_place ? input.data() : output.data();
         auto run_once = [&] {
@@ -405,6 +406,7 @@ std::uint64_t run_bench(const BenchOptions& o, BenchReport& report) {
     if (reporting) report.block_end(entry, block_wrong, bw_n ? bw_sum / bw_n : 0.0);
   }
   if (reporting) report.finish();
+  comm.set_context("the end of the run");
   comm.barrier();
   set_own_state(PeerState::Done);
   return total_wrong;
