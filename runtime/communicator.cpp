@@ -8,6 +8,9 @@ namespace topocoll::runtime {
 
 Communicator::Communicator(MPI_Comm world) {
   MPI_Comm_dup(world, &comm_);
+  // Errors (a peer found gone) come back as return codes to the bounded waits, which report them
+  // as JobTimeout naming the call: never an abort of the job from inside MPI.
+  MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
   MPI_Comm_rank(comm_, &rank_);
   MPI_Comm_size(comm_, &size_);
   MPI_Comm_split_type(comm_, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &node_comm_);
@@ -55,6 +58,11 @@ std::chrono::milliseconds Communicator::bound() const {
   return timeout_.count() > 0 ? timeout_ : std::chrono::milliseconds(std::chrono::hours(24));
 }
 
+std::string Communicator::label(const char* what) const {
+  return context_.empty() ? fmt::format("rank {}: {}", rank_, what)
+                          : fmt::format("rank {}: {} ({})", rank_, what, context_);
+}
+
 void Communicator::barrier() const {
   if (timeout_.count() <= 0 && !progress_) {
     MPI_Barrier(comm_);
@@ -62,7 +70,7 @@ void Communicator::barrier() const {
   }
   MPI_Request r = MPI_REQUEST_NULL;
   MPI_Ibarrier(comm_, &r);
-  wait_bounded(r, bound(), fmt::format("rank {}: barrier", rank_), peers_, progress_);
+  wait_bounded(r, bound(), label("barrier"), peers_, progress_);
 }
 
 void Communicator::max_over_ranks(std::vector<double>& v) const {
@@ -73,7 +81,7 @@ void Communicator::max_over_ranks(std::vector<double>& v) const {
   }
   MPI_Request r = MPI_REQUEST_NULL;
   MPI_Iallreduce(MPI_IN_PLACE, v.data(), static_cast<int>(v.size()), MPI_DOUBLE, MPI_MAX, comm_, &r);
-  wait_bounded(r, timeout_, fmt::format("rank {}: reducing the timings", rank_), peers_, progress_);
+  wait_bounded(r, timeout_, label("reducing the timings"), peers_, progress_);
 }
 
 std::uint64_t Communicator::sum_over_ranks(std::uint64_t v) const {
@@ -84,7 +92,7 @@ std::uint64_t Communicator::sum_over_ranks(std::uint64_t v) const {
   }
   MPI_Request r = MPI_REQUEST_NULL;
   MPI_Iallreduce(&v, &out, 1, MPI_UINT64_T, MPI_SUM, comm_, &r);
-  wait_bounded(r, timeout_, fmt::format("rank {}: summing the error counts", rank_), peers_, progress_);
+  wait_bounded(r, timeout_, label("summing the error counts"), peers_, progress_);
   return out;
 }
 

@@ -16,6 +16,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "algorithms/layout.hpp"
@@ -57,6 +58,10 @@ class Communicator {
   // without a timeout): a transport's progress, so a rank waiting here still answers its peers.
   void set_progress(std::function<void()> progress) { progress_ = std::move(progress); }
 
+  // What the job is doing, for the timeout messages of the bounded calls: "rank 2: barrier (ring
+  // at 4194304 B): no progress for 3000 ms ...". Empty: none.
+  void set_context(std::string context) { context_ = std::move(context); }
+
   void barrier() const;
   // Element-wise maximum / sum over all ranks, in place.
   void max_over_ranks(std::vector<double>& v) const;
@@ -64,6 +69,7 @@ class Communicator {
 
  private:
   std::chrono::milliseconds bound() const;
+  std::string label(const char* what) const;
 
   MPI_Comm comm_ = MPI_COMM_NULL;
   MPI_Comm node_comm_ = MPI_COMM_NULL;
@@ -72,6 +78,7 @@ class Communicator {
   std::chrono::milliseconds timeout_{0};
   const PeerTable* peers_ = nullptr;
   std::function<void()> progress_;
+  std::string context_;
   std::vector<int> node_of_;
 };
 

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "common/errors.hpp"
+#include "runtime/faults.hpp"
 
 namespace topocoll::runtime {
 
@@ -80,6 +81,7 @@ Transport::Request MpiTransport::post_send(int peer, int channel, const void* da
 }
 
 bool MpiTransport::test_send(Request r) {
+  heartbeat();
   Slot& s = slots_.at(r, "MPI transport: test_send");
   int flag = 0;
   check(MPI_Test(&s.request, &flag, MPI_STATUS_IGNORE), "MPI_Test (send)");
@@ -93,6 +95,7 @@ Transport::Request MpiTransport::post_recv(int peer, int channel, void* dst, std
 }
 
 bool MpiTransport::test_recv(Request r) {
+  heartbeat();
   Slot& s = slots_.at(r, "MPI transport: test_recv");
   int flag = 0;
   MPI_Status status;
@@ -120,6 +123,7 @@ bool MpiTransport::test_recv(Request r) {
 }
 
 void MpiTransport::wait(std::chrono::steady_clock::time_point /*deadline*/) {
+  heartbeat();
   std::this_thread::yield();
 }
 
@@ -174,6 +178,7 @@ void MpiRoundTransport::end_round() {
   if (requests_.empty()) return;
   const auto deadline = std::chrono::steady_clock::now() + timeout_;
   for (;;) {
+    heartbeat();
     int done = 0;
     if (MPI_Testall(static_cast<int>(requests_.size()), requests_.data(), &done, MPI_STATUSES_IGNORE) != MPI_SUCCESS)
       throw InputError(fmt::format(

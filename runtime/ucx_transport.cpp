@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "common/errors.hpp"
+#include "runtime/faults.hpp"
 
 namespace topocoll::runtime {
 
@@ -228,6 +229,7 @@ Transport::Request UcxTransport::post_send(int peer, int channel, const void* da
 }
 
 bool UcxTransport::test_send(Request r) {
+  heartbeat();  // the peer board: this rank waits in topocoll
   ucp_worker_progress(worker_);
   const Slot& s = slots_.at(r, "UCX: test_send");
   const ucs_status_t status = ucp_request_check_status(s.request);
@@ -255,6 +257,7 @@ Transport::Request UcxTransport::post_recv(int peer, int channel, void* dst, std
 }
 
 bool UcxTransport::test_recv(Request r) {
+  heartbeat();  // the peer board: this rank waits in topocoll
   ucp_worker_progress(worker_);
   const Slot s = slots_.at(r, "UCX: test_recv");
   ucp_tag_recv_info_t info{};
@@ -284,6 +287,7 @@ void UcxTransport::progress() {
 }
 
 void UcxTransport::wait(std::chrono::steady_clock::time_point /*deadline*/) {
+  heartbeat();  // the peer board: this rank waits in topocoll
   if (ucp_worker_progress(worker_) == 0) std::this_thread::yield();
 }
 

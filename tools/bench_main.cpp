@@ -1,12 +1,15 @@
 // topocoll-bench: the measured side of topocoll, a separate executable so that MPI stays out of
 // the `topocoll` tool. See tools/bench_command.hpp and runtime/bench/run.hpp.
-// Exit status: 0 success, 1 a wrong result or an internal error (the job is aborted), 2 bad input.
+// Exit status: 0 success, 1 a wrong result, a fault (a peer gone or stalled) or an internal error,
+// 2 bad input (on every rank, after the agreement; or a rank's own, e.g. a message of the wrong size).
 #include <mpi.h>
 
 #include <CLI/CLI.hpp>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
+#include <string>
 
 #include "common/errors.hpp"
 #include "runtime/executor.hpp"
@@ -23,11 +26,16 @@ Examples:
   mpirun -np 4 --mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any topocoll-bench --backend ucx -a all
 As root, and with more ranks than cores: mpirun --oversubscribe --allow-run-as-root ...)";
 
-// Before MPI_Init the launcher's environment says which rank we are: only rank 0 reports bad input.
-bool launcher_rank0() {
-  for (const char* v : {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID"})
-    if (const char* s = std::getenv(v)) return std::atoi(s) == 0;
-  return true;
+std::string fmt_rank(int rank) {
+  return "rank " + std::to_string(rank) + ": ";
+}
+
+// Before MPI_Init the launcher's environment says how many ranks the job has: with one (or none:
+// started by hand) bad input is reported at once, without MPI.
+int launcher_size() {
+  for (const char* v : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS"})
+    if (const char* s = std::getenv(v)) return std::atoi(s);
+  return 1;
 }
 
 }  // namespace
@@ -64,32 +72,41 @@ int main(int argc, char** argv) {
       "the job's topology: preset, NCCL XML or YAML spec; its GPUs must match the ranks (default: detected from MPI)");
   app.add_option("--nodes", a.nodes, "nodes of --topology (presets: default 1)");
   app.add_option("--fabric", a.fabric, "fabric of --topology: single-switch | rail-fat-tree | fat-tree");
+  // Bad input on a rank of a larger job does not end that rank alone: it takes part in the
+  // agreement below with its error, so that every rank stops with it (never a rank waiting in MPI
+  // for one that left).
+  std::string input_error;
   double env_timeout_s = 60;  // TOPOCOLL_TIMEOUT, when set, is --timeout's default
   try {
     env_timeout_s =
         static_cast<double>(topocoll::runtime::ExecOptions::from_environment().progress_timeout.count()) / 1000.0;
   } catch (const std::exception& e) {
-    if (launcher_rank0()) std::fprintf(stderr, "topocoll-bench: error: %s\n", e.what());
-    return 2;
+    input_error = e.what();
   }
   app.add_option("--timeout", a.timeout_s, "progress timeout in seconds (default: TOPOCOLL_TIMEOUT, else 60)")
       ->default_val(env_timeout_s);
   app.add_option("--format", a.format, "table | jsonl")->default_val("table");
   app.add_option("-O,--output", a.output, "output file (default stdout; rank 0 writes)");
   app.footer(kExamples);
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    if (launcher_rank0()) std::fprintf(stderr, "topocoll-bench: error: %s (see --help)\n", e.what());
-    return 2;
-  }
   topocoll::tools::BenchCommand command;
-  try {
-    command = topocoll::tools::parse_bench_flags(a);
-  } catch (const std::exception& e) {
-    if (launcher_rank0()) std::fprintf(stderr, "topocoll-bench: error: %s\n", e.what());
+  if (input_error.empty()) {
+    try {
+      app.parse(argc, argv);
+    } catch (const CLI::CallForHelp& e) {
+      return app.exit(e);
+    } catch (const CLI::ParseError& e) {
+      input_error = std::string(e.what()) + " (see --help)";
+    }
+  }
+  if (input_error.empty()) {
+    try {
+      command = topocoll::tools::parse_bench_flags(a);
+    } catch (const std::exception& e) {
+      input_error = e.what();
+    }
+  }
+  if (!input_error.empty() && launcher_size() <= 1) {
+    std::fprintf(stderr, "topocoll-bench: error: %s\n", input_error.c_str());
     return 2;
   }
 
@@ -98,10 +115,21 @@ int main(int argc, char** argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   int rc = 0;
   try {
-    topocoll::runtime::arm_test_kill(rank);  // TOPOCOLL_TEST_KILL (tools/fault_test.sh); unset: nothing
+    topocoll::runtime::arm_test_faults(rank);  // TOPOCOLL_TEST_KILL / _STALL (tools/fault_test.sh); unset: nothing
+    // Every rank agrees on the command before any data moves (runtime/faults.hpp): the same
+    // AgreedInputError on every rank when one rank's input was bad or two ranks differ.
+    topocoll::runtime::Agreement mine;
+    if (input_error.empty())
+      mine.fields = topocoll::runtime::agreement_fields(command.options);
+    else
+      mine.input_error = input_error;
+    const auto timeout = input_error.empty()
+                             ? command.options.progress_timeout
+                             : std::chrono::milliseconds(static_cast<std::int64_t>(env_timeout_s * 1000.0));
+    topocoll::runtime::agree(MPI_COMM_WORLD, mine, "the command line", timeout);
     rc = topocoll::tools::bench_command(command, std::cout);
-  } catch (const topocoll::InputError& e) {
-    // Raised alike on every rank (the job's layout, an unsupported algorithm): a clean exit.
+  } catch (const topocoll::runtime::AgreedInputError& e) {
+    // Raised alike on every rank, after an agreement: rank 0 says it, every rank ends cleanly.
     if (rank == 0) std::fprintf(stderr, "topocoll-bench: error: %s\n", e.what());
     MPI_Finalize();
     return 2;
@@ -111,10 +139,12 @@ int main(int argc, char** argv) {
     // on a non-zero exit; a launcher that does not (mpirun --enable-recovery) lets every other
     // rank run into its own progress timeout and report what it waits for. Not MPI_Abort: it
     // would kill the others before they can say which rank is gone.
-    std::fprintf(stderr, "topocoll-bench: error: %s\n", e.what());
+    topocoll::runtime::set_own_state(topocoll::runtime::PeerState::Failed);
+    const bool input = dynamic_cast<const topocoll::InputError*>(&e) != nullptr;
+    std::fprintf(stderr, "topocoll-bench: error: %s%s\n", input ? fmt_rank(rank).c_str() : "", e.what());
     std::fflush(stderr);
     std::fflush(stdout);
-    std::_Exit(1);
+    std::_Exit(input ? 2 : 1);
   }
   MPI_Finalize();
   return rc;

@@ -119,12 +119,52 @@ std::string mpi_pml() {
   return "as configured by mpirun (OMPI_MCA_pml not set: the MPI library's default selection)";
 }
 
+// What every rank must have resolved alike: the topology's name and description, and the layout
+// (node of every rank, intra-node ring orders, rails).
+std::vector<std::pair<std::string, std::string>> layout_fields(const JobLayout& job) {
+  const algo::Layout& l = job.layout;
+  auto ints = [](const std::vector<int>& v) {
+    std::string out;
+    for (int x : v) out += (out.empty() ? "" : ",") + std::to_string(x);
+    return out;
+  };
+  std::string rings;
+  for (const std::vector<int>& node : l.node_ranks) rings += (rings.empty() ? "" : " | ") + ints(node);
+  return {{"--topology", job.name},
+          {"its description", job.description},
+          {"its layout", fmt::format("{} ranks on {} nodes, {} rails", l.ranks, l.nodes, l.rails)},
+          {"its node of every rank", ints(l.node_of)},
+          {"its intra-node ring orders", rings},
+          {"its rail of every rank", ints(l.rail_of)}};
+}
+
 struct Point {
   double time_us = 0;
   std::uint64_t wrong = 0;
 };
 
 }  // namespace
+
+std::vector<std::pair<std::string, std::string>> agreement_fields(const BenchOptions& o) {
+  std::string names, sizes;
+  for (const BenchEntry& e : o.entries) names += (names.empty() ? "" : ",") + e.name;
+  for (std::uint64_t b : o.sizes) sizes += (sizes.empty() ? "" : ",") + std::to_string(b);
+  return {{"--backend", std::string(to_string(o.backend))},
+          {"--algorithm", names},
+          {"the sizes in bytes (-b, -e, -f)", sizes},
+          {"--datatype", std::string(algo::to_string(o.dtype))},
+          {"--op", std::string(algo::to_string(o.op))},
+          {"--iters", std::to_string(o.iters)},
+          {"--warmup_iters", std::to_string(o.warmup)},
+          {"--check", std::to_string(o.check)},
+          {"--channels", std::to_string(o.channels)},
+          {"--slice", std::to_string(o.slice_bytes)},
+          {"--rounds", o.rounds ? "on" : "off"},
+          {"--ucx-bulk", std::to_string(o.ucx_bulk_bytes)},
+          {"--topology", o.topology.topology.empty() ? "(detected from MPI)" : o.topology.topology},
+          {"--nodes", o.topology.nodes ? std::to_string(*o.topology.nodes) : "(the topology's own)"},
+          {"--fabric", o.topology.fabric.empty() ? "(the topology's default)" : o.topology.fabric}};
+}
 
 std::uint64_t run_bench(const BenchOptions& o, BenchReport& report) {
   const std::vector<BenchEntry>& algorithms = o.entries;
@@ -142,10 +182,23 @@ std::uint64_t run_bench(const BenchOptions& o, BenchReport& report) {
   Communicator comm;
   // The process behind every rank, so that a stall can say which are gone; the communicator's own
   // barriers and reductions give up after the progress timeout too (runtime/faults.hpp).
-  const PeerTable peers = PeerTable::gather(comm.comm());
+  const PeerTable peers = PeerTable::gather(comm.comm(), exec.progress_timeout);
   comm.set_timeout(exec.progress_timeout, &peers);
-  comm.layout();  // ranks numbered node by node, the same number per node: InputError on every rank alike
-  const JobLayout job = job_layout(o.topology, JobShape{comm.size(), comm.nodes(), comm.ranks_per_node()});
+  // The job's topology, agreed on by every rank before any data moves: a rank whose topology does
+  // not load or fit the job, or that resolved another one, stops every rank with the same error.
+  std::optional<JobLayout> job_found;
+  Agreement job_agreement;
+  try {
+    comm.layout();  // ranks numbered node by node, the same number per node
+    job_found = job_layout(o.topology, JobShape{comm.size(), comm.nodes(), comm.ranks_per_node()});
+    if (std::string why; o.backend == BenchBackend::Nccl && !nccl_available(&why))
+      throw InputError("--backend nccl: no usable GPU: " + why);
+    job_agreement.fields = layout_fields(*job_found);
+  } catch (const InputError& e) {
+    job_agreement.input_error = e.what();
+  }
+  agree(comm.comm(), job_agreement, "the job's topology", exec.progress_timeout, &peers);
+  const JobLayout& job = *job_found;
   const algo::Layout& layout = job.layout;
   const int rank = comm.rank(), ranks = comm.size();
   // More ranks on this node than cores: a stalled rank hands its core back at once (its peer may
@@ -204,7 +257,6 @@ std::uint64_t run_bench(const BenchOptions& o, BenchReport& report) {
   if (on_gpu) {
     std::vector<std::string> names;
     for (const BenchEntry& e : algorithms) names.push_back(e.name);
-    if (std::string why; !nccl_available(&why)) throw InputError("--backend nccl: no usable GPU: " + why);
     nccl = make_nccl_baselines(comm.comm(), comm.local_rank(), sizes.back(), names, exec.progress_timeout);
     if (reporting) report.device(nccl->describe());
   }
@@ -253,6 +305,7 @@ std::uint64_t run_bench(const BenchOptions& o, BenchReport& report) {
       Point points[2];
       for (int ip = 0; ip < 2; ++ip) {
         const bool in_place = ip == 1;
+        comm.set_context(fmt::format("{} at {} B{}", name, bytes, in_place ? " in place" : ""));
         void* in = input.data();
         void* outp = in_place ? input.data() : output.data();
         auto run_once = [&] {
@@ -276,8 +329,15 @@ std::uint64_t run_bench(const BenchOptions& o, BenchReport& report) {
           } else if (is_nccl) {
             nccl->run_us(name, dtype, op, args.count, in_place);
           } else {
-            MPI_Allreduce(in_place ? MPI_IN_PLACE : in, outp, static_cast<int>(args.count), *mpi_type(dtype),
-                          mpi_op(op), comm.comm());
+            // Non-blocking and bounded by the progress timeout: a rank gone or stalled inside
+            // the baseline ends the others with an error naming it, as in topocoll's schedules.
+            MPI_Request req = MPI_REQUEST_NULL;
+            const int rc = MPI_Iallreduce(in_place ? MPI_IN_PLACE : in, outp, static_cast<int>(args.count),
+                                          *mpi_type(dtype), mpi_op(op), comm.comm(), &req);
+            const std::string what = fmt::format("rank {}: the mpi baseline (MPI_Iallreduce) at {} B{}", rank, bytes,
+                                                 in_place ? " in place" : "");
+            if (rc != MPI_SUCCESS) throw std::runtime_error(what + ": MPI_Iallreduce failed");
+            wait_bounded(req, exec.progress_timeout, what, &peers);
             if (op == algo::ReduceOp::Avg) finish_avg(dtype, outp, args.count, ranks);
           }
         };
@@ -346,7 +406,9 @@ std::uint64_t run_bench(const BenchOptions& o, BenchReport& report) {
     if (reporting) report.block_end(entry, block_wrong, bw_n ? bw_sum / bw_n : 0.0);
   }
   if (reporting) report.finish();
+  comm.set_context("the end of the run");
   comm.barrier();
+  set_own_state(PeerState::Done);
   return total_wrong;
 }
 

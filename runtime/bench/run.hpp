@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "algorithms/types.hpp"
@@ -99,6 +100,10 @@ class BenchReport {
   virtual void block_end(const BenchEntry& e, std::uint64_t wrong, double avg_busbw) = 0;
   virtual void finish() = 0;
 };
+
+// The fields every rank's options must agree on (runtime::agree, before MPI moves any data):
+// everything that changes the collectives the ranks run (not the output format or the timeout).
+std::vector<std::pair<std::string, std::string>> agreement_fields(const BenchOptions& o);
 
 // Runs the benchmark; MPI must be initialised. Collective: every rank calls it with the same
 // options. Returns the number of wrong elements over every block (0 when unchecked). InputError
