@@ -9,8 +9,8 @@
 #include <span>
 #include <vector>
 
+#include "algorithms/ir/schedule.hpp"
 #include "algorithms/patterns/trees.hpp"
-#include "algorithms/schedule.hpp"
 
 namespace topocoll::algo {
 

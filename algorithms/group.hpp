@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "algorithms/schedule.hpp"
+#include "algorithms/ir/schedule.hpp"
 
 namespace topocoll::algo {
 

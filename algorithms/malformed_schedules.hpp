@@ -1,4 +1,4 @@
-// Malformed schedules for the tests of the contract's static half (algorithms/program_index.hpp):
+// Malformed schedules for the tests of the contract's static half (algorithms/ir/program_index.hpp):
 // the same cases go to all five executors (verifier, analytic and SimGrid engines, runtime Plan,
 // round planner), and each must throw (the verifier: report) the same ScheduleError message.
 // Every case is a 2-rank, 1-channel allreduce of 4 float32 per rank; rank 1's program is a
@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "algorithms/schedule.hpp"
+#include "algorithms/ir/schedule.hpp"
 
 namespace topocoll::algo::testing {
 

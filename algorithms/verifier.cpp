@@ -10,7 +10,7 @@
 #include <span>
 #include <unordered_map>
 
-#include "algorithms/program_index.hpp"
+#include "algorithms/ir/program_index.hpp"
 #include "common/errors.hpp"
 
 namespace topocoll::algo {

@@ -21,7 +21,7 @@ endforeach()
 set(topocoll_include_subdir ${CMAKE_INSTALL_INCLUDEDIR}/topocoll)
 foreach(lib IN LISTS topocoll_installed_libraries)
   get_target_property(type ${lib} TYPE)
-  # Headers are included as "algorithms/schedule.hpp": the source root in the build tree, the
+  # Headers are included as "algorithms/ir/schedule.hpp": the source root in the build tree, the
   # installed include/topocoll/ after install.
   if(type STREQUAL "INTERFACE_LIBRARY")
     continue()

@@ -2,10 +2,10 @@
 //  - InputError: the user gave something wrong (a flag, a file, a topology). The message names
 //    what was given and what was expected; the command line prints it on one line and exits
 //    with status 2.
-//  - ScheduleError: a schedule breaks the execution contract (algorithms/schedule.hpp): a bad
+//  - ScheduleError: a schedule breaks the execution contract (algorithms/ir/schedule.hpp): a bad
 //    channel or peer, a chunk outside its buffer, a write to the input, transfers that do not
 //    match, a schedule that never completes. The message names rank, channel and operation
-//    (algorithms/program_index.hpp); the command line prints it on one line and exits with
+//    (algorithms/ir/program_index.hpp); the command line prints it on one line and exits with
 //    status 1, as `topocoll verify` does for a schedule it proves wrong (not 2: a generated
 //    schedule that breaks the contract is a generator bug, not bad input).
 //  - RuntimeFailure: a run failed for a reason outside the schedule and the input: a peer died

@@ -1,6 +1,6 @@
 #include "runtime/bound_program.hpp"
 
-#include "algorithms/program_index.hpp"
+#include "algorithms/ir/program_index.hpp"
 
 namespace topocoll::runtime {
 

@@ -13,7 +13,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "algorithms/schedule.hpp"
+#include "algorithms/ir/schedule.hpp"
 #include "runtime/memory_space.hpp"
 
 namespace topocoll::runtime {

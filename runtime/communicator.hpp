@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "algorithms/layout.hpp"
+#include "algorithms/ir/layout.hpp"
 #include "runtime/faults.hpp"
 
 namespace topocoll::runtime {

@@ -7,7 +7,7 @@
 #include <cstring>
 #include <thread>
 
-#include "algorithms/program_index.hpp"
+#include "algorithms/ir/program_index.hpp"
 #include "common/errors.hpp"
 
 namespace topocoll::runtime {

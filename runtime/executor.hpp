@@ -1,5 +1,5 @@
 // The executor: runs one rank's program of a Schedule on real buffers over a Transport, under the
-// execution contract of algorithms/schedule.hpp.
+// execution contract of algorithms/ir/schedule.hpp.
 //
 //   Plan (bind once per schedule and rank)       Plan::run (many times, on given buffers)
 //   ──────────────────────────────────────       ────────────────────────────────────────
@@ -27,7 +27,7 @@
 //
 // Buffers and in-place calls. The executor reads and writes exactly the pointers it is given; the
 // caller expresses NCCL's in-place aliasing through them (algo::in_place_storage in
-// algorithms/program_index.hpp, which the verifier uses):
+// algorithms/ir/program_index.hpp, which the verifier uses):
 //   allreduce, broadcast, reduce   input == output
 //   reduce_scatter                 output == input + rank * count elements
 //   allgather                      input == output + rank * count elements
@@ -48,7 +48,7 @@
 #include <string>
 #include <vector>
 
-#include "algorithms/schedule.hpp"
+#include "algorithms/ir/schedule.hpp"
 #include "common/errors.hpp"
 #include "runtime/bound_program.hpp"
 #include "runtime/memory_space.hpp"

@@ -38,7 +38,7 @@
 #include <string>
 #include <vector>
 
-#include "algorithms/types.hpp"
+#include "algorithms/ir/types.hpp"
 #include "common/errors.hpp"
 
 namespace topocoll::runtime {

@@ -24,7 +24,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "algorithms/schedule.hpp"
+#include "algorithms/ir/schedule.hpp"
 #include "runtime/executor.hpp"
 #include "runtime/transport.hpp"
 

@@ -18,7 +18,7 @@
 #include <string>
 #include <utility>
 
-#include "algorithms/types.hpp"
+#include "algorithms/ir/types.hpp"
 
 namespace topocoll::runtime {
 

@@ -13,7 +13,7 @@
 #include <thread>
 #include <vector>
 
-#include "algorithms/layout.hpp"
+#include "algorithms/ir/layout.hpp"
 #include "algorithms/registry.hpp"
 #include "runtime/executor.hpp"
 #include "runtime/inproc.hpp"

@@ -1,5 +1,5 @@
 // The CPU reducer: element-wise reduction of one buffer into another, for every DataType and
-// ReduceOp of algorithms/types.hpp. The runtime's recv_reduce and reduce operations call it.
+// ReduceOp of algorithms/ir/types.hpp. The runtime's recv_reduce and reduce operations call it.
 //
 // Semantics, per dtype:
 //  - integers: sum and prod wrap modulo 2^bits (signed types too: computed in the unsigned type,
@@ -15,7 +15,7 @@
 
 #include <cstddef>
 
-#include "algorithms/types.hpp"
+#include "algorithms/ir/types.hpp"
 
 namespace topocoll::runtime {
 

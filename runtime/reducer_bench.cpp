@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "algorithms/types.hpp"
+#include "algorithms/ir/types.hpp"
 #include "runtime/reducer.hpp"
 #include "runtime/test_data.hpp"
 

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <span>
 
-#include "algorithms/program_index.hpp"
+#include "algorithms/ir/program_index.hpp"
 #include "common/errors.hpp"
 
 namespace topocoll::runtime {

@@ -19,7 +19,7 @@
 // op runs after the rounds of the transfers it depends on (-1: before round 0). Input and output
 // count as one buffer, so a plan holds in place and out of place. The plan is the least such
 // assignment, found by raising each matched pair to the larger of its two sides until nothing
-// changes (the matching of algorithms/schedule.hpp: FIFO per source, destination, channel). A
+// changes (the matching of algorithms/ir/schedule.hpp: FIFO per source, destination, channel). A
 // ring with one slice per chunk takes 2(p-1) rounds; with several slices a step's slices share a
 // round (they move at once, inside one group).
 //
@@ -32,7 +32,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "algorithms/schedule.hpp"
+#include "algorithms/ir/schedule.hpp"
 #include "runtime/bound_program.hpp"
 #include "runtime/executor.hpp"
 #include "runtime/memory_space.hpp"

@@ -14,7 +14,7 @@
 #include <stdexcept>
 #include <vector>
 
-#include "algorithms/layout.hpp"
+#include "algorithms/ir/layout.hpp"
 #include "algorithms/malformed_schedules.hpp"
 #include "algorithms/registry.hpp"
 #include "common/errors.hpp"

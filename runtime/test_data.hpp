@@ -16,7 +16,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "algorithms/types.hpp"
+#include "algorithms/ir/types.hpp"
 
 namespace topocoll::runtime {
 

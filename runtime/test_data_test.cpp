@@ -9,7 +9,7 @@
 #include <set>
 #include <vector>
 
-#include "algorithms/types.hpp"
+#include "algorithms/ir/types.hpp"
 #include "common/errors.hpp"
 #include "runtime/half.hpp"
 
@@ -275,7 +275,7 @@ TEST_CASE("test_data: a rank outside [0, ranks) or no ranks at all is refused") 
                        "test data for 0 ranks: expected at least 1 rank", InputError);
 }
 
-// ----- algorithms/types.cpp: the names bench and the command line take. These belong in
+// ----- algorithms/ir/types.cpp: the names bench and the command line take. These belong in
 // algorithms/types_test.cpp; they are here until that file exists.
 
 TEST_CASE("test_data: dtype names, nccl-tests spellings included, parse and print") {

@@ -26,7 +26,7 @@
 #include <map>
 #include <unordered_map>
 
-#include "algorithms/program_index.hpp"
+#include "algorithms/ir/program_index.hpp"
 #include "common/errors.hpp"
 #include "simulator/engine.hpp"
 #include "simulator/routes.hpp"

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "algorithms/schedule.hpp"
+#include "algorithms/ir/schedule.hpp"
 #include "simulator/calibration.hpp"
 #include "topologies/topology.hpp"
 

@@ -1,4 +1,4 @@
-// The contract's static half in the analytic engine (algorithms/program_index.hpp): a malformed
+// The contract's static half in the analytic engine (algorithms/ir/program_index.hpp): a malformed
 // schedule is the ScheduleError every executor gives, never undefined behaviour. The SimGrid
 // engine's case is in simgrid_engine_test.cpp (a binary of its own).
 #include <doctest/doctest.h>

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "algorithms/schedule.hpp"
+#include "algorithms/ir/schedule.hpp"
 #include "common/records.hpp"
 #include "simulator/calibration.hpp"
 #include "simulator/engine.hpp"

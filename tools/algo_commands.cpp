@@ -5,8 +5,8 @@
 #include <chrono>
 #include <fstream>
 
+#include "algorithms/ir/schedule_json.hpp"
 #include "algorithms/registry.hpp"
-#include "algorithms/schedule_json.hpp"
 #include "algorithms/verifier.hpp"
 #include "common/errors.hpp"
 #include "topologies/load.hpp"

@@ -6,8 +6,8 @@
 #include <span>
 #include <vector>
 
-#include "algorithms/layout.hpp"
-#include "algorithms/schedule.hpp"
+#include "algorithms/ir/layout.hpp"
+#include "algorithms/ir/schedule.hpp"
 
 namespace topocoll::algo {
 

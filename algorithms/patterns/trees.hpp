@@ -8,7 +8,7 @@
 #include <span>
 #include <vector>
 
-#include "algorithms/layout.hpp"
+#include "algorithms/ir/layout.hpp"
 
 namespace topocoll::algo {
 

@@ -2,7 +2,7 @@
 // and timed by the analytic engine.
 #include <cstdio>
 
-#include "algorithms/layout.hpp"
+#include "algorithms/ir/layout.hpp"
 #include "algorithms/registry.hpp"
 #include "algorithms/verifier.hpp"
 #include "simulator/calibration.hpp"

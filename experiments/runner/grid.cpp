@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "algorithms/types.hpp"
+#include "algorithms/ir/types.hpp"
 #include "common/cli_io.hpp"
 
 namespace topocoll::experiments {

@@ -11,7 +11,7 @@
 #include <optional>
 #include <string>
 
-#include "algorithms/layout.hpp"
+#include "algorithms/ir/layout.hpp"
 
 namespace topocoll::runtime {
 

@@ -35,8 +35,8 @@
 #include <string>
 #include <vector>
 
-#include "algorithms/schedule.hpp"
-#include "algorithms/types.hpp"
+#include "algorithms/ir/schedule.hpp"
+#include "algorithms/ir/types.hpp"
 
 namespace topocoll::runtime {
 

@@ -23,7 +23,7 @@
 #include <utility>
 #include <vector>
 
-#include "algorithms/types.hpp"
+#include "algorithms/ir/types.hpp"
 #include "common/records.hpp"
 #include "runtime/bench/job_layout.hpp"
 

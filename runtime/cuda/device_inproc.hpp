@@ -28,7 +28,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "algorithms/schedule.hpp"
+#include "algorithms/ir/schedule.hpp"
 #include "runtime/cuda/reducer.hpp"
 #include "runtime/executor.hpp"
 #include "runtime/inproc.hpp"

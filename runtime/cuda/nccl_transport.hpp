@@ -30,7 +30,7 @@
 #include <string>
 #include <vector>
 
-#include "algorithms/types.hpp"
+#include "algorithms/ir/types.hpp"
 #include "common/errors.hpp"
 #include "runtime/cuda/reducer.hpp"
 #include "runtime/transport.hpp"

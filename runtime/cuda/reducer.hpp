@@ -1,5 +1,5 @@
 // The CUDA reducer: the CPU reducer's contract (runtime/reducer.hpp) on device buffers, enqueued
-// on a stream. Every DataType x ReduceOp of algorithms/types.hpp; avg accumulates as sum and
+// on a stream. Every DataType x ReduceOp of algorithms/ir/types.hpp; avg accumulates as sum and
 // finish_avg divides once at the end.
 //
 // Same results as the CPU reducer, bit for bit, for every input that does not make a NaN: the same
@@ -15,7 +15,7 @@
 
 #include <cstddef>
 
-#include "algorithms/types.hpp"
+#include "algorithms/ir/types.hpp"
 #include "runtime/cuda/status.hpp"
 
 struct CUstream_st;

@@ -5,7 +5,7 @@
 // the same executor, contract and checks as the host transports. Built with CUDA only.
 #pragma once
 
-#include "algorithms/schedule.hpp"
+#include "algorithms/ir/schedule.hpp"
 #include "runtime/executor.hpp"
 #include "runtime/testing/run_inproc.hpp"
 

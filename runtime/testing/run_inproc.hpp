@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "algorithms/schedule.hpp"
+#include "algorithms/ir/schedule.hpp"
 #include "runtime/executor.hpp"
 #include "runtime/memory_space.hpp"
 

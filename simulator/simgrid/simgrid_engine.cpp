@@ -1,6 +1,6 @@
 // The SimGrid engine: a schedule executed on SimGrid's flow model of the topology, event by
 // event. SimGrid itself is behind simgrid_adapter.hpp (beside it); this file holds the execution
-// contract (algorithms/schedule.hpp) and nothing of SimGrid's API.
+// contract (algorithms/ir/schedule.hpp) and nothing of SimGrid's API.
 //
 // ======================================== Execution =========================================
 //
@@ -65,7 +65,7 @@
 #include <string_view>
 #include <unordered_map>
 
-#include "algorithms/program_index.hpp"
+#include "algorithms/ir/program_index.hpp"
 #include "common/errors.hpp"
 #include "common/log.hpp"
 #include "simulator/engine.hpp"

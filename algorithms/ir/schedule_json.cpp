@@ -1,4 +1,4 @@
-#include "algorithms/schedule_json.hpp"
+#include "algorithms/ir/schedule_json.hpp"
 
 #include <fmt/format.h>
 

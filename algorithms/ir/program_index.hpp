@@ -1,4 +1,4 @@
-// The execution contract's static half (algorithms/schedule.hpp, docs/schedule.md), written once
+// The execution contract's static half (algorithms/ir/schedule.hpp, docs/schedule.md), written once
 // for every executor: the verifier, the analytic and SimGrid engines, the runtime's Plan and its
 // round planner.
 //
@@ -30,7 +30,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "algorithms/schedule.hpp"
+#include "algorithms/ir/schedule.hpp"
 #include "common/errors.hpp"
 
 namespace topocoll::algo {

@@ -15,7 +15,7 @@
 #include <ostream>
 #include <string>
 
-#include "algorithms/schedule.hpp"
+#include "algorithms/ir/schedule.hpp"
 
 namespace topocoll::algo {
 

@@ -1,4 +1,4 @@
-#include "algorithms/types.hpp"
+#include "algorithms/ir/types.hpp"
 
 #include <fmt/format.h>
 

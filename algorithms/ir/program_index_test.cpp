@@ -1,8 +1,8 @@
-#include "algorithms/program_index.hpp"
+#include "algorithms/ir/program_index.hpp"
 
 #include <doctest/doctest.h>
 
-#include "algorithms/layout.hpp"
+#include "algorithms/ir/layout.hpp"
 #include "algorithms/malformed_schedules.hpp"
 #include "algorithms/registry.hpp"
 #include "algorithms/verifier.hpp"

@@ -1,4 +1,4 @@
-#include "algorithms/layout.hpp"
+#include "algorithms/ir/layout.hpp"
 
 #include <fmt/format.h>
 

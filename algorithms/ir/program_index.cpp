@@ -1,4 +1,4 @@
-#include "algorithms/program_index.hpp"
+#include "algorithms/ir/program_index.hpp"
 
 #include <fmt/format.h>
 

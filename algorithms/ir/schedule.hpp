@@ -23,7 +23,7 @@
 #include <string_view>
 #include <vector>
 
-#include "algorithms/types.hpp"
+#include "algorithms/ir/types.hpp"
 
 namespace topocoll::algo {
 

@@ -1,4 +1,4 @@
-#include "algorithms/schedule.hpp"
+#include "algorithms/ir/schedule.hpp"
 
 #include <fmt/format.h>
 
