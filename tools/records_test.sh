@@ -5,7 +5,7 @@
 # under experiments/, fresh `topocoll sim --format jsonl` and `topocoll exp run` records,
 # `topocoll-bench --format jsonl` under mpirun when built, `sim --trace` timelines, and the JSON
 # of `topo show`, `topo export` and `schedule export`, with names that need escaping (a quote, a
-# backslash, a space in the file and folder names).
+# backslash, a space in the file and folder names; a file name that is not UTF-8).
 # Usage: records_test.sh BUILD_BIN_DIR SOURCE_DIR
 set -u
 bin="$1/topocoll"
@@ -90,6 +90,11 @@ for l in open(sys.argv[1]):
   r = json.loads(l); assert r["topology"] == sys.argv[2] and r["calibration"] == sys.argv[3], (r["topology"], r["calibration"])' \
   "$tmp/weird-calibration.jsonl" "$topo" "$calib" 2>"$tmp/out" && ok || fail "sim weird-calibration: names do not round-trip: $(cat "$tmp/out")"
 
+# A file name that is not UTF-8: the JSON holds U+FFFD in its place (never an internal error).
+latin1="$weird/$(printf 'caf\xe9').xml"
+cp "$topo" "$latin1"
+sim_case not-utf8 -t "$latin1" -a ring -b 8 -e 64
+
 # --- topo show / topo export / schedule export JSON -----------------------------------------
 json_case() {  # NAME COMMAND...: exits 0 and writes JSON that loads
   local name="$1"
@@ -103,6 +108,7 @@ json_case() {  # NAME COMMAND...: exits 0 and writes JSON that loads
 json_case topo-show topo show -t "$topo" --format json
 json_case topo-show-h100 topo show -t dgx-h100 -N 2 --format json
 json_case topo-export topo export -t "$topo" --format json
+json_case topo-show-not-utf8 topo show -t "$latin1" --format json
 for a in ring dbt hierarchical; do
   json_case "schedule-$a" schedule export -t "$topo" -a "$a"
 done
