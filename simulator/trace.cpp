@@ -2,7 +2,26 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
+#include <nlohmann/json.hpp>
+#include <string>
+
 namespace topocoll::sim {
+
+namespace {
+
+// A JSON string literal: quotes, backslashes and control characters escaped (nlohmann).
+std::string quoted(const std::string& s) {
+  return nlohmann::json(s).dump();
+}
+
+// Microseconds with 3 decimals; null for a non-finite value (JSON has no NaN or Infinity).
+std::string micros(double seconds) {
+  const double us = seconds * 1e6;
+  return std::isfinite(us) ? fmt::format("{:.3f}", us) : std::string("null");
+}
+
+}  // namespace
 
 void write_chrome_trace(const std::vector<TraceEvent>& events, int ranks, int channels, std::ostream& out) {
   out << "{\"displayTimeUnit\": \"ns\", \"traceEvents\": [\n";
@@ -26,8 +45,9 @@ void write_chrome_trace(const std::vector<TraceEvent>& events, int ranks, int ch
     const std::string name =
         e.peer >= 0 ? fmt::format("{} {}", algo::to_string(e.kind), e.peer) : std::string(algo::to_string(e.kind));
     out << fmt::format(
-        R"({{"ph": "X", "name": "{}", "cat": "{}", "pid": {}, "tid": {}, "ts": {:.3f}, "dur": {:.3f}, "args": {{"bytes": {}}}}})",
-        name, algo::to_string(e.kind), e.rank, e.channel, e.start_s * 1e6, (e.end_s - e.start_s) * 1e6, e.bytes);
+        R"({{"ph": "X", "name": {}, "cat": {}, "pid": {}, "tid": {}, "ts": {}, "dur": {}, "args": {{"bytes": {}}}}})",
+        quoted(name), quoted(std::string(algo::to_string(e.kind))), e.rank, e.channel, micros(e.start_s),
+        micros(e.end_s - e.start_s), e.bytes);
   }
   out << "\n]}\n";
 }

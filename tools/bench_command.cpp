@@ -123,7 +123,8 @@ class Printer final : public runtime::BenchReport {
   void row(const BenchEntry&, const runtime::BenchRow& r) override {
     std::ostream& out = sink_->stream();
     if (c_.jsonl) {
-      for (const records::Record& rec : r.points) out << to_json(rec).dump() << "\n";
+      for (const records::Record& rec : r.points)
+        out << to_json(rec).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
       return;
     }
     const records::Record& first = r.points[0];

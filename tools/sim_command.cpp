@@ -123,7 +123,7 @@ int sim_command(const SimArgs& a, std::ostream& out) {
                              rec.nodes, rec.ranks, bytes, args.count, rec.dtype, rec.op, rec.channels, rec.time_us,
                              rec.algbw_gbps, rec.busbw_gbps, *rec.protocol);
       else
-        *sink << to_json(rec).dump() << "\n";
+        *sink << to_json(rec).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     }
   }
 
@@ -132,7 +132,7 @@ int sim_command(const SimArgs& a, std::ostream& out) {
     for (std::uint64_t bytes : sizes) {
       const records::Record rec = sim::nccl_model_point(*nccl, base, bytes, dtype);
       if (a.format == "jsonl")
-        *sink << to_json(rec).dump() << "\n";
+        *sink << to_json(rec).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
       else if (a.format == "csv")
         *sink << fmt::format("{},{},{},{},{},{},{},{},{},{:.3f},{:.4f},{:.4f},{}\n", rec.engine, rec.algorithm,
                              rec.nodes, rec.ranks, bytes, rec.count, rec.dtype, rec.op, rec.channels, rec.time_us,

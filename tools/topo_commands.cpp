@@ -44,7 +44,7 @@ int topo_show(const TopoArgs& a, std::ostream& out) {
   if (a.format == "json") {
     nlohmann::json j = topo::to_json(s);
     j["topology"] = a.topology;
-    out << j.dump(2) << "\n";
+    out << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
   } else {
     out << header(a, t) << "\n";
     topo::write_text(s, out);
@@ -75,7 +75,7 @@ int topo_export(const TopoArgs& a, std::ostream& out) {
   else if (a.format == "simgrid")
     sim::sg::write_platform_xml(t, output.stream());
   else
-    output.stream() << topo::to_json(t).dump(1) << "\n";
+    output.stream() << topo::to_json(t).dump(1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
   output.close();
   return 0;
 }

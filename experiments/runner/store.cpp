@@ -59,7 +59,7 @@ void RecordWriter::write(const records::Record& r) {
     out_.open(file_, std::ios::app);
     if (!out_) throw InputError(fmt::format("{}: cannot open the records file for writing", file_));
   }
-  out_ << records::to_json(r).dump() << '\n';
+  out_ << records::to_json(r).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
   out_.flush();  // a line at a time: an interrupted run leaves at most one partial line
   if (!out_) throw InputError(fmt::format("{}: writing failed", file_));
 }
