@@ -19,11 +19,14 @@
 // destination chunk; a receive-reduce receives into its channel's staging slice (sized in setup to
 // the channel's largest receive) and reduces from there. Because the transport may read a send's
 // source until the send completes (contract rule 2: "holds back later writes"), the executor
-// keeps the rank's unfinished sends in a bounded window (kSendWindow) and the write of an op into
-// a region overlapping one of them (recv, recv_reduce, copy, reduce) waits until that send has
-// completed; a send waits while the window is full. Receives are posted at once even then (a
-// plain receive whose destination is still being sent lands in the staging slice): the peer may
-// need our receive to finish its own send, as two ranks exchanging one region do.
+// keeps the rank's unfinished sends in a window and the write of an op into a region overlapping
+// one of them (recv, recv_reduce, copy, reduce) waits until that send has completed. The window is
+// a performance knob, not a limit: once kSendWindow sends are unfinished, a send first tests them
+// (retiring the completed ones), then is posted whatever the count; the window has room for every
+// send of the program (sized in setup), so any schedule the verifier accepts runs, e.g. 65 sends
+// on one channel ahead of the receives their peer posts after its own 65. Receives are posted at
+// once (a plain receive whose destination is still being sent lands in the staging slice): the
+// peer may need our receive to finish its own send, as two ranks exchanging one region do.
 //
 // Buffers and in-place calls. The executor reads and writes exactly the pointers it is given; the
 // caller expresses NCCL's in-place aliasing through them (algo::in_place_storage in
@@ -78,7 +81,9 @@ struct ExecOptions {
 // execute in run). The plan copies what it needs from the schedule; the schedule may go away.
 class Plan {
  public:
-  static constexpr std::size_t kSendWindow = 64;  // unfinished sends per rank
+  // Unfinished sends per rank beyond which a send first retires the completed ones (a cost
+  // knob: it bounds the scans, never the count; see above).
+  static constexpr std::size_t kSendWindow = 64;
 
   // Throws InputError for a rank that is not one of the schedule's, ScheduleError (ProgramIndex's
   // message) for a program that does not fit the schedule's shape (bad peer, channel or chunk, a
@@ -134,10 +139,10 @@ class Plan {
   std::vector<Channel> channels_;
   BufferNeeds needs_;
   MemorySpace* memory_ = nullptr;
-  SpaceBuffer recv_staging_;    // every channel's receive slice
-  SpaceBuffer reduce_staging_;  // partially overlapping local reduces (first use)
-  std::byte* base_[4] = {};     // set per run; [3]: zero-element chunks
-  InFlight window_[kSendWindow];
+  SpaceBuffer recv_staging_;      // every channel's receive slice
+  SpaceBuffer reduce_staging_;    // partially overlapping local reduces (first use)
+  std::byte* base_[4] = {};       // set per run; [3]: zero-element chunks
+  std::vector<InFlight> window_;  // capacity: every send of the program (no allocation in run)
   std::size_t in_flight_ = 0;
 };
 
