@@ -11,6 +11,7 @@
 #include <unordered_map>
 
 #include "algorithms/ir/program_index.hpp"
+#include "common/checked.hpp"
 #include "common/errors.hpp"
 
 namespace topocoll::algo {
@@ -396,8 +397,14 @@ class Verifier {
           record_read(rank, channel, op.src);
           std::vector<Run> data = read_chunk(rank, op.src);
           if (!check_initialised(rank, op, index, data)) return false;
+          // Below kMaxBufferBytes (the chunk is inside its buffer); the sums are checked.
           const std::uint64_t bytes = op.src.count * size_of(args_.dtype);
-          (node_of(op.peer) == node_of(rank) ? st.intra_bytes : st.inter_bytes) += bytes;
+          std::uint64_t& sum = node_of(op.peer) == node_of(rank) ? st.intra_bytes : st.inter_bytes;
+          const std::optional<std::uint64_t> total = checked_add(sum, bytes);
+          if (!total)
+            throw ScheduleError(fmt::format("{}: the rank sends 2^64 bytes or more in total", where(rank, op, index)),
+                                rank, channel, index);
+          sum = *total;
           queues_[queue_key(rank, op.peer, channel)].push_back({op.src.count, std::move(data), ch.clock, index});
           ChannelState& peer = ranks_[static_cast<std::size_t>(op.peer)].channels[static_cast<std::size_t>(channel)];
           if (!peer.queued && !peer.done()) {
@@ -514,11 +521,19 @@ class Verifier {
                   fmt::format("{}: rank {} never receives it on channel {} ({} unmatched sends)",
                               where(src, op, m.op_index), dst, channel, q.size()));
     }
-    for (const RankState& st : ranks_) {
+    for (int r = 0; r < p_; ++r) {
+      const RankState& st = ranks_[static_cast<std::size_t>(r)];
+      const std::optional<std::uint64_t> sent = checked_add(st.intra_bytes, st.inter_bytes);
+      const std::optional<std::uint64_t> total = sent ? checked_add(result_.total_bytes_sent, *sent) : std::nullopt;
+      if (!total)
+        throw ScheduleError(fmt::format("rank {}: the bytes sent ({} within nodes, {} between, {} by earlier ranks) "
+                                        "do not fit in 64 bits",
+                                        r, st.intra_bytes, st.inter_bytes, result_.total_bytes_sent),
+                            r);
       result_.max_intra_bytes_sent = std::max(result_.max_intra_bytes_sent, st.intra_bytes);
       result_.max_inter_bytes_sent = std::max(result_.max_inter_bytes_sent, st.inter_bytes);
-      result_.max_bytes_sent = std::max(result_.max_bytes_sent, st.intra_bytes + st.inter_bytes);
-      result_.total_bytes_sent += st.intra_bytes + st.inter_bytes;
+      result_.max_bytes_sent = std::max(result_.max_bytes_sent, *sent);
+      result_.total_bytes_sent = *total;
     }
     return true;
   }

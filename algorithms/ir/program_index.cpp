@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "common/checked.hpp"
+
 namespace topocoll::algo {
 
 std::string locate(int rank, const Op& op, std::size_t index) {
@@ -18,9 +20,14 @@ namespace {
 
 void check_chunk(const Schedule& s, int rank, const Op& op, std::size_t index, const Chunk& c) {
   const std::uint64_t size = s.buffer_count(c.buffer);
-  if (c.end() > size || c.end() < c.offset)
+  const std::optional<std::uint64_t> end = checked_add(c.offset, c.count);
+  if (!end)
     fail(StaticFault::OutOfBounds, rank, op, index,
-         fmt::format("{}[{}:{}] is outside the {} buffer of {} elements", to_string(c.buffer), c.offset, c.end(),
+         fmt::format("{} offset {} + count {} does not fit in 64 bits (the {} buffer has {} elements)",
+                     to_string(c.buffer), c.offset, c.count, to_string(c.buffer), size));
+  if (*end > size)
+    fail(StaticFault::OutOfBounds, rank, op, index,
+         fmt::format("{}[{}:{}] is outside the {} buffer of {} elements", to_string(c.buffer), c.offset, *end,
                      to_string(c.buffer), size));
 }
 
@@ -55,7 +62,8 @@ ProgramIndex::ProgramIndex(const Schedule& s, int rank, Program program, bool by
                                  s.buffer_count(BufferId::Scratch)};
   auto inside = [&](const Chunk& c) {
     const auto b = static_cast<std::size_t>(c.buffer);
-    return c.end() >= c.offset && c.end() <= (b < 3 ? size[b] : 0);
+    const std::optional<std::uint64_t> end = checked_add(c.offset, c.count);
+    return end && *end <= (b < 3 ? size[b] : 0);
   };
   // Check (check_op's rules, inline: it runs for every op of every rank), count per channel, then
   // place (a counting sort: program order within a channel).

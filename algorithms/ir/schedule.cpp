@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "common/checked.hpp"
 #include "common/errors.hpp"
 
 namespace topocoll::algo {
@@ -84,9 +85,33 @@ void ProgramBuilder::reduce(Chunk src, Chunk dst, int channel) {
   if (src.count > 0) out_.push_back(make(OpKind::Reduce, -1, src, dst, channel));
 }
 
+void validate_header(const std::string& name, const CollectiveArgs& a, int channels, std::uint64_t scratch_count) {
+  const std::string what = fmt::format("schedule '{}'", name);
+  if (a.ranks < 1 || a.ranks > kMaxRanks)
+    throw InputError(fmt::format("{}: ranks {} is outside 1..{} (the rank limit)", what, a.ranks, kMaxRanks));
+  if (channels < 1 || channels > kMaxChannels)
+    throw InputError(fmt::format("{}: channels {} is outside 1..{} (the channel limit)", what, channels, kMaxChannels));
+  if (a.root < 0 || a.root >= a.ranks)
+    throw InputError(fmt::format("{}: root {} is not a rank of 0..{}", what, a.root, a.ranks - 1));
+  const std::uint64_t element = size_of(a.dtype);
+  auto check = [&](std::string_view buffer, std::optional<std::uint64_t> elements, std::string_view formula) {
+    const std::optional<std::uint64_t> bytes = elements ? checked_mul(*elements, element) : std::nullopt;
+    if (!bytes || *bytes >= kMaxBufferBytes)
+      throw InputError(fmt::format("{}: the {} buffer ({}, {} bytes each) is not below the limit of 2^60 bytes", what,
+                                   buffer, formula, element));
+  };
+  const std::uint64_t p = static_cast<std::uint64_t>(a.ranks);
+  const bool rs = a.collective == Collective::ReduceScatter, ag = a.collective == Collective::AllGather;
+  check("input", rs ? checked_mul(a.count, p) : a.count,
+        rs ? fmt::format("count {} x ranks {} elements", a.count, a.ranks) : fmt::format("count {} elements", a.count));
+  check("output", ag ? checked_mul(a.count, p) : a.count,
+        ag ? fmt::format("count {} x ranks {} elements", a.count, a.ranks) : fmt::format("count {} elements", a.count));
+  check("scratch", scratch_count, fmt::format("scratch_count {} elements", scratch_count));
+}
+
 Schedule::Schedule(std::string name, CollectiveArgs args, int channels, std::uint64_t scratch_count,
                    Generator generator)
-    : name_(std::move(name)),
+    : name_((validate_header(name, args, channels, scratch_count), std::move(name))),
       args_(args),
       channels_(channels),
       scratch_count_(scratch_count),
@@ -94,6 +119,7 @@ Schedule::Schedule(std::string name, CollectiveArgs args, int channels, std::uin
 
 Schedule Schedule::from_programs(std::string name, CollectiveArgs args, int channels, std::uint64_t scratch_count,
                                  std::vector<Program> programs) {
+  validate_header(name, args, channels, scratch_count);
   TOPOCOLL_ASSERT(programs.size() == static_cast<std::size_t>(args.ranks),
                   fmt::format("{} programs for {} ranks", programs.size(), args.ranks));
   auto shared = std::make_shared<const std::vector<Program>>(std::move(programs));

@@ -68,6 +68,17 @@ class ProgramBuilder {
   Program& out_;
 };
 
+// Limits of a schedule's header, checked where a Schedule is built (validate_header). Within them
+// every size an executor computes fits its type: count x ranks, offset + count, bytes, and the
+// verifier's packed keys (rank x rank x channel, storage tag above bit 60).
+inline constexpr int kMaxRanks = 1 << 20;
+inline constexpr int kMaxChannels = 1024;
+inline constexpr std::uint64_t kMaxBufferBytes = std::uint64_t{1} << 60;  // each buffer of a rank
+
+// Throws InputError naming the field, its value and the limit: ranks in 1..kMaxRanks, channels in
+// 1..kMaxChannels, root a rank, and every buffer (input, output, scratch) below kMaxBufferBytes.
+void validate_header(const std::string& name, const CollectiveArgs& args, int channels, std::uint64_t scratch_count);
+
 class Schedule {
  public:
   using Generator = std::function<void(int rank, Program& out)>;  // appends rank's program

@@ -5,6 +5,7 @@
 #include <array>
 #include <string>
 
+#include "common/checked.hpp"
 #include "common/errors.hpp"
 
 namespace topocoll::algo {
@@ -123,6 +124,15 @@ std::size_t size_of(DataType t) {
       return 8;
   }
   TOPOCOLL_ASSERT(false, fmt::format("unknown DataType {}", static_cast<int>(t)));
+}
+
+std::uint64_t CollectiveArgs::count_times_ranks() const {
+  const std::optional<std::uint64_t> n =
+      ranks < 0 ? std::nullopt : checked_mul(count, static_cast<std::uint64_t>(ranks));
+  if (!n)
+    throw InputError(
+        fmt::format("{}: count {} x ranks {} does not fit in 64 bits", to_string(collective), count, ranks));
+  return *n;
 }
 
 }  // namespace topocoll::algo

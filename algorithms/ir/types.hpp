@@ -51,12 +51,11 @@ struct CollectiveArgs {
     return a;
   }
 
-  std::uint64_t input_count() const {
-    return collective == Collective::ReduceScatter ? count * static_cast<std::uint64_t>(ranks) : count;
-  }
-  std::uint64_t output_count() const {
-    return collective == Collective::AllGather ? count * static_cast<std::uint64_t>(ranks) : count;
-  }
+  // Exact or refused: count x ranks that does not fit in 64 bits throws InputError (a Schedule
+  // refuses such arguments when it is built, naming the field).
+  std::uint64_t input_count() const { return collective == Collective::ReduceScatter ? count_times_ranks() : count; }
+  std::uint64_t output_count() const { return collective == Collective::AllGather ? count_times_ranks() : count; }
+  std::uint64_t count_times_ranks() const;
 };
 
 // Tuning knobs of a generator (style rule 7: a policy struct, never literals in a loop).
