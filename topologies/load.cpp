@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "common/errors.hpp"
+#include "common/json_input.hpp"
 #include "common/log.hpp"
 #include "topologies/nccl_xml.hpp"
 #include "topologies/presets.hpp"
@@ -46,12 +47,14 @@ T scalar(const YAML::Node& n, const std::string& source, const std::string& key,
 void reject_unknown_keys(const YAML::Node& map, const std::string& source,
                          std::initializer_list<std::string_view> known, const std::string& where) {
   for (const auto& kv : map) {
+    if (!kv.first.IsScalar())
+      throw InputError(fmt::format("{}:{}: a key of {} is not a name", source, kv.first.Mark().line + 1, where));
     const std::string key = kv.first.as<std::string>();
     if (std::find(known.begin(), known.end(), key) != known.end()) continue;
     std::string list;
     for (auto k : known) list += (list.empty() ? "" : ", ") + std::string(k);
     throw InputError(fmt::format("{}:{}: unknown key '{}' in {}: expected one of {}", source, kv.first.Mark().line + 1,
-                                 key, where, list));
+                                 json_input::escaped(key), where, list));
   }
 }
 
