@@ -147,7 +147,7 @@ Schedule read_schedule_json(const std::string& text, const std::string& source) 
   a.ranks = bounded<int>(j["ranks"], source, "\"ranks\"", 1, kMaxScheduleRanks, "kMaxScheduleRanks");
   const int channels =
       bounded<int>(j["channels"], source, "\"channels\"", 1, kMaxScheduleChannels, "kMaxScheduleChannels");
-  a.root = j.contains("root") ? parse_int(j["root"], source, "\"root\"") : 0;  // the verifier checks the rank
+  a.root = j.contains("root") ? bounded<int>(j["root"], source, "\"root\"", 0, a.ranks - 1, "\"ranks\" - 1") : 0;
   // No buffer (input, output, scratch) is larger than kMaxScheduleElements bytes: counts times
   // ranks times the element size never wrap 64 bits.
   const std::uint64_t elem = size_of(a.dtype);

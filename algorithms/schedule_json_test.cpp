@@ -97,6 +97,8 @@ TEST_CASE("schedule json: header fields are range-checked, never truncated (limi
   check_bad(replace(kGood, "\"version\": 1", "\"version\": \"1\""), "\"version\" must be 1, got \"1\"");
   check_bad(replace(kGood, "\"name\": \"pair\"", "\"name\": 5"), "\"name\" 5: expected a string");
   check_bad(replace(kGood, "\"format\": \"topocoll-schedule\"", "\"format\": 42"), "expected a JSON object with");
+  check_bad(replace(kGood, "\"root\": 0", "\"root\": -1"), "\"root\" -1 is not a non-negative integer");
+  check_bad(replace(kGood, "\"root\": 0", "\"root\": 2"), "\"root\" 2 is more than 1 (the limit \"ranks\" - 1)");
   check_bad(replace(kGood, "\"dtype\": \"float\"", "\"dtype\": null"), "\"dtype\" null: expected a string");
   check_bad(replace(kGood, "[\"send\", 0, 1, \"input\", 0, 4]", "[\"send\", 0, 4294967297, \"input\", 0, 4]"),
             "peer 4294967297 is more than");
