@@ -77,6 +77,25 @@ std::chrono::milliseconds timeout_ms(double seconds, const char* flag) {
   return std::chrono::milliseconds(static_cast<std::int64_t>(seconds * 1000.0));
 }
 
+std::string one_line(const std::string& message) {
+  std::string out;
+  out.reserve(message.size());
+  for (const char ch : message) {
+    const auto u = static_cast<unsigned char>(ch);
+    if (ch == '\n')
+      out += "\\n";
+    else if (ch == '\r')
+      out += "\\r";
+    else if (ch == '\t')
+      out += "\\t";
+    else if (u < 0x20 || u == 0x7f)
+      out += fmt::format("\\x{:02x}", u);
+    else
+      out += ch;
+  }
+  return out;
+}
+
 Output::Output(const std::string& path, std::ostream& fallback, const char* flag)
     : path_(path), flag_(flag), fallback_(fallback) {
   if (path.empty() || path == "-") return;

@@ -31,6 +31,10 @@ std::vector<std::uint64_t> size_sweep(const std::string& min_bytes, const std::s
 inline constexpr double kMaxTimeoutSeconds = 7 * 24 * 3600.0;
 std::chrono::milliseconds timeout_ms(double seconds, const char* flag);
 
+// An error message as the command line prints it: on one line, control characters of the input
+// it echoes written as escapes (\n, \t, \xNN).
+std::string one_line(const std::string& message);
+
 // Where a command writes: the file named by `flag` (none or "-": the given stream). Errors on
 // open and on close name the flag and the file.
 class Output {

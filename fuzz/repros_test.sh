@@ -53,6 +53,9 @@ for f in "$repros"/exp-*.yaml; do
   expect_input_error "exp run $(basename "$f")" "$topocoll" exp run "$d/experiment.yaml" -o "$d/out" -q
 done
 
+# Input echoed in an error stays on one line: a file name with a newline.
+expect_input_error "topo show a name with a newline" "$topocoll" topo show --topology $'no\nsuch.xml'
+
 # Sweeps: a factor one ulp above 1, sizes to 2^64 (sim and bench), a timeout of inf.
 expect_input_error "sim -f 1.0000000000000002" "$topocoll" sim --topology pcie-8gpu --algorithm ring -b 8 -e 16 \
   -f 1.0000000000000002

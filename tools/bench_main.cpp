@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <iostream>
 
+#include "common/cli_io.hpp"
 #include "common/errors.hpp"
 #include "runtime/executor.hpp"
 #include "runtime/faults.hpp"
@@ -89,7 +90,8 @@ int main(int argc, char** argv) {
   try {
     command = topocoll::tools::parse_bench_flags(a);
   } catch (const std::exception& e) {
-    if (launcher_rank0()) std::fprintf(stderr, "topocoll-bench: error: %s\n", e.what());
+    if (launcher_rank0())
+      std::fprintf(stderr, "topocoll-bench: error: %s\n", topocoll::cli::one_line(e.what()).c_str());
     return 2;
   }
 

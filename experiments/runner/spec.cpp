@@ -182,7 +182,8 @@ ExpSpec load_exp_spec(const std::string& path) {
   if (root["calibration"]) {
     s.calibration = r.scalar(root["calibration"], "calibration");
     s.calibration_path = resolve(s.dir, s.calibration);
-    if (!fs::exists(s.calibration_path))
+    std::error_code ec;  // a name the file system refuses (too long, a loop) is no such file
+    if (!fs::exists(s.calibration_path, ec))
       r.fail(root["calibration"],
              fmt::format("calibration {}: no such file (looked for {})", s.calibration, s.calibration_path));
   }

@@ -153,4 +153,9 @@ TEST_CASE("spec: the fuzzing reproducers are input errors of one line") {
     CHECK(e.find('\n') == std::string::npos);
     CHECK((e.find("kMaxSweep") != std::string::npos || e.find("kMaxTimeoutSeconds") != std::string::npos));
   }
+  // Found by fuzz/exp_spec_fuzz: a calibration name the file system refuses (too long).
+  std::ifstream in(fs::path(TOPOCOLL_SOURCE_DIR) / "fuzz" / "repros" / "exp-calibration-name-too-long.yaml");
+  std::ostringstream text;
+  text << in.rdbuf();
+  CHECK(load_error(d, text.str()).find(": no such file (looked for") != std::string::npos);
 }
