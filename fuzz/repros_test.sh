@@ -59,6 +59,9 @@ expect_input_error "topo show a name with a newline" "$topocoll" topo show --top
 # Sweeps: a factor one ulp above 1, sizes to 2^64 (sim and bench), a timeout of inf.
 expect_input_error "sim -f 1.0000000000000002" "$topocoll" sim --topology pcie-8gpu --algorithm ring -b 8 -e 16 \
   -f 1.0000000000000002
+expect_input_error "verify --count 2^64-1" "$topocoll" verify --topology pcie-8gpu -a ring -c 18446744073709551615
+expect_input_error "schedule export --count 2^62 (allgather)" "$topocoll" schedule export --topology pcie-8gpu \
+  -a allgather-ring -c 4611686018427387904
 expect_input_error "sim -e 2^64-1" "$topocoll" sim --topology pcie-8gpu --algorithm ring -b 8 -e 18446744073709551615
 if [ -x "$bin/topocoll-bench" ]; then
   bench=$bin/topocoll-bench
