@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <tuple>
 
 #include "common/errors.hpp"
 
@@ -35,6 +36,10 @@ std::uint64_t parse_size(const std::string& text, const char* flag) {
 std::vector<std::uint64_t> size_sweep(const std::string& min_bytes, const std::string& max_bytes,
                                       const std::string& factor, std::size_t elem) {
   const std::uint64_t lo = parse_size(min_bytes, "-b"), hi = parse_size(max_bytes, "-e");
+  for (const auto& [flag, text, v] : {std::tuple{"-b", &min_bytes, lo}, std::tuple{"-e", &max_bytes, hi}})
+    if (v > kMaxSweepBytes)
+      throw InputError(
+          fmt::format("{} {}: larger than the size limit kMaxSweepBytes = {} (1T)", flag, *text, kMaxSweepBytes));
   if (lo > hi) throw InputError(fmt::format("-b {} is larger than -e {}: expected min <= max", min_bytes, max_bytes));
   double f = 0.0;
   try {
@@ -46,13 +51,49 @@ std::vector<std::uint64_t> size_sweep(const std::string& min_bytes, const std::s
   }
   if (!(f > 1.0)) throw InputError(fmt::format("-f {}: expected a number > 1", factor));
   std::vector<std::uint64_t> sizes;
-  for (double s = static_cast<double>(std::max<std::uint64_t>(lo, elem)); s <= static_cast<double>(hi) * (1 + 1e-12);
-       s *= f) {
+  // Sizes stay below kMaxSweepBytes * (1 + 1e-12): every conversion to an integer is defined.
+  const double start = static_cast<double>(std::max<std::uint64_t>(lo, elem));
+  std::size_t steps = 0;
+  for (double s = start; s <= static_cast<double>(hi) * (1 + 1e-12); s *= f) {
     const std::uint64_t bytes = static_cast<std::uint64_t>(s) / elem * elem;  // whole elements, as nccl-tests
     if (sizes.empty() || bytes != sizes.back()) sizes.push_back(bytes);
-    if (sizes.size() > 4096) throw InputError("the size sweep has more than 4096 points: raise -f");
+    if (sizes.size() > kMaxSweepPoints)
+      throw InputError(fmt::format("the size sweep has more than {} points: raise -f", kMaxSweepPoints));
+    // A factor must make the sweep grow: one that leaves the size as it is (1 + 1 ulp) or needs
+    // more than kMaxSweepSteps multiplications to reach -e would never, or only after hours, end.
+    if (s * f <= s || ++steps > kMaxSweepSteps)
+      throw InputError(
+          fmt::format("-f {}: does not advance the size sweep from {} bytes (the limit "
+                      "kMaxSweepSteps = {} multiplications to reach -e {}): expected a larger factor",
+                      factor, bytes, kMaxSweepSteps, max_bytes));
   }
   return sizes;
+}
+
+std::chrono::milliseconds timeout_ms(double seconds, const char* flag) {
+  if (!(seconds > 0) || !(seconds <= kMaxTimeoutSeconds))
+    throw InputError(
+        fmt::format("{} {}: expected seconds > 0, at most kMaxTimeoutSeconds = {}", flag, seconds, kMaxTimeoutSeconds));
+  return std::chrono::milliseconds(static_cast<std::int64_t>(seconds * 1000.0));
+}
+
+std::string one_line(const std::string& message) {
+  std::string out;
+  out.reserve(message.size());
+  for (const char ch : message) {
+    const auto u = static_cast<unsigned char>(ch);
+    if (ch == '\n')
+      out += "\\n";
+    else if (ch == '\r')
+      out += "\\r";
+    else if (ch == '\t')
+      out += "\\t";
+    else if (u < 0x20 || u == 0x7f)
+      out += fmt::format("\\x{:02x}", u);
+    else
+      out += ch;
+  }
+  return out;
 }
 
 Output::Output(const std::string& path, std::ostream& fallback, const char* flag)

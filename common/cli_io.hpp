@@ -2,6 +2,7 @@
 // suffixes, nccl-tests size sweeps, and the -o output file.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <fstream>
 #include <ostream>
@@ -13,10 +14,26 @@ namespace topocoll::cli {
 // "8", "64K", "1M", "1G" (powers of 1024) -> value; InputError naming the flag otherwise.
 std::uint64_t parse_size(const std::string& text, const char* flag);
 
+// The sweep's limits: sizes (-b, -e) up to 1 TiB; at most 4096 points; a factor that reaches -e
+// within 65536 multiplications (a factor one ulp above 1 never does).
+inline constexpr std::uint64_t kMaxSweepBytes = std::uint64_t{1} << 40;
+inline constexpr std::size_t kMaxSweepPoints = 4096;
+inline constexpr std::size_t kMaxSweepSteps = 65536;
+
 // nccl-tests' sweep: from -b to -e, times -f, in whole elements of `elem` bytes. InputError when
-// -b > -e, -f <= 1 or the sweep has more than 4096 points.
+// -b > -e, -f <= 1, a size is above kMaxSweepBytes, the sweep has more than kMaxSweepPoints
+// points or the factor does not advance it (kMaxSweepSteps).
 std::vector<std::uint64_t> size_sweep(const std::string& min_bytes, const std::string& max_bytes,
                                       const std::string& factor, std::size_t elem);
+
+// A progress timeout in seconds (a flag's or a spec key's value, named by `flag`): > 0 and at
+// most kMaxTimeoutSeconds (a week), else InputError; never an undefined conversion (inf, 1e300).
+inline constexpr double kMaxTimeoutSeconds = 7 * 24 * 3600.0;
+std::chrono::milliseconds timeout_ms(double seconds, const char* flag);
+
+// An error message as the command line prints it: on one line, control characters of the input
+// it echoes written as escapes (\n, \t, \xNN).
+std::string one_line(const std::string& message);
 
 // Where a command writes: the file named by `flag` (none or "-": the given stream). Errors on
 // open and on close name the flag and the file.

@@ -7,6 +7,7 @@
 #include <ctime>
 
 #include "common/errors.hpp"
+#include "common/json_input.hpp"
 
 namespace topocoll::records {
 
@@ -45,9 +46,19 @@ nlohmann::json to_json(const Record& r) {
   return j;
 }
 
+namespace {
+
+// A non-negative integer field, range-checked before it is narrowed (never truncated or wrapped).
+template <typename T>
+T count_of(const nlohmann::json& j, const char* key) {
+  return json_input::integer<T>(j.at(key), "record", fmt::format("'{}'", key), T{0});
+}
+
+}  // namespace
+
 Record record_from_json(const nlohmann::json& j) {
-  if (!j.is_object() || j.value("schema", "") != kRecordSchema)
-    throw InputError(fmt::format("not a {} record: {}", kRecordSchema, j.dump().substr(0, 120)));
+  if (!j.is_object() || !j.contains("schema") || j["schema"] != kRecordSchema)
+    throw InputError(fmt::format("not a {} record: {}", kRecordSchema, json_input::echo(j)));
   Record r;
   try {
     r.kind = j.at("kind").get<std::string>();
@@ -55,16 +66,16 @@ Record record_from_json(const nlohmann::json& j) {
     r.collective = j.at("collective").get<std::string>();
     r.algorithm = j.at("algorithm").get<std::string>();
     r.topology = j.at("topology").get<std::string>();
-    r.nodes = j.at("nodes").get<int>();
+    r.nodes = count_of<int>(j, "nodes");
     r.fabric = j.at("fabric").get<std::string>();
     r.oversubscription = j.at("oversubscription").get<double>();
-    r.ranks = j.at("ranks").get<int>();
-    r.size_bytes = j.at("size_bytes").get<std::uint64_t>();
-    r.count = j.at("count").get<std::uint64_t>();
+    r.ranks = count_of<int>(j, "ranks");
+    r.size_bytes = count_of<std::uint64_t>(j, "size_bytes");
+    r.count = count_of<std::uint64_t>(j, "count");
     r.dtype = j.at("dtype").get<std::string>();
     r.op = j.at("op").get<std::string>();
-    r.channels = j.at("channels").get<int>();
-    r.slice_bytes = j.at("slice_bytes").get<std::uint64_t>();
+    r.channels = count_of<int>(j, "channels");
+    r.slice_bytes = count_of<std::uint64_t>(j, "slice_bytes");
     r.in_place = j.at("in_place").get<bool>();
     r.time_us = j.at("time_us").get<double>();
     r.algbw_gbps = j.at("algbw_gbps").get<double>();
@@ -73,15 +84,17 @@ Record record_from_json(const nlohmann::json& j) {
     r.version = j.at("version").get<std::string>();
     r.date = j.at("date").get<std::string>();
     r.machine = j.at("machine").get<std::string>();
-    if (j.contains("wrong")) r.wrong = j.at("wrong").get<std::uint64_t>();
+    if (j.contains("wrong")) r.wrong = count_of<std::uint64_t>(j, "wrong");
     if (j.contains("protocol")) r.protocol = j.at("protocol").get<std::string>();
     if (j.contains("experiment")) r.experiment = j.at("experiment").get<std::string>();
     if (j.contains("spec_hash")) r.spec_hash = j.at("spec_hash").get<std::string>();
     if (j.contains("commit")) r.commit = j.at("commit").get<std::string>();
-    if (j.contains("repetition")) r.repetition = j.at("repetition").get<int>();
+    if (j.contains("repetition")) r.repetition = count_of<int>(j, "repetition");
     if (j.contains("point")) r.point = j.at("point").get<std::string>();
   } catch (const nlohmann::json::exception& e) {
     throw InputError(fmt::format("record field missing or of the wrong type: {}", e.what()));
+  } catch (const InputError& e) {
+    throw InputError(fmt::format("record field of the wrong type: {}", e.what()));
   }
   return r;
 }

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "common/errors.hpp"
+#include "common/json_input.hpp"
 #include "simulator/nccl_tables.hpp"
 #include "topologies/constants.hpp"
 
@@ -132,22 +133,18 @@ Calibration ideal_calibration() {
 }
 
 Calibration parse_calibration(const std::string& text, const std::string& source) {
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
-    const std::size_t upto = std::min<std::size_t>(e.byte, text.size());
-    const auto line = 1 + std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(upto), '\n');
-    throw InputError(fmt::format("{}:{}: not valid JSON ({})", source, line, e.what()));
-  }
+  const nlohmann::json j = json_input::parse(text, source);  // 1e309 included: an InputError
+  // Keys and values of the file, escaped: an error message stays on one line.
+  const auto esc = json_input::escaped;
   if (!j.is_object()) throw InputError(fmt::format("{}: expected a JSON object of calibration fields", source));
   Calibration c = base_calibration();
   c.source = source;
   auto number = [&](const nlohmann::json& v, const std::string& key, double lo, double hi) {
-    if (!v.is_number()) throw InputError(fmt::format("{}: '{}' must be a number, got {}", source, key, v.dump()));
+    if (!v.is_number())
+      throw InputError(fmt::format("{}: '{}' must be a number, got {}", source, esc(key), json_input::echo(v)));
     const double x = v.get<double>();
     if (!(x >= lo && x <= hi))
-      throw InputError(fmt::format("{}: '{}' = {} is outside [{}, {}]", source, key, x, lo, hi));
+      throw InputError(fmt::format("{}: '{}' = {} is outside [{}, {}]", source, esc(key), x, lo, hi));
     return x;
   };
   for (auto& [key, value] : j.items()) {
@@ -164,7 +161,8 @@ Calibration parse_calibration(const std::string& text, const std::string& source
       if (name != "auto") {
         c.only_protocol = parse_protocol(name);
         if (!c.only_protocol)
-          throw InputError(fmt::format("{}: 'protocol' = \"{}\": expected auto, LL, LL128 or Simple", source, name));
+          throw InputError(
+              fmt::format("{}: 'protocol' = \"{}\": expected auto, LL, LL128 or Simple", source, esc(name)));
       }
     } else if (key == "reduce_gbps")
       c.reduce_gbps = number(value, key, 0, 1e6);
@@ -172,19 +170,19 @@ Calibration parse_calibration(const std::string& text, const std::string& source
       continue;
     else if (key == "links" || key == "channel_cap_gbps") {
       if (!value.is_object())
-        throw InputError(fmt::format("{}: '{}' must be an object keyed by link kind", source, key));
+        throw InputError(fmt::format("{}: '{}' must be an object keyed by link kind", source, esc(key)));
       for (auto& [kind, v] : value.items()) {
         std::size_t k = 0;
         while (k < 5 && kind != kKinds[k]) ++k;
         if (k == 5)
           throw InputError(
               fmt::format("{}: '{}.{}': unknown link kind, expected nvlink, pcie, c2c, inter_socket or network", source,
-                          key, kind));
+                          esc(key), esc(kind)));
         if (key == "channel_cap_gbps") {
           c.channel_cap_gbps[k] = number(v, key + "." + kind, 0, 1e6);
           continue;
         }
-        if (!v.is_object()) throw InputError(fmt::format("{}: 'links.{}' must be an object", source, kind));
+        if (!v.is_object()) throw InputError(fmt::format("{}: 'links.{}' must be an object", source, esc(kind)));
         for (auto& [field, x] : v.items()) {
           if (field == "efficiency") {
             c.links[k].efficiency = number(x, "links." + kind + ".efficiency", 1e-6, 1.0);
@@ -193,14 +191,14 @@ Calibration parse_calibration(const std::string& text, const std::string& source
             c.links[k].extra_latency_us = number(x, "links." + kind + ".extra_latency_us", 0, 1e6);
           else
             throw InputError(fmt::format("{}: 'links.{}.{}': unknown field, expected efficiency or extra_latency_us",
-                                         source, kind, field));
+                                         source, esc(kind), esc(field)));
         }
       }
     } else {
       throw InputError(
           fmt::format("{}: unknown key '{}': expected links, channel_cap_gbps, step_overhead_us, launch_overhead_us, "
                       "reduce_gbps, protocol or comment",
-                      source, key));
+                      source, esc(key)));
     }
   }
   // Ready to use as it is: the file's protocol (Simple when it says none or "auto", like the

@@ -8,6 +8,7 @@
 #include "algorithms/ir/schedule_json.hpp"
 #include "algorithms/registry.hpp"
 #include "algorithms/verifier.hpp"
+#include "common/cli_io.hpp"
 #include "common/errors.hpp"
 #include "topologies/load.hpp"
 
@@ -51,6 +52,18 @@ algo::CollectiveArgs args_of(const AlgoArgs& a, const algo::Algorithm& alg, cons
   c.count = a.count.empty()
                 ? static_cast<std::uint64_t>(l.ranks) * static_cast<std::uint64_t>(std::max(a.channels, 2)) * 64
                 : parse_size(a.count, "--count");
+  // The largest buffer (an allgather's output, a reduce-scatter's input: count x ranks) within
+  // the size limit of the sweeps: no size wraps, no generator runs for days.
+  const std::uint64_t per_rank_max =
+      cli::kMaxSweepBytes / algo::size_of(c.dtype) /
+      (c.collective == algo::Collective::AllGather || c.collective == algo::Collective::ReduceScatter
+           ? static_cast<std::uint64_t>(l.ranks)
+           : 1);
+  if (c.count > per_rank_max)
+    throw InputError(
+        fmt::format("--count {}: more than {} elements of {} on {} ranks (the limit kMaxSweepBytes = {} "
+                    "bytes per buffer)",
+                    a.count, per_rank_max, a.dtype, l.ranks, cli::kMaxSweepBytes));
   return c;
 }
 

@@ -175,7 +175,7 @@ BenchCommand parse_bench_flags(const BenchFlags& a) {
   if (a.iters < 1) throw InputError(fmt::format("-n {}: expected at least 1 iteration", a.iters));
   if (a.warmup < 0) throw InputError(fmt::format("-w {}: expected 0 or more warmup iterations", a.warmup));
   if (a.channels < 1 || a.channels > 64) throw InputError(fmt::format("--channels {}: expected 1 to 64", a.channels));
-  if (!(a.timeout_s > 0)) throw InputError(fmt::format("--timeout {}: expected seconds > 0", a.timeout_s));
+  const std::chrono::milliseconds timeout = cli::timeout_ms(a.timeout_s, "--timeout");
   const std::uint64_t slice = parse_size(a.slice, "--slice");
   if (slice == 0) throw InputError("--slice 0: expected at least 1 byte");
   const std::uint64_t ucx_bulk = parse_size(a.ucx_bulk, "--ucx-bulk");
@@ -200,7 +200,7 @@ BenchCommand parse_bench_flags(const BenchFlags& a) {
   o.slice_bytes = slice;
   o.rounds = a.rounds;
   o.ucx_bulk_bytes = ucx_bulk;
-  o.progress_timeout = std::chrono::milliseconds(static_cast<std::int64_t>(a.timeout_s * 1000.0));
+  o.progress_timeout = timeout;
   o.topology = runtime::BenchTopology{a.topology, a.nodes > 0 ? std::optional<int>(a.nodes) : std::nullopt, a.fabric};
   c.jsonl = a.format == "jsonl";
   c.output = a.output;

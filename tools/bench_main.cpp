@@ -11,6 +11,7 @@
 #include <iostream>
 #include <string>
 
+#include "common/cli_io.hpp"
 #include "common/errors.hpp"
 #include "runtime/executor.hpp"
 #include "runtime/faults.hpp"
@@ -106,7 +107,7 @@ int main(int argc, char** argv) {
     }
   }
   if (!input_error.empty() && launcher_size() <= 1) {
-    std::fprintf(stderr, "topocoll-bench: error: %s\n", input_error.c_str());
+    std::fprintf(stderr, "topocoll-bench: error: %s\n", topocoll::cli::one_line(input_error).c_str());
     return 2;
   }
 

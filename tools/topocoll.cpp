@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "common/cli_io.hpp"
 #include "common/errors.hpp"
 #include "simulator/simgrid/simgrid_engine.hpp"
 #include "tools/algo_commands.hpp"
@@ -205,7 +206,7 @@ Spec format, resumption and provenance: docs/experiments.md.)";
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    std::fprintf(stderr, "topocoll: error: %s (see --help)\n", e.what());
+    std::fprintf(stderr, "topocoll: error: %s (see --help)\n", topocoll::cli::one_line(e.what()).c_str());
     return 2;
   }
 
@@ -222,13 +223,13 @@ Spec format, resumption and provenance: docs/experiments.md.)";
     if (*verify) return topocoll::tools::verify_command(algo_args, std::cout);
     if (*sexport) return topocoll::tools::schedule_export(algo_args, std::cout);
   } catch (const topocoll::InputError& e) {
-    std::fprintf(stderr, "topocoll: error: %s\n", e.what());
+    std::fprintf(stderr, "topocoll: error: %s\n", topocoll::cli::one_line(e.what()).c_str());
     return 2;
   } catch (const topocoll::ScheduleError& e) {  // the schedule is wrong (common/errors.hpp): exit 1, as verify's
     std::fprintf(stderr, "topocoll: error: %s\n", e.what());
     return 1;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "topocoll: internal error: %s\n", e.what());
+    std::fprintf(stderr, "topocoll: internal error: %s\n", topocoll::cli::one_line(e.what()).c_str());
     return 1;
   }
   return 0;

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "common/errors.hpp"
+#include "common/json_input.hpp"
 #include "common/log.hpp"
 #include "topologies/nccl_xml.hpp"
 #include "topologies/presets.hpp"
@@ -19,6 +20,13 @@ namespace topocoll::topo {
 namespace fs = std::filesystem;
 
 namespace {
+
+// What a cluster spec may give (InputError beyond, naming the limit): rates and latencies that
+// keep every sum of link rates (paths, max-flow bounds) far from overflowing.
+constexpr double kMaxSpecGbps = 1e5;       // nic_gbps, fabric link_gbps: 100 TB/s
+constexpr double kMaxSpecLatencyUs = 1e6;  // fabric latency_us: a second
+constexpr double kMaxOversubscription = 1e3;
+constexpr int kMaxSwitchRadix = 65536;
 
 bool ends_with(std::string_view s, std::string_view suffix) {
   return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
@@ -46,18 +54,24 @@ T scalar(const YAML::Node& n, const std::string& source, const std::string& key,
 void reject_unknown_keys(const YAML::Node& map, const std::string& source,
                          std::initializer_list<std::string_view> known, const std::string& where) {
   for (const auto& kv : map) {
+    if (!kv.first.IsScalar())
+      throw InputError(fmt::format("{}:{}: a key of {} is not a name", source, kv.first.Mark().line + 1, where));
     const std::string key = kv.first.as<std::string>();
     if (std::find(known.begin(), known.end(), key) != known.end()) continue;
     std::string list;
     for (auto k : known) list += (list.empty() ? "" : ", ") + std::string(k);
     throw InputError(fmt::format("{}:{}: unknown key '{}' in {}: expected one of {}", source, kv.first.Mark().line + 1,
-                                 key, where, list));
+                                 json_input::escaped(key), where, list));
   }
 }
 
-double positive(double v, const YAML::Node& n, const std::string& source, const std::string& key) {
+double positive(double v, const YAML::Node& n, const std::string& source, const std::string& key, double max,
+                const char* limit) {
   if (!(v > 0.0))
     throw InputError(fmt::format("{}:{}: '{}' must be a positive number, got {}", source, n.Mark().line + 1, key, v));
+  if (!(v <= max))
+    throw InputError(
+        fmt::format("{}:{}: '{}' {} is more than {:g} (the limit {})", source, n.Mark().line + 1, key, v, max, limit));
   return v;
 }
 
@@ -82,19 +96,26 @@ FabricSpec parse_fabric_node(const YAML::Node& n, const std::string& source) {
     if (!(f.oversubscription >= 1.0))
       throw InputError(fmt::format("{}:{}: 'oversubscription' must be a number >= 1, got {}", source,
                                    n["oversubscription"].Mark().line + 1, f.oversubscription));
+    if (!(f.oversubscription <= kMaxOversubscription))
+      throw InputError(fmt::format("{}:{}: 'oversubscription' {} is more than {:g} (the limit kMaxOversubscription)",
+                                   source, n["oversubscription"].Mark().line + 1, f.oversubscription,
+                                   kMaxOversubscription));
   }
   if (n["switch_radix"]) {
     f.switch_radix = scalar<int>(n["switch_radix"], source, "switch_radix", "an integer >= 2");
     if (f.switch_radix < 2)
       throw InputError(fmt::format("{}:{}: 'switch_radix' must be an integer >= 2, got {}", source,
                                    n["switch_radix"].Mark().line + 1, f.switch_radix));
+    if (f.switch_radix > kMaxSwitchRadix)
+      throw InputError(fmt::format("{}:{}: 'switch_radix' {} is more than {} (the limit kMaxSwitchRadix)", source,
+                                   n["switch_radix"].Mark().line + 1, f.switch_radix, kMaxSwitchRadix));
   }
   if (n["link_gbps"])
     f.link_gbps = positive(scalar<double>(n["link_gbps"], source, "link_gbps", "a number (GB/s)"), n["link_gbps"],
-                           source, "link_gbps");
+                           source, "link_gbps", kMaxSpecGbps, "kMaxSpecGbps");
   if (n["latency_us"])
     f.latency_us = positive(scalar<double>(n["latency_us"], source, "latency_us", "a number (us)"), n["latency_us"],
-                            source, "latency_us");
+                            source, "latency_us", kMaxSpecLatencyUs, "kMaxSpecLatencyUs");
   return f;
 }
 
@@ -135,11 +156,14 @@ ClusterSpec parse_cluster_spec(const std::string& text, const std::string& sourc
     reject_unknown_keys(o, source, {"nic_gbps"}, "overrides");
     if (o["nic_gbps"])
       spec.nic_gbps = positive(scalar<double>(o["nic_gbps"], source, "nic_gbps", "a number (GB/s)"), o["nic_gbps"],
-                               source, "nic_gbps");
+                               source, "nic_gbps", kMaxSpecGbps, "kMaxSpecGbps");
   }
   if (const YAML::Node list = root["node_overrides"]) {
     if (!list.IsSequence())
       throw InputError(fmt::format("{}:{}: 'node_overrides' must be a list", source, list.Mark().line + 1));
+    if (list.size() > static_cast<std::size_t>(Topology::kMaxNodes))
+      throw InputError(fmt::format("{}:{}: {} node overrides: expected at most one per node, {} (the limit kMaxNodes)",
+                                   source, list.Mark().line + 1, list.size(), Topology::kMaxNodes));
     for (const YAML::Node& item : list) {
       if (!item.IsMap())
         throw InputError(fmt::format("{}:{}: each node override must be a map", source, item.Mark().line + 1));
@@ -157,7 +181,7 @@ ClusterSpec parse_cluster_spec(const std::string& text, const std::string& sourc
       }
       if (item["nic_gbps"])
         ov.nic_gbps = positive(scalar<double>(item["nic_gbps"], source, "nic_gbps", "a number (GB/s)"),
-                               item["nic_gbps"], source, "nic_gbps");
+                               item["nic_gbps"], source, "nic_gbps", kMaxSpecGbps, "kMaxSpecGbps");
       spec.node_overrides.push_back(ov);
     }
   }
@@ -190,9 +214,12 @@ Topology load_topology(const TopologyOptions& options) {
   if (options.nodes && (*options.nodes < 1 || *options.nodes > Topology::kMaxNodes))
     throw InputError(
         fmt::format("--nodes {}: expected a node count from 1 to {}", *options.nodes, Topology::kMaxNodes));
-  if (options.oversubscription && !(*options.oversubscription >= 1.0))
+  if (options.oversubscription &&
+      !(*options.oversubscription >= 1.0 && *options.oversubscription <= kMaxOversubscription))
     throw InputError(
-        fmt::format("--oversubscription {}: expected a ratio >= 1 (1 = non-blocking)", *options.oversubscription));
+        fmt::format("--oversubscription {}: expected a ratio >= 1 (1 = non-blocking), at most {:g} (the "
+                    "limit kMaxOversubscription)",
+                    *options.oversubscription, kMaxOversubscription));
 
   const bool yaml = ends_with(t, ".yaml") || ends_with(t, ".yml");
   ClusterSpec spec;

@@ -76,3 +76,21 @@ TEST_CASE("load: bad command-line values") {
                        doctest::Contains("/nonexistent/spec.yaml: cannot read"), InputError);
   CHECK_THROWS_WITH_AS(load_topology(TopologyOptions{""}), doctest::Contains("--topology is required"), InputError);
 }
+
+TEST_CASE("load: rates, latencies and counts of a spec within their limits (named)") {
+  check_spec_error("node: dgx-h100\noverrides: {nic_gbps: 1e300}\n",
+                   "'nic_gbps' 1e+300 is more than 100000 (the limit kMaxSpecGbps)");
+  check_spec_error("node: dgx-h100\nfabric: {link_gbps: .inf}\n", "the limit kMaxSpecGbps");
+  check_spec_error("node: dgx-h100\nfabric: {latency_us: 1e12}\n", "the limit kMaxSpecLatencyUs");
+  check_spec_error("node: dgx-h100\nfabric: {oversubscription: 1e9}\n", "the limit kMaxOversubscription");
+  check_spec_error("node: dgx-h100\nfabric: {switch_radix: 1000000}\n", "the limit kMaxSwitchRadix");
+  check_spec_error("node: dgx-h100\nfabric: {switch_radix: 99999999999}\n", "'switch_radix' must be an integer >= 2");
+  check_spec_error("node: dgx-h100\n[a]: 1\n", "spec.yaml:2: a key of the cluster spec is not a name");
+  check_spec_error("node: dgx-h100\n\"ra\\nil\": 1\n", "unknown key 'ra\\nil'");
+  std::string many = "node: dgx-h100\nnodes: 2\nnode_overrides:\n";
+  for (int i = 0; i <= Topology::kMaxNodes; ++i) many += "  - {nodes: [0], nic_gbps: 25}\n";
+  check_spec_error(many, "2049 node overrides: expected at most one per node, 2048 (the limit kMaxNodes)");
+  TopologyOptions o{"dgx-a100"};
+  o.oversubscription = 1e9;
+  CHECK_THROWS_WITH_AS(load_topology(o), doctest::Contains("the limit kMaxOversubscription"), InputError);
+}

@@ -80,6 +80,17 @@ constexpr std::string_view kPcieSpeedForms =
     "a PCIe transfer rate such as \"16 GT/s\" or \"32.0 GT/s PCIe\" (2.5, 5, 8, 16, 32 or 64 GT/s)";
 constexpr double kFallbackGts = 8.0;  // NCCL kvDictPciGen: unknown link_speed counts as Gen3
 constexpr int kMaxPcieWidth = 32;
+// What one node's file may hold (InputError beyond, naming the limit): enough for any machine
+// NCCL describes, small enough that the model's paths and bounds stay fast and their sums of
+// link rates cannot overflow. NVLinks: a GPU has at most 18 (Hopper, Blackwell).
+constexpr int kMaxNodeGpus = 64;
+constexpr int kMaxNodeCpus = 64;
+constexpr int kMaxNodeDevices = 1024;  // GPUs, NICs (ports), switches, NVSwitches
+constexpr int kMaxPciDepth = 32;       // nested <pci> levels below a <cpu>
+constexpr long long kMaxNvlinks = 64;  // per <nvlink> and per GPU in all
+constexpr long long kMaxNuma = 1023;
+constexpr long long kMaxSm = 999;
+constexpr double kMaxNetMbps = 1e7;  // 10 Tb/s per port
 
 // ---------------------------------------------------------------------------------------------
 // The text being parsed: pugixml parses a private copy in place, so every element name and
@@ -147,6 +158,7 @@ struct PlannedDevice {
   double uplink_gbps = 0.0;  // link to the parent
   int uplink_lanes = 0;
   std::string busid;  // lower case
+  int depth = 0;      // <pci> nesting level, 1 under a <cpu>
   // GPUs
   pugi::xml_node gpu_xml;  // <gpu>, absent in skeleton files
   int sm = 0;
@@ -214,10 +226,13 @@ class NcclXmlImporter {
     cpu.xml = xml;
     cpu.numa = static_cast<int>(cpus_.size());
     if (pugi::xml_attribute numaid = xml.attribute("numaid"))
-      cpu.numa = static_cast<int>(non_negative(xml, numaid, "a NUMA node number (0, 1, ...)"));
+      cpu.numa = static_cast<int>(in_range(xml, numaid, 0, kMaxNuma, "kMaxNuma", "a NUMA node number (0, 1, ...)"));
     else
       numa_from_order_ = true;
     classify_cpu(cpu);
+    if (cpus_.size() >= static_cast<std::size_t>(kMaxNodeCpus))
+      source_.fail(source_.line_of(xml), fmt::format("more than {} <cpu> elements", kMaxNodeCpus),
+                   fmt::format("at most {} sockets per node (the limit kMaxNodeCpus)", kMaxNodeCpus));
     const int index = static_cast<int>(cpus_.size());
     cpus_.push_back(cpu);
 
@@ -226,7 +241,7 @@ class NcclXmlImporter {
       if (child.type() != pugi::node_element) continue;
       const std::string_view name = child.name();
       if (name == "pci")
-        plan_pci(child, index, -1);
+        plan_pci(child, index, -1, 1);
       else if (name == "nic")
         plan_pathless_nic(child, index);
       else
@@ -259,7 +274,18 @@ class NcclXmlImporter {
 
   // --- <pci> --------------------------------------------------------------------------------
 
-  void plan_pci(pugi::xml_node pci, int cpu, int parent) {
+  void plan_pci(pugi::xml_node pci, int cpu, int parent, int depth) {
+    if (depth > kMaxPciDepth)
+      source_.fail(source_.line_of(pci), fmt::format("{} nested {} levels deep", describe(pci), depth),
+                   fmt::format("at most {} levels of <pci> (the limit kMaxPciDepth)", kMaxPciDepth));
+    const std::string busid = lowercase(pci.attribute("busid").value());
+    if (!busid.empty()) {
+      const auto [seen, fresh] = busid_line_.emplace(busid, source_.line_of(pci));
+      if (!fresh)
+        source_.fail(source_.line_of(pci, pci.attribute("busid")),
+                     fmt::format("{} again (first on line {})", describe(pci), seen->second),
+                     "each PCI bus id once: one <pci> per device");
+    }
     const PciRole role = role_of(pci);
     const PcieLink link = pcie_link(pci);
     // A bridge or device of another class counts only as a pass-through to devices behind it.
@@ -282,7 +308,8 @@ class NcclXmlImporter {
     device.parent = parent;
     device.uplink_gbps = link.gbps;
     device.uplink_lanes = link.lanes;
-    device.busid = lowercase(pci.attribute("busid").value());
+    device.busid = busid;
+    device.depth = depth;
     switch (role) {
       case PciRole::Gpu:
         plan_gpu(device);
@@ -309,7 +336,7 @@ class NcclXmlImporter {
     for (pugi::xml_node child : pci.children()) {
       if (child.type() != pugi::node_element) continue;
       if (std::string_view(child.name()) == "pci")
-        plan_pci(child, device.cpu, index);
+        plan_pci(child, device.cpu, index, device.depth + 1);
       else
         ignore(child);
     }
@@ -328,11 +355,12 @@ class NcclXmlImporter {
   }
 
   // True when a GPU, NIC or NVSwitch sits anywhere below `pci`.
-  bool holds_devices(pugi::xml_node pci) {
-    // Depth-first over the nested <pci> elements.
+  bool holds_devices(pugi::xml_node pci, int depth = 0) {
+    // Depth-first over the nested <pci> elements (plan_pci refuses more than kMaxPciDepth levels).
+    if (depth > kMaxPciDepth) return true;
     for (pugi::xml_node child : pci.children("pci")) {
       const PciRole role = role_of(child);
-      if (role == PciRole::Gpu || role == PciRole::Nic || role == PciRole::NvSwitch || holds_devices(child))
+      if (role == PciRole::Gpu || role == PciRole::Nic || role == PciRole::NvSwitch || holds_devices(child, depth + 1))
         return true;
     }
     return static_cast<bool>(pci.child("nic"));
@@ -391,7 +419,11 @@ class NcclXmlImporter {
       if (!sm)
         source_.fail(source_.line_of(gpu), "<gpu> without an sm attribute",
                      "sm=\"NN\", the compute capability (80, 90, ...)");
-      device.sm = static_cast<int>(positive(gpu, sm, "a compute capability such as 80 or 90"));
+      const long long sm_value = positive(gpu, sm, "a compute capability such as 80 or 90");
+      if (sm_value > kMaxSm)
+        source_.fail(source_.line_of(gpu, sm), fmt::format("<gpu> sm=\"{}\"", sm.value()),
+                     fmt::format("a compute capability such as 80 or 90, at most {} (the limit kMaxSm)", kMaxSm));
+      device.sm = static_cast<int>(sm_value);
       if (pugi::xml_attribute rank = gpu.attribute("rank"))
         device.rank = non_negative(gpu, rank, "a rank number (0, 1, ...)");
       if (pugi::xml_attribute dev = gpu.attribute("dev"))
@@ -399,6 +431,9 @@ class NcclXmlImporter {
     } else {
       ++skeleton_gpus_;
     }
+    if (++gpus_ > kMaxNodeGpus)
+      source_.fail(source_.line_of(device.xml), fmt::format("more than {} GPUs", kMaxNodeGpus),
+                   fmt::format("at most {} GPUs per node (the limit kMaxNodeGpus)", kMaxNodeGpus));
     add_planned(device);
   }
 
@@ -457,9 +492,11 @@ class NcclXmlImporter {
     const pugi::xml_attribute speed = net.attribute("speed");
     if (speed) {
       const std::optional<double> mbps = parse_number(speed.value());
-      if (!mbps || *mbps < 0.0)
+      if (!mbps || *mbps < 0.0 || *mbps > kMaxNetMbps)
         source_.fail(source_.line_of(net, speed), fmt::format("{} speed=\"{}\"", describe(net), speed.value()),
-                     "the port rate in Mb/s, a number such as 200000 (200 Gb/s)");
+                     fmt::format("the port rate in Mb/s, a number such as 200000 (200 Gb/s), at most {:g} (the "
+                                 "limit kMaxNetMbps)",
+                                 kMaxNetMbps));
       if (*mbps > 0.0) return *mbps / 8000.0;
     }
     if (fallback_gbps > 0.0) ++assumed_nic_rates_[fallback_gbps];
@@ -469,6 +506,10 @@ class NcclXmlImporter {
   // --- graph --------------------------------------------------------------------------------
 
   int add_planned(const PlannedDevice& device) {
+    if (devices_.size() >= static_cast<std::size_t>(kMaxNodeDevices))
+      source_.fail(
+          source_.line_of(device.xml), fmt::format("more than {} devices", kMaxNodeDevices),
+          fmt::format("at most {} GPUs, NICs and switches per node (the limit kMaxNodeDevices)", kMaxNodeDevices));
     devices_.push_back(device);
     return static_cast<int>(devices_.size() - 1);
   }
@@ -552,8 +593,13 @@ class NcclXmlImporter {
     for (int index : gpu_order()) {
       const PlannedDevice& gpu = devices_[static_cast<std::size_t>(index)];
       // Each <nvlink> names the far end by bus id and PCI class.
+      long long gpu_lanes = 0;
       for (pugi::xml_node nvlink : gpu.gpu_xml.children("nvlink")) {
         const int count = nvlink_count(nvlink);
+        gpu_lanes += count;
+        if (gpu_lanes > kMaxNvlinks)
+          source_.fail(source_.line_of(nvlink), fmt::format("{} NVLinks of one GPU in all", gpu_lanes),
+                       fmt::format("at most {} NVLinks per GPU (the limit kMaxNvlinks)", kMaxNvlinks));
         const std::string target = nvlink_target(nvlink, gpu);
         const std::optional<PciRole> role = nvlink_role(nvlink);
         if (role == PciRole::Cpu) {
@@ -596,7 +642,7 @@ class NcclXmlImporter {
     if (!count)
       source_.fail(source_.line_of(nvlink), fmt::format("{} without a count attribute", describe(nvlink)),
                    "count=\"N\", the number of links");
-    return static_cast<int>(positive(nvlink, count, "a positive number of NVLinks"));
+    return static_cast<int>(in_range(nvlink, count, 1, kMaxNvlinks, "kMaxNvlinks", "a positive number of NVLinks"));
   }
 
   std::string nvlink_target(pugi::xml_node nvlink, const PlannedDevice& gpu) {
@@ -734,6 +780,16 @@ class NcclXmlImporter {
     return *value;
   }
 
+  // An integer from `min` to `max`, the limit named `limit`.
+  long long in_range(pugi::xml_node node, pugi::xml_attribute attr, long long min, long long max, const char* limit,
+                     std::string_view expected) {
+    const long long value = non_negative(node, attr, expected);
+    if (value < min || value > max)
+      source_.fail(source_.line_of(node, attr), fmt::format("{} {}=\"{}\"", describe(node), attr.name(), attr.value()),
+                   fmt::format("{}, at most {} (the limit {})", expected, max, limit));
+    return value;
+  }
+
   long long positive(pugi::xml_node node, pugi::xml_attribute attr, std::string_view expected) {
     const long long value = non_negative(node, attr, expected);
     if (value == 0)
@@ -746,6 +802,8 @@ class NcclXmlImporter {
   std::vector<PlannedCpu> cpus_;
   std::vector<PlannedDevice> devices_;
   std::map<std::string, Vertex> nvswitch_by_busid_;
+  std::map<std::string, int> busid_line_;  // every <pci> bus id, the line it is on
+  int gpus_ = 0;
   // What the notes report.
   int skeleton_gpus_ = 0;
   int default_width_links_ = 0;

@@ -1,6 +1,7 @@
 #include "topologies/nccl_xml.hpp"
 
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <string>
@@ -463,4 +464,70 @@ TEST_CASE("nccl_xml: bad NVLink counts and NIC speeds") {
 }
 
 }  // namespace
+TEST_CASE("nccl_xml: limits on what one node's file declares, each named") {
+  const std::string gpu =
+      "    <pci busid=\"0000:01:00.0\" class=\"0x030200\" link_speed=\"16 GT/s\" link_width=\"16\">\n"
+      "      <gpu dev=\"0\" sm=\"90\" rank=\"0\">\n";
+  const std::string peer =
+      "    <pci busid=\"0000:02:00.0\" class=\"0x030200\" link_speed=\"16 GT/s\" link_width=\"16\">"
+      "<gpu dev=\"1\" sm=\"90\" rank=\"1\"/></pci>";
+  auto nvlinks = [&](const std::string& counts_xml) {
+    return wrap(gpu + counts_xml + "      </gpu>\n    </pci>\n" + peer);
+  };
+  const std::string one = "        <nvlink target=\"0000:02:00.0\" count=\"COUNT\" tclass=\"0x030200\"/>\n";
+  auto with = [&](std::string line, const std::string& count) { return line.replace(line.find("COUNT"), 5, count); };
+  CHECK(parse_bad(nvlinks(with(one, "18"))).count(DeviceKind::Gpu) == 2);
+  CHECK_THROWS_WITH_AS(parse_bad(nvlinks(with(one, "1000000"))), doctest::Contains("the limit kMaxNvlinks"),
+                       InputError);
+  CHECK_THROWS_WITH_AS(parse_bad(nvlinks(with(one, "4294967297"))), doctest::Contains("the limit kMaxNvlinks"),
+                       InputError);
+  CHECK_THROWS_WITH_AS(parse_bad(nvlinks(with(one, "9223372036854775807"))), doctest::Contains("kMaxNvlinks"),
+                       InputError);
+  CHECK_THROWS_WITH_AS(parse_bad(nvlinks(with(one, "40") + with(one, "40"))),
+                       doctest::Contains("80 NVLinks of one GPU in all"), InputError);
+  CHECK_THROWS_WITH_AS(parse_bad(nvlinks(with(one, "0"))), doctest::Contains("count=\"0\""), InputError);
+  // A bus id twice is one device listed twice, not two GPUs.
+  const std::string dup =
+      "    <pci busid=\"0000:02:00.0\" class=\"0x030200\" link_speed=\"16 GT/s\" link_width=\"16\"/>\n";
+  CHECK_THROWS_WITH_AS(parse_bad(wrap(dup + dup)),
+                       doctest::Contains("bad.xml:4: <pci busid=\"0000:02:00.0\"> again (first on line 3)"),
+                       InputError);
+  std::string many;
+  for (int i = 0; i < 65; ++i)
+    many += fmt::format(
+        "    <pci busid=\"0000:{:02x}:00.0\" class=\"0x030200\" link_speed=\"16 GT/s\" link_width=\"16\"/>\n", i);
+  CHECK_THROWS_WITH_AS(parse_bad(wrap(many)), doctest::Contains("the limit kMaxNodeGpus"), InputError);
+  std::string deep, close;
+  for (int i = 0; i < 40; ++i) {
+    deep +=
+        fmt::format("<pci busid=\"0000:{:02x}:00.0\" class=\"0x060400\" link_speed=\"16 GT/s\" link_width=\"16\">", i);
+    close += "</pci>";
+  }
+  CHECK_THROWS_WITH_AS(parse_bad(wrap(deep + dup + close)), doctest::Contains("the limit kMaxPciDepth"), InputError);
+  CHECK_THROWS_WITH_AS(
+      parse_bad(wrap("    <pci busid=\"0000:03:00.0\" class=\"0x020000\" link_speed=\"16 GT/s\" link_width=\"16\">"
+                     "<nic><net name=\"m\" speed=\"1e300\"/></nic></pci>")),
+      doctest::Contains("the limit kMaxNetMbps"), InputError);
+  std::string numa = nvlinks("");
+  numa.replace(numa.find("numaid=\"0\""), 10, "numaid=\"4294967296\"");
+  CHECK_THROWS_WITH_AS(parse_bad(numa), doctest::Contains("the limit kMaxNuma"), InputError);
+  std::string big_sm = nvlinks("");
+  big_sm.replace(big_sm.find("sm=\"90\""), 7, "sm=\"4294967386\"");
+  CHECK_THROWS_WITH_AS(parse_bad(big_sm), doctest::Contains("the limit kMaxSm"), InputError);
+}
+
+TEST_CASE("nccl_xml: the fuzzing reproducers are input errors of one line") {
+  for (const char* name : {"xml-01-hang.xml", "xml-02-internal-error.xml", "xml-03-sanitizer.xml",
+                           "xml-duplicate-busid.xml", "xml-nvlink-count-1e6-accepted.xml",
+                           "xml-nvlink-count-over-int-max.xml", "xml-nvlink-count-sum-overflow.xml"}) {
+    CAPTURE(name);
+    try {
+      (void)load_nccl_xml(std::string(TOPOCOLL_SOURCE_DIR) + "/fuzz/repros/" + name);
+      FAIL("accepted");
+    } catch (const InputError& e) {
+      CHECK(std::string(e.what()).find('\n') == std::string::npos);
+    }
+  }
+}
+
 }  // namespace topocoll::topo

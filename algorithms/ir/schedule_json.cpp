@@ -3,10 +3,13 @@
 #include <fmt/format.h>
 
 #include <fstream>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <utility>
 
 #include "common/errors.hpp"
+#include "common/json_input.hpp"
 
 namespace topocoll::algo {
 
@@ -21,18 +24,31 @@ BufferId parse_buffer(const json& j, const std::string& where) {
     if (s == "output") return BufferId::Output;
     if (s == "scratch") return BufferId::Scratch;
   }
-  throw InputError(fmt::format("{}: buffer {} is not one of input, output, scratch", where, j.dump()));
+  throw InputError(fmt::format("{}: buffer {} is not one of input, output, scratch", where, json_input::echo(j)));
 }
 
+// An integer field in [lo, hi] (hi: the limit named `limit`), range-checked before it is narrowed.
+template <typename T>
+T bounded(const json& j, const std::string& where, const std::string& what, T lo, T hi, const char* limit) {
+  if (!j.is_number_integer())
+    throw InputError(fmt::format("{}: {} {} is not an integer", where, what, json_input::echo(j)));
+  const bool negative = !j.is_number_unsigned() && j.get<std::int64_t>() < 0;
+  if (negative ? std::cmp_less(j.get<std::int64_t>(), lo) : std::cmp_less(j.get<std::uint64_t>(), lo))
+    throw InputError(lo == 0 ? fmt::format("{}: {} {} is not a non-negative integer", where, what, json_input::echo(j))
+                             : fmt::format("{}: {} must be at least {}, got {}", where, what, lo, json_input::echo(j)));
+  if (!negative && std::cmp_greater(j.get<std::uint64_t>(), hi))
+    throw InputError(
+        fmt::format("{}: {} {} is more than {} (the limit {})", where, what, json_input::echo(j), hi, limit));
+  return negative ? static_cast<T>(j.get<std::int64_t>()) : static_cast<T>(j.get<std::uint64_t>());
+}
+
+// Offsets and counts of elements: at most kMaxScheduleElements, so that no end or size wraps.
 std::uint64_t parse_u64(const json& j, const std::string& where, const char* what) {
-  if (!j.is_number_unsigned() && !(j.is_number_integer() && j.get<std::int64_t>() >= 0))
-    throw InputError(fmt::format("{}: {} {} is not a non-negative integer", where, what, j.dump()));
-  return j.get<std::uint64_t>();
+  return bounded<std::uint64_t>(j, where, what, 0, kMaxScheduleElements, "kMaxScheduleElements");
 }
 
 int parse_int(const json& j, const std::string& where, const char* what) {
-  if (!j.is_number_integer()) throw InputError(fmt::format("{}: {} {} is not an integer", where, what, j.dump()));
-  return j.get<int>();
+  return bounded<int>(j, where, what, std::numeric_limits<int>::min(), std::numeric_limits<int>::max(), "INT_MAX");
 }
 
 json chunk_fields(const Chunk& c) {
@@ -41,7 +57,7 @@ json chunk_fields(const Chunk& c) {
 
 Op parse_op(const json& j, const std::string& where) {
   if (!j.is_array() || j.empty() || !j[0].is_string())
-    throw InputError(fmt::format("{}: an operation is [kind, channel, ...], got {}", where, j.dump()));
+    throw InputError(fmt::format("{}: an operation is [kind, channel, ...], got {}", where, json_input::echo(j)));
   const std::string kind = j[0].get<std::string>();
   Op op;
   auto need = [&](std::size_t n) {
@@ -50,7 +66,7 @@ Op parse_op(const json& j, const std::string& where) {
   if (kind == "send" || kind == "recv" || kind == "recv_reduce") {
     need(6);
     op.kind = kind == "send" ? OpKind::Send : kind == "recv" ? OpKind::Recv : OpKind::RecvReduce;
-    op.peer = parse_int(j[2], where, "peer");
+    op.peer = parse_int(j[2], where, "peer");  // the verifier checks the rank
     Chunk c{parse_buffer(j[3], where), parse_u64(j[4], where, "offset"), parse_u64(j[5], where, "count")};
     (op.kind == OpKind::Send ? op.src : op.dst) = c;
   } else if (kind == "copy" || kind == "reduce") {
@@ -60,10 +76,10 @@ Op parse_op(const json& j, const std::string& where) {
     op.src = Chunk{parse_buffer(j[2], where), parse_u64(j[3], where, "offset"), count};
     op.dst = Chunk{parse_buffer(j[4], where), parse_u64(j[5], where, "offset"), count};
   } else {
-    throw InputError(
-        fmt::format("{}: unknown operation '{}': expected send, recv, recv_reduce, copy or reduce", where, kind));
+    throw InputError(fmt::format("{}: unknown operation '{}': expected send, recv, recv_reduce, copy or reduce", where,
+                                 json_input::escaped(kind)));
   }
-  const int channel = parse_int(j[1], where, "channel");
+  const int channel = parse_int(j[1], where, "channel");  // the verifier checks it against "channels"
   if (channel < 0 || channel > 65535) throw InputError(fmt::format("{}: channel {} is out of range", where, channel));
   op.channel = static_cast<std::uint16_t>(channel);
   return op;
@@ -111,51 +127,58 @@ void write_schedule_json(const Schedule& s, std::ostream& out) {
 }
 
 Schedule read_schedule_json(const std::string& text, const std::string& source) {
-  json j;
-  try {
-    j = json::parse(text);
-  } catch (const json::parse_error& e) {
-    // nlohmann gives a byte offset: turn it into a line.
-    const std::size_t upto = std::min<std::size_t>(e.byte, text.size());
-    const std::size_t line =
-        1 + static_cast<std::size_t>(std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(upto), '\n'));
-    throw InputError(fmt::format("{}:{}: not valid JSON ({})", source, line, e.what()));
-  }
-  if (!j.is_object() || j.value("format", "") != "topocoll-schedule")
+  const json j = json_input::parse(text, source);
+  if (!j.is_object() || !j.contains("format") || j["format"] != "topocoll-schedule")
     throw InputError(fmt::format("{}: expected a JSON object with \"format\": \"topocoll-schedule\"", source));
-  if (j.value("version", 0) != 1) throw InputError(fmt::format("{}: \"version\" must be 1", source));
+  if (!j.contains("version") || j["version"] != 1)
+    throw InputError(fmt::format("{}: \"version\" must be 1, got {}", source,
+                                 j.contains("version") ? json_input::echo(j["version"]) : "none"));
   for (const char* key : {"collective", "count", "dtype", "op", "ranks", "channels", "programs"})
     if (!j.contains(key)) throw InputError(fmt::format("{}: missing \"{}\"", source, key));
   CollectiveArgs a;
   try {
-    a.collective = parse_collective(j["collective"].get<std::string>());
-    a.dtype = parse_dtype(j["dtype"].get<std::string>());
-    a.op = parse_op(j["op"].get<std::string>());
-  } catch (const json::exception&) {
-    throw InputError(fmt::format("{}: \"collective\", \"dtype\" and \"op\" must be strings", source));
+    a.collective = parse_collective(json_input::string(j["collective"], source, "\"collective\""));
+    a.dtype = parse_dtype(json_input::string(j["dtype"], source, "\"dtype\""));
+    a.op = parse_op(json_input::string(j["op"], source, "\"op\""));
   } catch (const InputError& e) {
-    throw InputError(fmt::format("{}: {}", source, e.what()));
+    const std::string what = e.what();
+    throw InputError(what.starts_with(source) ? what : fmt::format("{}: {}", source, what));
   }
-  a.count = parse_u64(j["count"], source, "count");
-  a.ranks = parse_int(j["ranks"], source, "ranks");
-  a.root = j.contains("root") ? parse_int(j["root"], source, "root") : 0;
-  if (a.ranks < 1) throw InputError(fmt::format("{}: \"ranks\" must be at least 1, got {}", source, a.ranks));
-  const int channels = parse_int(j["channels"], source, "channels");
-  if (channels < 1) throw InputError(fmt::format("{}: \"channels\" must be at least 1, got {}", source, channels));
+  a.ranks = bounded<int>(j["ranks"], source, "\"ranks\"", 1, kMaxScheduleRanks, "kMaxScheduleRanks");
+  const int channels =
+      bounded<int>(j["channels"], source, "\"channels\"", 1, kMaxScheduleChannels, "kMaxScheduleChannels");
+  a.root = j.contains("root") ? bounded<int>(j["root"], source, "\"root\"", 0, a.ranks - 1, "\"ranks\" - 1") : 0;
+  // No buffer (input, output, scratch) is larger than kMaxScheduleElements bytes: counts times
+  // ranks times the element size never wrap 64 bits.
+  const std::uint64_t elem = size_of(a.dtype);
+  a.count = bounded<std::uint64_t>(j["count"], source, "\"count\"", 0,
+                                   kMaxScheduleElements / static_cast<std::uint64_t>(a.ranks) / elem,
+                                   "kMaxScheduleElements: 2^62 bytes per buffer");
   const std::uint64_t scratch =
-      j.contains("scratch_count") ? parse_u64(j["scratch_count"], source, "scratch_count") : 0;
+      j.contains("scratch_count")
+          ? bounded<std::uint64_t>(j["scratch_count"], source, "\"scratch_count\"", 0, kMaxScheduleElements / elem,
+                                   "kMaxScheduleElements: 2^62 bytes")
+          : 0;
+  std::string name = "imported";
+  if (j.contains("name")) name = json_input::string(j["name"], source, "\"name\"");
   const json& programs = j["programs"];
   if (!programs.is_array() || programs.size() != static_cast<std::size_t>(a.ranks))
     throw InputError(fmt::format("{}: \"programs\" must be an array of {} programs (one per rank)", source, a.ranks));
   std::vector<Program> progs;
+  std::uint64_t operations = 0;
   for (std::size_t r = 0; r < programs.size(); ++r) {
     if (!programs[r].is_array()) throw InputError(fmt::format("{}: programs[{}] is not an array", source, r));
+    operations += programs[r].size();
+    if (operations > kMaxScheduleOperations)
+      throw InputError(
+          fmt::format("{}: programs[{}]: more than {} operations in all (the limit kMaxScheduleOperations)", source, r,
+                      kMaxScheduleOperations));
     Program p;
     for (std::size_t i = 0; i < programs[r].size(); ++i)
       p.push_back(parse_op(programs[r][i], fmt::format("{}: programs[{}][{}]", source, r, i)));
     progs.push_back(std::move(p));
   }
-  return Schedule::from_programs(j.value("name", "imported"), a, channels, scratch, std::move(progs));
+  return Schedule::from_programs(name, a, channels, scratch, std::move(progs));
 }
 
 Schedule load_schedule_json(const std::string& path) {

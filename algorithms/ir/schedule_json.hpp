@@ -12,12 +12,23 @@
 // Operations are arrays, not objects, to keep a 1024-rank file small.
 #pragma once
 
+#include <cstdint>
 #include <ostream>
 #include <string>
 
 #include "algorithms/ir/schedule.hpp"
 
 namespace topocoll::algo {
+
+// What a schedule file may declare (InputError beyond, naming the limit). Ranks: 2048 nodes of
+// 32 GPUs; channels: four times NCCL's 64; operations: all programs together, 16 Mi (a file of
+// about 300 MB); kMaxScheduleElements: any offset or count of an operation, in elements, and
+// any buffer (input, output, scratch: count x ranks x the dtype's size), in bytes, so that no
+// size, end or product wraps 64 bits.
+inline constexpr int kMaxScheduleRanks = 65536;
+inline constexpr int kMaxScheduleChannels = 256;
+inline constexpr std::uint64_t kMaxScheduleOperations = std::uint64_t{1} << 24;
+inline constexpr std::uint64_t kMaxScheduleElements = std::uint64_t{1} << 62;
 
 void write_schedule_json(const Schedule& s, std::ostream& out);
 // Throws InputError naming the file and where in it (line, or programs[rank][op]) the problem is.

@@ -2,6 +2,7 @@
 
 #include <doctest/doctest.h>
 
+#include <filesystem>
 #include <sstream>
 
 #include "algorithms/registry.hpp"
@@ -83,4 +84,45 @@ TEST_CASE("schedule json: a well-formed but wrong schedule loads, and the verifi
   const VerifyResult r = verify(s);
   CHECK(r.failure == Failure::UnmatchedRecv);
   CHECK(r.message.find("rank 0 channel 0 op 2") != std::string::npos);
+}
+
+TEST_CASE("schedule json: header fields are range-checked, never truncated (limits named)") {
+  check_bad(replace(kGood, "\"ranks\": 2", "\"ranks\": 4294967298"),
+            "\"ranks\" 4294967298 is more than 65536 (the limit kMaxScheduleRanks)");
+  check_bad(replace(kGood, "\"channels\": 1", "\"channels\": 4294967297"), "the limit kMaxScheduleChannels");
+  check_bad(replace(kGood, "\"channels\": 1", "\"channels\": 100000000"), "the limit kMaxScheduleChannels");
+  check_bad(replace(kGood, "\"count\": 4", "\"count\": 9223372036854775809"), "\"count\" 9223372036854775809 is more");
+  check_bad(replace(kGood, "\"count\": 4", "\"count\": 1e400"), "s.json: not valid JSON");
+  check_bad(replace(kGood, "\"count\": 4", "\"count\": 4.5"), "\"count\" 4.5 is not an integer");
+  check_bad(replace(kGood, "\"version\": 1", "\"version\": \"1\""), "\"version\" must be 1, got \"1\"");
+  check_bad(replace(kGood, "\"name\": \"pair\"", "\"name\": 5"), "\"name\" 5: expected a string");
+  check_bad(replace(kGood, "\"format\": \"topocoll-schedule\"", "\"format\": 42"), "expected a JSON object with");
+  check_bad(replace(kGood, "\"root\": 0", "\"root\": -1"), "\"root\" -1 is not a non-negative integer");
+  check_bad(replace(kGood, "\"root\": 0", "\"root\": 2"), "\"root\" 2 is more than 1 (the limit \"ranks\" - 1)");
+  check_bad(replace(kGood, "\"dtype\": \"float\"", "\"dtype\": null"), "\"dtype\" null: expected a string");
+  check_bad(replace(kGood, "[\"send\", 0, 1, \"input\", 0, 4]", "[\"send\", 0, 4294967297, \"input\", 0, 4]"),
+            "peer 4294967297 is more than");
+  check_bad(replace(kGood, "[\"send\", 0, 1, \"input\", 0, 4]", "[\"send\", 0, 1, \"input\", 4611686018427387905, 4]"),
+            "the limit kMaxScheduleElements");
+  check_bad(replace(kGood, "[\"send\", 0, 1, \"input\", 0, 4]", "[\"se\\nnd\", 0, 1, \"input\", 0, 4]"),
+            "unknown operation 'se\\nnd'");
+}
+
+TEST_CASE("schedule json: the fuzzing reproducers are input errors of one line") {
+  namespace fs = std::filesystem;
+  int n = 0;
+  for (const auto& e : fs::directory_iterator(fs::path(TOPOCOLL_SOURCE_DIR) / "fuzz" / "repros")) {
+    const std::string name = e.path().filename().string();
+    if (!(name.starts_with("schedule-") || name.starts_with("verify-")) || name.find("window") != std::string::npos)
+      continue;
+    CAPTURE(name);
+    try {
+      (void)load_schedule_json(e.path().string());
+      FAIL("accepted");
+    } catch (const topocoll::InputError& err) {
+      CHECK(std::string(err.what()).find('\n') == std::string::npos);
+    }
+    ++n;
+  }
+  CHECK(n == 19);
 }

@@ -116,10 +116,11 @@ void run_real(const ExpSpec& s, const std::string& commit, const Existing& ex, R
           throw InputError(
               fmt::format("{}: topocoll-bench rejected the grid (ranks {}, dtype {}, channels {}, backend {}): {}",
                           s.path, ranks, dtype, ch, s.real.backend, error_line(log)));
-        if (rc != 0)
-          throw std::runtime_error(
-              fmt::format("{} -np {} topocoll-bench (a check run of one size) exited {}: {} (full log: {})",
-                          s.real.mpirun.front(), ranks, rc, error_line(log), log));
+        if (rc != 0)  // the launcher as the spec gives it (real.mpirun, real.bench) does not run
+          throw InputError(fmt::format(
+              "{}: {} -np {} topocoll-bench (a check run of one size) exited {}: {} (full log: {}): check real.mpirun "
+              "and real.bench",
+              s.path, s.real.mpirun.front(), ranks, rc, error_line(log), log));
       }
   if (cb.start) cb.start();
   for (int ranks : s.ranks)

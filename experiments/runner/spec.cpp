@@ -14,6 +14,7 @@
 #include "algorithms/registry.hpp"
 #include "common/cli_io.hpp"
 #include "common/errors.hpp"
+#include "common/json_input.hpp"
 #include "experiments/runner/provenance.hpp"
 #include "simulator/calibration.hpp"
 #include "topologies/load.hpp"
@@ -58,9 +59,10 @@ class SpecReader {
     if (!map.IsMap()) fail(map, fmt::format("{}: expected a mapping of {}", where, allowed));
     const std::string list = fmt::format(", {}, ", allowed);
     for (const auto& kv : map) {
+      if (!kv.first.IsScalar()) fail(kv.first, fmt::format("a key of {} is not a name (allowed: {})", where, allowed));
       const std::string key = kv.first.as<std::string>();
       if (list.find(", " + key + ", ") == std::string::npos)
-        fail(kv.first, fmt::format("unknown key '{}' in {} (allowed: {})", key, where, allowed));
+        fail(kv.first, fmt::format("unknown key '{}' in {} (allowed: {})", json_input::escaped(key), where, allowed));
     }
   }
 
@@ -104,6 +106,12 @@ class SpecReader {
     } catch (const std::exception&) {
     }
     fail(n, fmt::format("{} {}: expected a number >= {:g}", key, s, lo));
+  }
+  // A number in [lo, hi], hi being the limit named `limit`.
+  double number(const YAML::Node& n, const std::string& key, double lo, double hi, const char* limit) const {
+    const double v = number(n, key, lo);
+    if (!(v <= hi)) fail(n, fmt::format("{} {}: expected at most {:g} (the limit {})", key, scalar(n, key), hi, limit));
+    return v;
   }
 
   bool boolean(const YAML::Node& n, const std::string& key) const {
@@ -174,7 +182,8 @@ ExpSpec load_exp_spec(const std::string& path) {
   if (root["calibration"]) {
     s.calibration = r.scalar(root["calibration"], "calibration");
     s.calibration_path = resolve(s.dir, s.calibration);
-    if (!fs::exists(s.calibration_path))
+    std::error_code ec;  // a name the file system refuses (too long, a loop) is no such file
+    if (!fs::exists(s.calibration_path, ec))
       r.fail(root["calibration"],
              fmt::format("calibration {}: no such file (looked for {})", s.calibration, s.calibration_path));
   }
@@ -273,11 +282,15 @@ ExpSpec load_exp_spec(const std::string& path) {
   s.max_bytes = r.scalar(sz["max"], "grid.sizes.max");
   s.factor = sz["factor"] ? r.scalar(sz["factor"], "grid.sizes.factor") : "2";
   const auto size_check = [&](const std::string& v, const char* key) {
+    std::uint64_t bytes = 0;
     try {
-      (void)cli::parse_size(v, key);
+      bytes = cli::parse_size(v, key);
     } catch (const InputError& e) {
       r.fail(sz, e.what());
     }
+    if (bytes > cli::kMaxSweepBytes)
+      r.fail(sz,
+             fmt::format("{} {}: larger than the size limit kMaxSweepBytes = {} (1T)", key, v, cli::kMaxSweepBytes));
   };
   size_check(s.min_bytes, "grid.sizes.min");
   size_check(s.max_bytes, "grid.sizes.max");
@@ -337,7 +350,8 @@ ExpSpec load_exp_spec(const std::string& path) {
     if (rn["iters"]) s.real.iters = r.integer(rn["iters"], "real.iters", 1, 100000);
     if (rn["warmup"]) s.real.warmup = r.integer(rn["warmup"], "real.warmup", 0, 100000);
     if (rn["check"]) s.real.check = r.integer(rn["check"], "real.check", 0, 1);
-    if (rn["timeout"]) s.real.timeout_s = r.number(rn["timeout"], "real.timeout", 1.0);
+    if (rn["timeout"])
+      s.real.timeout_s = r.number(rn["timeout"], "real.timeout", 1.0, cli::kMaxTimeoutSeconds, "kMaxTimeoutSeconds");
     if (rn["bench"]) s.real.bench = resolve(s.dir, r.scalar(rn["bench"], "real.bench"));
   }
   return s;

@@ -2,6 +2,10 @@
 
 #include <doctest/doctest.h>
 
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
 #include "common/errors.hpp"
 #include "experiments/runner/provenance.hpp"
 #include "experiments/runner/test_support.hpp"
@@ -92,4 +96,66 @@ TEST_CASE("spec: errors name the file and the line") {
   SUBCASE("no such file") {
     CHECK_THROWS_AS(experiments::load_exp_spec(d.path() + "/none.yaml"), InputError);
   }
+}
+
+TEST_CASE("spec: sizes, factors and timeouts within their limits (named)") {
+  TempDir d;
+  const auto with_sizes = [](const std::string& sizes) {
+    std::string t = kTiny;
+    t.replace(t.find("{min: 8, max: 1K, factor: 4}"), 28, sizes);
+    return t;
+  };
+  CHECK(load_error(d, with_sizes("{min: 8, max: 18446744073709551615, factor: 2}"))
+            .find("grid.sizes.max 18446744073709551615: larger than the size limit kMaxSweepBytes") !=
+        std::string::npos);
+  CHECK(load_error(d, with_sizes("{min: 8, max: 9223372036854775808, factor: 8}")).find("kMaxSweepBytes") !=
+        std::string::npos);
+  CHECK(load_error(d, with_sizes("{min: 8, max: 16, factor: 1.0000000000000002}"))
+            .find("does not advance the size sweep") != std::string::npos);
+  CHECK(load_error(d, with_sizes("{min: 8, max: 1T, factor: 2}")).find("unknown suffix") != std::string::npos);
+  const std::string real = R"(engine: real
+grid:
+  algorithms: [ring]
+  ranks: [2]
+  sizes: {min: 8, max: 64, factor: 8}
+real:
+  timeout: TIMEOUT
+)";
+  for (const char* t : {"9223372036854775807", "1e300", "inf"}) {
+    std::string spec = real;
+    spec.replace(spec.find("TIMEOUT"), 7, t);
+    CAPTURE(t);
+    const std::string e = load_error(d, spec);
+    CHECK(e.find("real.timeout") != std::string::npos);
+    CHECK(e.find('\n') == std::string::npos);
+  }
+  CHECK(load_error(d, "engine: analytic\n{a: 1}: 2\ngrid: {}\n").find("a key of the spec is not a name") !=
+        std::string::npos);
+  CHECK(load_error(d, "engine: analytic\n\"col\\nour\": 2\ngrid: {}\n").find("unknown key 'col\\nour'") !=
+        std::string::npos);
+}
+
+TEST_CASE("spec: the fuzzing reproducers are input errors of one line") {
+  namespace fs = std::filesystem;
+  TempDir d;
+  // The spec naming a calibration and local topologies gets them: its sizes are what fails.
+  const fs::path local = fs::path(TOPOCOLL_SOURCE_DIR) / "experiments" / "sim-vs-real-local";
+  fs::copy(local / "calibration.json", d.path() + "/calibration.json");
+  fs::copy(local / "topologies", d.path() + "/topologies", fs::copy_options::recursive);
+  for (const char* name : {"exp-factor-1ulp-hang.yaml", "exp-max-2e64-hang.yaml", "exp-real-timeout-huge-ubsan.yaml",
+                           "exp-real-vector-max-size-internal-error.yaml", "exp-sizes-max-2e63-memory.yaml"}) {
+    CAPTURE(name);
+    std::ifstream in(fs::path(TOPOCOLL_SOURCE_DIR) / "fuzz" / "repros" / name);
+    std::ostringstream text;
+    text << in.rdbuf();
+    const std::string e = load_error(d, text.str());
+    CHECK(!e.empty());
+    CHECK(e.find('\n') == std::string::npos);
+    CHECK((e.find("kMaxSweep") != std::string::npos || e.find("kMaxTimeoutSeconds") != std::string::npos));
+  }
+  // Found by fuzz/exp_spec_fuzz: a calibration name the file system refuses (too long).
+  std::ifstream in(fs::path(TOPOCOLL_SOURCE_DIR) / "fuzz" / "repros" / "exp-calibration-name-too-long.yaml");
+  std::ostringstream text;
+  text << in.rdbuf();
+  CHECK(load_error(d, text.str()).find(": no such file (looked for") != std::string::npos);
 }

@@ -3,6 +3,9 @@
 #include <doctest/doctest.h>
 
 #include <filesystem>
+#include <nlohmann/json.hpp>
+#include <utility>
+#include <vector>
 
 #include "common/errors.hpp"
 #include "experiments/runner/provenance.hpp"
@@ -90,4 +93,26 @@ TEST_CASE("store: records of another spec, or not records, are errors") {
     w.write(record(s, "a"));
     CHECK_THROWS_WITH_AS(experiments::load_points(file), doctest::Contains(":2: point a appears twice"), InputError);
   }
+}
+
+TEST_CASE("store: record fields out of their type's range are input errors, never truncated") {
+  const nlohmann::json good = records::to_json(record(spec("experiment.yaml"), "a"));
+  CHECK(records::record_from_json(good).point == std::optional<std::string>("a"));
+  for (const auto& [key, value] : std::vector<std::pair<std::string, nlohmann::json>>{{"nodes", 4294967298ull},
+                                                                                      {"ranks", -1},
+                                                                                      {"channels", 1e20},
+                                                                                      {"size_bytes", -5},
+                                                                                      {"count", 1.5},
+                                                                                      {"repetition", 2147483648ll},
+                                                                                      {"wrong", "3"},
+                                                                                      {"nodes", nullptr}}) {
+    nlohmann::json j = good;
+    j[key] = value;
+    CAPTURE(key);
+    CAPTURE(value.dump());
+    CHECK_THROWS_WITH_AS(records::record_from_json(j), doctest::Contains(("'" + key + "'").c_str()), InputError);
+  }
+  nlohmann::json j = good;
+  j["schema"] = 7;
+  CHECK_THROWS_WITH_AS(records::record_from_json(j), doctest::Contains("not a topocoll.record/1 record"), InputError);
 }
