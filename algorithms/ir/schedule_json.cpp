@@ -148,16 +148,17 @@ Schedule read_schedule_json(const std::string& text, const std::string& source) 
   const int channels =
       bounded<int>(j["channels"], source, "\"channels\"", 1, kMaxScheduleChannels, "kMaxScheduleChannels");
   a.root = j.contains("root") ? bounded<int>(j["root"], source, "\"root\"", 0, a.ranks - 1, "\"ranks\" - 1") : 0;
-  // No buffer (input, output, scratch) is larger than kMaxScheduleElements bytes: counts times
-  // ranks times the element size never wrap 64 bits.
+  // No buffer (input, output, scratch) reaches the IR's kMaxBufferBytes (schedule.hpp, the one
+  // buffer limit every schedule is built under): counts times ranks times the element size never
+  // wrap 64 bits.
   const std::uint64_t elem = size_of(a.dtype);
   a.count = bounded<std::uint64_t>(j["count"], source, "\"count\"", 0,
-                                   kMaxScheduleElements / static_cast<std::uint64_t>(a.ranks) / elem,
-                                   "kMaxScheduleElements: 2^62 bytes per buffer");
+                                   (kMaxBufferBytes - 1) / static_cast<std::uint64_t>(a.ranks) / elem,
+                                   "kMaxBufferBytes: below 2^60 bytes per buffer");
   const std::uint64_t scratch =
       j.contains("scratch_count")
-          ? bounded<std::uint64_t>(j["scratch_count"], source, "\"scratch_count\"", 0, kMaxScheduleElements / elem,
-                                   "kMaxScheduleElements: 2^62 bytes")
+          ? bounded<std::uint64_t>(j["scratch_count"], source, "\"scratch_count\"", 0, (kMaxBufferBytes - 1) / elem,
+                                   "kMaxBufferBytes: below 2^60 bytes")
           : 0;
   std::string name = "imported";
   if (j.contains("name")) name = json_input::string(j["name"], source, "\"name\"");

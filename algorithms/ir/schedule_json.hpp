@@ -22,9 +22,11 @@ namespace topocoll::algo {
 
 // What a schedule file may declare (InputError beyond, naming the limit). Ranks: 2048 nodes of
 // 32 GPUs; channels: four times NCCL's 64; operations: all programs together, 16 Mi (a file of
-// about 300 MB); kMaxScheduleElements: any offset or count of an operation, in elements, and
-// any buffer (input, output, scratch: count x ranks x the dtype's size), in bytes, so that no
-// size, end or product wraps 64 bits.
+// about 300 MB); kMaxScheduleElements: any offset or count of an operation, in elements, so that
+// no end wraps 64 bits. Every buffer (input, output, scratch: count x ranks x the dtype's size)
+// stays below the IR's kMaxBufferBytes (schedule.hpp), checked here so that the error names the
+// file's field. Ranks and channels are tighter than the IR's kMaxRanks / kMaxChannels (which
+// bound generated schedules): a file holds every program explicitly.
 inline constexpr int kMaxScheduleRanks = 65536;
 inline constexpr int kMaxScheduleChannels = 256;
 inline constexpr std::uint64_t kMaxScheduleOperations = std::uint64_t{1} << 24;
