@@ -73,7 +73,22 @@ struct HwlocTopologyDeleter {
 };
 using HwlocTopology = std::unique_ptr<hwloc_topology, HwlocTopologyDeleter>;
 
+// hwloc loads its plugins in hwloc_topology_init when no topology exists and unloads them when the
+// last one is destroyed. Its PCI plugin brings libpciaccess, which keeps its pci.ids name cache
+// (the vendor and device names) in globals it never frees: every unload lost that cache (about
+// 1 KB per probe; LeakSanitizer reports it as allocated in an unloaded module). One empty
+// topology kept for the process's lifetime keeps the plugins loaded, so the cache is built once
+// and stays reachable.
+void keep_hwloc_plugins_loaded() {
+  static const hwloc_topology_t keep_alive = [] {
+    hwloc_topology_t t = nullptr;
+    return hwloc_topology_init(&t) == 0 ? t : nullptr;
+  }();
+  static_cast<void>(keep_alive);
+}
+
 HwlocTopology load_hwloc_topology() {
+  keep_hwloc_plugins_loaded();
   hwloc_topology_t raw = nullptr;
   if (int err = hwloc_topology_init(&raw); err != 0)
     throw InternalError(fmt::format("hwloc_topology_init failed ({})", err));
