@@ -9,6 +9,7 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <set>
 
 #include "common/errors.hpp"
@@ -78,13 +79,16 @@ using HwlocTopology = std::unique_ptr<hwloc_topology, HwlocTopologyDeleter>;
 // (the vendor and device names) in globals it never frees: every unload lost that cache (about
 // 1 KB per probe; LeakSanitizer reports it as allocated in an unloaded module). One empty
 // topology kept for the process's lifetime keeps the plugins loaded, so the cache is built once
-// and stays reachable.
+// and stays reachable. Volatile: nothing reads the pointer, and the store must stay (it is what
+// keeps the topology reachable for a leak checker).
+hwloc_topology_t volatile hwloc_keep_alive = nullptr;
+
 void keep_hwloc_plugins_loaded() {
-  static const hwloc_topology_t keep_alive = [] {
+  static std::once_flag once;
+  std::call_once(once, [] {
     hwloc_topology_t t = nullptr;
-    return hwloc_topology_init(&t) == 0 ? t : nullptr;
-  }();
-  static_cast<void>(keep_alive);
+    if (hwloc_topology_init(&t) == 0) hwloc_keep_alive = t;
+  });
 }
 
 HwlocTopology load_hwloc_topology() {
