@@ -62,6 +62,11 @@ install(FILES ${CMAKE_CURRENT_BINARY_DIR}/topocollConfig.cmake ${CMAKE_CURRENT_B
 # pkg-config: the SimGrid-free core (simulator, algorithms, topologies, common). The libraries are
 # static, so their own dependencies are part of Requires and Libs.
 set(topocoll_pc_libs "-ltopocoll_simulator -ltopocoll_algorithms -ltopocoll_topologies -ltopocoll_common")
+# A sanitizer build's libraries call the sanitizer runtime: whatever links them links it too.
+if(TOPOCOLL_SANITIZE)
+  set_property(TARGET topocoll_common APPEND PROPERTY INTERFACE_LINK_OPTIONS -fsanitize=${TOPOCOLL_SANITIZE})
+  string(APPEND topocoll_pc_libs " -fsanitize=${TOPOCOLL_SANITIZE}")
+endif()
 # Relocatable: the prefix is found from the .pc file's own folder.
 file(RELATIVE_PATH topocoll_pc_to_prefix /prefix/${CMAKE_INSTALL_LIBDIR}/pkgconfig /prefix)
 configure_file(${CMAKE_CURRENT_LIST_DIR}/topocoll.pc.in ${CMAKE_CURRENT_BINARY_DIR}/topocoll.pc @ONLY)

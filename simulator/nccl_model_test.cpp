@@ -206,7 +206,7 @@ TEST_CASE("nccl_model: ring Simple busbw at 1 GiB on one dgx-h100 node") {
   // ceiling is 12 * 30 = 360 GB/s; latency costs 1%). Measured NCCL 2.26.2 (ring forced):
   // 360.07 GB/s (together-h100-1node-ring.csv).
   const NcclGraphEstimate g = estimate_nccl_graph(preset("dgx-h100", 1));
-  const NcclPrediction& p = find(nccl_predictions(g, kGiB), "Ring", "Simple");
+  const NcclPrediction p = find(nccl_predictions(g, kGiB), "Ring", "Simple");  // a copy: the vector is a temporary
   CHECK(p.time_us == doctest::Approx(56.0 + 1073741824.0 / (360.0 * 8 / 14 * 1000.0)));
   CHECK(p.busbw_gbps >= 340.0);
   CHECK(p.busbw_gbps <= 365.0);

@@ -17,6 +17,9 @@ namespace {
 // Capacities are integers in MB/s (1e-3 GB/s) so push-relabel runs in exact arithmetic.
 using Capacity = long long;
 constexpr double kUnitsPerGbps = 1000.0;
+// The largest link bandwidth the max-flow takes (GB/s): 10^15 GB/s, far above any real link, and
+// small enough that its capacity in MB/s is an exact integer in a Capacity.
+constexpr double kMaxLinkGbps = 1e15;
 
 using FlowTraits = boost::adjacency_list_traits<boost::vecS, boost::vecS, boost::directedS>;
 using FlowGraph = boost::adjacency_list<
@@ -41,17 +44,42 @@ void add_arc(FlowGraph& f, std::size_t u, std::size_t v, Capacity c) {
 
 double max_flow_gbps(const Topology& t, const std::vector<Vertex>& sources, const std::vector<Vertex>& sinks) {
   if (sources.empty() || sinks.empty()) return 0.0;
+  // A device on both sides is its own sink: no cut separates the sets, the flow is unbounded.
+  for (Vertex s : sources)
+    if (std::find(sinks.begin(), sinks.end(), s) != sinks.end()) return std::numeric_limits<double>::infinity();
   const Graph& g = t.graph();
   const std::size_t n = boost::num_vertices(g);
   const std::size_t source = n, sink = n + 1;
   FlowGraph f(n + 2);
-  // Every undirected link is two independent directions of bw_gbps each.
+  // Every undirected link is two independent directions of bw_gbps each. `total` sums the
+  // capacities of every arc, in 128 bits so that the check below cannot wrap.
+  __int128 total = 0;
   for (auto e : boost::make_iterator_range(boost::edges(g))) {
-    const Capacity c = static_cast<Capacity>(std::llround(g[e].bw_gbps * kUnitsPerGbps));
+    const double bw = g[e].bw_gbps;
+    if (!(bw >= 0.0 && bw <= kMaxLinkGbps))
+      throw InputError(fmt::format("link {} - {}: bandwidth {} GB/s; the max-flow takes 0 to {:g} GB/s per link",
+                                   t.device_name(boost::source(e, g)), t.device_name(boost::target(e, g)), bw,
+                                   kMaxLinkGbps));
+    const Capacity c = static_cast<Capacity>(std::llround(bw * kUnitsPerGbps));
     add_arc(f, boost::source(e, g), boost::target(e, g), c);
     add_arc(f, boost::target(e, g), boost::source(e, g), c);
+    total += 2 * static_cast<__int128>(c);
   }
-  const Capacity infinite = std::numeric_limits<Capacity>::max() / 4;
+  // The source and sink arcs stand for "unbounded": one more than every link together is enough,
+  // since the cut around the sources (all links leaving them) is at most `total`, so no minimum
+  // cut holds one of these arcs and the flow is the one of the links alone. Push-relabel sums
+  // capacities (the source's excess is the sum of its arcs), so the sum of every arc, these
+  // included, must fit in a Capacity: real clusters are many orders of magnitude below, and a
+  // topology above is refused with the limit rather than computed with wrapped arithmetic.
+  const __int128 unbounded = total + 1;
+  const __int128 all_arcs = total + unbounded * static_cast<__int128>(sources.size() + sinks.size());
+  if (all_arcs > std::numeric_limits<Capacity>::max())
+    throw InputError(
+        fmt::format("max-flow: {:.0f} GB/s of links x ({} sources and sinks + 1) exceeds the limit of exact "
+                    "arithmetic, {:.0f} GB/s",
+                    static_cast<double>(total) / kUnitsPerGbps, sources.size() + sinks.size(),
+                    static_cast<double>(std::numeric_limits<Capacity>::max()) / kUnitsPerGbps));
+  const auto infinite = static_cast<Capacity>(unbounded);
   for (Vertex s : sources) add_arc(f, source, s, infinite);
   for (Vertex s : sinks) add_arc(f, s, sink, infinite);
   const Capacity flow = boost::push_relabel_max_flow(f, source, sink);

@@ -2,6 +2,9 @@
 
 #include <doctest/doctest.h>
 
+#include <limits>
+#include <vector>
+
 #include "common/errors.hpp"
 #include "topologies/presets.hpp"
 
@@ -58,4 +61,52 @@ TEST_CASE("bounds: fewer than two GPUs is an input error") {
   m.add_link(cpu, gpu, LinkKind::Pcie, 10.0, 0.5, 16);
   Topology t = Topology::build(m, 1, FabricSpec{});
   CHECK_THROWS_AS(allreduce_bound(t), topocoll::InputError);
+}
+
+namespace {
+
+std::vector<Vertex> gpus_of_node(const Topology& t, int node) {
+  std::vector<Vertex> out;
+  for (const RankInfo& r : t.ranks())
+    if (r.node == node) out.push_back(r.gpu);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("bounds: many sources and sinks cannot overflow the max-flow's arithmetic") {
+  // 16 GPUs as sources and sinks: with "infinite" arcs of LLONG_MAX / 4 the push-relabel summed
+  // past LLONG_MAX (UBSan: signed overflow); the arcs now sum below it. Node 0 to node 1 of two
+  // DGX-H100s: the 8 NICs of 50 GB/s.
+  Topology t = Topology::build(make_dgx_h100_node(), 2, FabricSpec{FabricKind::RailFatTree});
+  CHECK(max_flow_gbps(t, gpus_of_node(t, 0), gpus_of_node(t, 1)) == doctest::Approx(8 * 50.0));
+  const AllreduceBound b = allreduce_bound(t);
+  CHECK(b.node_injection_gbps == doctest::Approx(8 * 50.0));
+  CHECK(b.bisection_gbps == doctest::Approx(8 * 50.0));
+}
+
+TEST_CASE("bounds: a device on both sides of the max-flow is unbounded") {
+  Topology t = Topology::build(make_dgx_h100_node(), 1, FabricSpec{});
+  const Vertex gpu0 = t.rank(0).gpu;
+  CHECK(max_flow_gbps(t, {gpu0}, {gpu0}) == std::numeric_limits<double>::infinity());
+  CHECK(max_flow_gbps(t, {gpu0}, {}) == 0.0);
+}
+
+TEST_CASE("bounds: link bandwidths beyond the max-flow's exact range are input errors") {
+  auto two_gpus = [](double bw_a, double bw_b) {
+    NodeModel m;
+    Vertex cpu = m.add_device(DeviceKind::Cpu, 0);
+    m.add_link(cpu, m.add_gpu(0, 90), LinkKind::Pcie, bw_a, 0.5, 16);
+    m.add_link(cpu, m.add_gpu(0, 90), LinkKind::Pcie, bw_b, 0.5, 16);
+    return Topology::build(m, 1, FabricSpec{});
+  };
+  const Topology fine = two_gpus(1e6, 1e6);
+  CHECK(max_flow_gbps(fine, {fine.rank(0).gpu}, {fine.rank(1).gpu}) == doctest::Approx(1e6));
+  // One link above 10^15 GB/s.
+  const Topology too_fast = two_gpus(2e15, 1.0);
+  CHECK_THROWS_AS(max_flow_gbps(too_fast, {too_fast.rank(0).gpu}, {too_fast.rank(1).gpu}), topocoll::InputError);
+  // Each link in range, their sum times the source and sink arcs is not.
+  const Topology too_much = two_gpus(1e15, 1e15);
+  CHECK_THROWS_WITH_AS(max_flow_gbps(too_much, {too_much.rank(0).gpu}, {too_much.rank(1).gpu}),
+                       doctest::Contains("exceeds the limit of exact arithmetic"), topocoll::InputError);
 }
