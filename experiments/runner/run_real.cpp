@@ -7,6 +7,7 @@
 #include <fstream>
 #include <stdexcept>
 
+#include "common/cli_io.hpp"
 #include "common/errors.hpp"
 #include "common/records.hpp"
 #include "experiments/runner/grid.hpp"
@@ -147,7 +148,17 @@ void run_real(const ExpSpec& s, const std::string& commit, const Existing& ex, R
           std::size_t written = 0;
           while (std::getline(in, line)) {
             if (line.empty()) continue;
-            records::Record rec = records::record_from_json(nlohmann::json::parse(line));
+            // The bench's own output: a line that is not a record (a bench killed mid-write) is a
+            // failure of the run, not of the user's input.
+            records::Record rec;
+            try {
+              rec = records::record_from_json(nlohmann::json::parse(line));
+            } catch (const std::exception& e) {
+              throw RuntimeFailure(
+                  fmt::format("mpirun -np {} topocoll-bench wrote a line that is not a record ({}): {} "
+                              "(full log: {})",
+                              ranks, cli::one_line(e.what()), tmp, log));
+            }
             const std::string point = real_point(s, ranks, dtype, ch, rec.algorithm, rec.size_bytes, rec.in_place, rep);
             if (ex.points.count(point)) continue;
             const records::Record p = provenance(s, commit);
