@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <memory>
+#include <span>
 
 #include "algorithms/blocks.hpp"
 #include "algorithms/generators/generators.hpp"
@@ -15,6 +16,18 @@ namespace {
 
 Chunk chunk(BufferId b, std::uint64_t offset, std::uint64_t count) {
   return Chunk{b, offset, count};
+}
+
+// A buffer of p blocks of `count` elements, block r belonging to rank r: `part` (a channel's
+// range inside a block) of rank `owner`'s block, and of every block in ring order.
+Chunk block_part(BufferId b, int owner, std::uint64_t count, Range part) {
+  return chunk(b, static_cast<std::uint64_t>(owner) * count + part.offset, part.count);
+}
+std::vector<Chunk> block_parts(BufferId b, std::span<const int> ring, std::uint64_t count, Range part) {
+  std::vector<Chunk> out;
+  out.reserve(ring.size());
+  for (int owner : ring) out.push_back(block_part(b, owner, count, part));
+  return out;
 }
 
 // reduce_scatter: input holds p blocks of `count`; rank r ends with block r reduced. The input
@@ -29,23 +42,19 @@ Schedule make_reduce_scatter(const Layout& l, const CollectiveArgs& a, const Tun
   auto plan = std::make_shared<const RingPlan>(RingPlan::flat(l, K));
   const std::uint64_t se = slice_elems(a, t);
   const int depth = std::max(1, t.pipeline_depth);
-  return Schedule(
-      "reduce_scatter-ring", a, K, a.count * static_cast<std::uint64_t>(a.ranks),
-      [plan, a, K, se, depth](int rank, Program& out) {
-        ProgramBuilder b(out);
-        for (int c = 0; c < K; ++c) {
-          const Range part = channel_range(a.count, K, c);
-          const auto& ring = plan->ring_of(c);
-          std::vector<Chunk> seg;
-          for (int owner : ring)
-            seg.push_back(
-                chunk(BufferId::Scratch, static_cast<std::uint64_t>(owner) * a.count + part.offset, part.count));
-          for (const Chunk& s : seg) b.copy(chunk(BufferId::Input, s.offset, s.count), s, c);
-          ring_reduce_scatter(b, ring, plan->position(c, rank), seg, c, se, depth);
-          b.copy(chunk(BufferId::Scratch, static_cast<std::uint64_t>(rank) * a.count + part.offset, part.count),
-                 chunk(BufferId::Output, part.offset, part.count), c);
-        }
-      });
+  return Schedule("reduce_scatter-ring", a, K, a.count * static_cast<std::uint64_t>(a.ranks),
+                  [plan, a, K, se, depth](int rank, Program& out) {
+                    ProgramBuilder b(out);
+                    for (int c = 0; c < K; ++c) {
+                      const Range part = channel_range(a.count, K, c);
+                      const auto& ring = plan->ring_of(c);
+                      const std::vector<Chunk> seg = block_parts(BufferId::Scratch, ring, a.count, part);
+                      for (const Chunk& s : seg) b.copy(chunk(BufferId::Input, s.offset, s.count), s, c);
+                      ring_reduce_scatter(b, ring, plan->position(c, rank), seg, c, se, depth);
+                      b.copy(block_part(BufferId::Scratch, rank, a.count, part),
+                             chunk(BufferId::Output, part.offset, part.count), c);
+                    }
+                  });
 }
 
 // allgather: rank r's input becomes block r of everyone's output.
@@ -59,11 +68,8 @@ Schedule make_allgather(const Layout& l, const CollectiveArgs& a, const Tuning& 
     for (int c = 0; c < K; ++c) {
       const Range part = channel_range(a.count, K, c);
       const auto& ring = plan->ring_of(c);
-      std::vector<Chunk> seg;
-      for (int owner : ring)
-        seg.push_back(chunk(BufferId::Output, static_cast<std::uint64_t>(owner) * a.count + part.offset, part.count));
-      b.copy(chunk(BufferId::Input, part.offset, part.count),
-             chunk(BufferId::Output, static_cast<std::uint64_t>(rank) * a.count + part.offset, part.count), c);
+      const std::vector<Chunk> seg = block_parts(BufferId::Output, ring, a.count, part);
+      b.copy(chunk(BufferId::Input, part.offset, part.count), block_part(BufferId::Output, rank, a.count, part), c);
       ring_allgather(b, ring, plan->position(c, rank), seg, c, se, depth);
     }
   });
