@@ -34,6 +34,9 @@ struct Record {
   double busbw_gbps = 0.0;
   std::optional<std::uint64_t> wrong;   // measured runs: elements that failed verification
   std::optional<std::string> protocol;  // simulated: the NCCL protocol of the calibration (LL, LL128, Simple)
+  // simulated: the engine's time of the collective on the GPUs, before the per-call host floor
+  // (time_us = max(device_time_us, the calibration's host_call_us); docs/simulator.md).
+  std::optional<double> device_time_us;
   std::string calibration;
   std::string version;  // topocoll version
   std::string date;     // ISO 8601 UTC

@@ -36,6 +36,8 @@ constexpr const char* kKinds[] = {"nvlink", "pcie", "c2c", "inter_socket", "netw
 //    hop, 6.6 us. Payload: LL carries 4 B of data per 8 B line (src/device/prims_ll.h), LL128
 //    120 B per 128 B line (prims_ll128.h, NCCL_LL128_DATAELEMS), Simple all.
 //    The defaults are the Simple protocol's (NCCL's choice for large messages).
+//  - host_call_us kHostCallUs (calibration.hpp): the per-call host floor, measured on the
+//    calibration sets (no public constant gives it), checked leave-one-out in docs/validation.md.
 //  - reduce throughput 0: reductions are fused into the copy on a GPU (NCCL's recvReduceSend);
 //    a positive value adds an execution per local reduce.
 //  - channel caps 0: none by default; one CUDA block reaches ~20-40 GB/s (NCCL's per-channel
@@ -49,6 +51,7 @@ Calibration base_calibration() {
   c.links[static_cast<std::size_t>(topo::LinkKind::Network)] = {0.95, 0.0};
   c.step_overhead_us = 0.0;
   c.launch_overhead_us = 0.0;
+  c.host_call_us = kHostCallUs;
   c.reduce_gbps = 0.0;
   c.source = "defaults";
   return c;
@@ -154,6 +157,8 @@ Calibration parse_calibration(const std::string& text, const std::string& source
     } else if (key == "launch_overhead_us") {
       c.launch_overhead_us = number(value, key, 0, 1e6);
       c.launch_overhead_fixed = true;
+    } else if (key == "host_call_us") {
+      c.host_call_us = number(value, key, 0, 1e6);
     } else if (key == "protocol") {
       if (!value.is_string())
         throw InputError(fmt::format("{}: 'protocol' must be a string: auto, LL, LL128 or Simple", source));
@@ -197,7 +202,7 @@ Calibration parse_calibration(const std::string& text, const std::string& source
     } else {
       throw InputError(
           fmt::format("{}: unknown key '{}': expected links, channel_cap_gbps, step_overhead_us, launch_overhead_us, "
-                      "reduce_gbps, protocol or comment",
+                      "host_call_us, reduce_gbps, protocol or comment",
                       source, esc(key)));
     }
   }

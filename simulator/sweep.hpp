@@ -40,8 +40,9 @@ struct SimulatedPoint {
 };
 
 // Runs `schedule` (generated for an allreduce of `bytes` bytes, `count` elements of `dtype`) on
-// every protocol of `protocols`; the fastest wins (the first on a tie). busbw uses nccl-tests'
-// allreduce factor for t's ranks.
+// every protocol of `protocols`; the fastest wins (the first on a tie). The record's time is
+// max(engine time, the calibration's host_call_us): a call costs the host at least that (the
+// engine time is kept as device_time_us). busbw uses nccl-tests' allreduce factor for t's ranks.
 SimulatedPoint simulate_point(Engine& engine, const topo::Topology& t, const algo::Schedule& schedule,
                               const ProtocolSet& protocols, const records::Record& base, const std::string& algorithm,
                               std::uint64_t bytes, std::uint64_t count, algo::DataType dtype,

@@ -2,11 +2,14 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <fstream>
 #include <map>
 
 #include "algorithms/registry.hpp"
+#include "common/cli_io.hpp"
 #include "common/errors.hpp"
 #include "common/records.hpp"
 #include "simulator/engine.hpp"
@@ -26,10 +29,20 @@ std::vector<std::uint64_t> size_sweep(const SimArgs& a, std::size_t elem) {
 
 }  // namespace
 
+int channels_option(const std::string& value, const sim::NcclGraphEstimate& nccl) {
+  if (value == "nccl") return sim::nccl_channels(nccl);
+  int n = 0;
+  const char* end = value.data() + value.size();
+  const auto [ptr, ec] = std::from_chars(value.data(), end, n);
+  if (value.empty() || ec != std::errc() || ptr != end || n < 1 || n > 64)
+    throw InputError(
+        fmt::format("--channels {}: expected nccl (what stock NCCL runs with here) or 1 to 64", cli::one_line(value)));
+  return n;
+}
+
 int sim_command(const SimArgs& a, std::ostream& out) {
   if (a.format != "table" && a.format != "csv" && a.format != "jsonl")
     throw InputError(fmt::format("--format {}: expected table, csv or jsonl", a.format));
-  if (a.channels < 1 || a.channels > 64) throw InputError(fmt::format("--channels {}: expected 1 to 64", a.channels));
   const algo::DataType dtype = algo::parse_dtype(a.dtype);
   const algo::ReduceOp op = algo::parse_op(a.op);
   const std::size_t elem = algo::size_of(dtype);
@@ -39,7 +52,6 @@ int sim_command(const SimArgs& a, std::ostream& out) {
   // The base calibration (hardware); each protocol derives its own (sim::protocol_calibration).
   const sim::Calibration calib = a.calibration.empty() ? sim::base_calibration() : sim::load_calibration(a.calibration);
   algo::Tuning tuning;
-  tuning.channels = a.channels;
   tuning.slice_bytes = parse_size(a.slice, "--slice");
   if (tuning.slice_bytes == 0) throw InputError("--slice 0: expected at least 1 byte");
 
@@ -49,12 +61,13 @@ int sim_command(const SimArgs& a, std::ostream& out) {
   const algo::Layout layout = algo::layout_of(t);
   std::optional<sim::NcclGraphEstimate> nccl;
   if (!a.no_nccl_model) nccl = sim::estimate_nccl_graph(t);
+  const sim::NcclGraphEstimate nccl_estimate = nccl ? *nccl : sim::estimate_nccl_graph(t);
+  tuning.channels = channels_option(a.channels, nccl_estimate);
 
   // Protocols: --protocol, else the calibration file's "protocol", else "auto": every protocol
   // NCCL would enable on this topology (LL and Simple always; LL128 by NCCL's own rule, see
   // nccl_model.cpp), each schedule run under each, the fastest reported with its protocol.
-  const sim::ProtocolSet protocols =
-      sim::protocol_set(nccl ? *nccl : sim::estimate_nccl_graph(t), calib, a.protocol, "--protocol");
+  const sim::ProtocolSet protocols = sim::protocol_set(nccl_estimate, calib, a.protocol, "--protocol");
   std::string protocol_note;
   for (sim::Protocol p : protocols.protocols)
     protocol_note += (protocol_note.empty() ? "" : ", ") + std::string(sim::to_string(p));
@@ -78,6 +91,10 @@ int sim_command(const SimArgs& a, std::ostream& out) {
                   : fmt::format("# protocols {}: each point is the fastest of them, named in column proto\n",
                                 protocol_note));
     *sink << fmt::format("# busbw = algbw * 2(p-1)/p = algbw * {:.4f} (nccl-tests' allreduce factor)\n", factor);
+    if (calib.host_call_us > 0)
+      *sink << fmt::format(
+          "# per-call host floor {:g} us: time = max(floor, simulated device time) (docs/simulator.md)\n",
+          calib.host_call_us);
   } else if (a.format == "csv") {
     *sink << "engine,algorithm,nodes,ranks,size_bytes,count,dtype,op,channels,time_us,algbw_gbps,busbw_gbps,protocol\n";
   }
@@ -89,7 +106,7 @@ int sim_command(const SimArgs& a, std::ostream& out) {
     if (a.format == "table")
       *sink << fmt::format(
           "#\n# {}: {} (channels {}, slice {} B)\n#{:>12} {:>12} {:>8} {:>6} {:>12} {:>10} {:>10} {:>7}\n", alg->name,
-          alg->description, a.channels, tuning.slice_bytes, "size", "count", "type", "redop", "time(us)", "algbw",
+          alg->description, tuning.channels, tuning.slice_bytes, "size", "count", "type", "redop", "time(us)", "algbw",
           "busbw", "proto");
     for (std::uint64_t bytes : sizes) {
       const algo::CollectiveArgs args = algo::CollectiveArgs::allreduce(bytes / elem, dtype, op, t.num_ranks());
@@ -140,7 +157,15 @@ int sim_command(const SimArgs& a, std::ostream& out) {
     }
   }
   if (a.format == "table") {
-    *sink << "#\n# fastest per size, and stock NCCL's choice by its own tuning model (nccl-model)\n";
+    *sink << (nccl ? fmt::format(
+                         "#\n# fastest per size, and stock NCCL's choice by its own tuning model (nccl-model, {} "
+                         "channels)\n",
+                         sim::nccl_channels(*nccl))
+                   : std::string("#\n# fastest per size\n"));
+    if (nccl && calib.host_call_us > 0)
+      *sink << fmt::format(
+          "# nccl-model time is NCCL's own prediction; speedup = max(it, host floor {:g} us) / fastest\n",
+          calib.host_call_us);
     *sink << fmt::format("#{:>12} {:>24} {:>12} {:>22} {:>12} {:>9}\n", "size", "fastest", "time(us)",
                          "nccl-model choice", "time(us)", "speedup");
     for (std::uint64_t bytes : sizes) {
@@ -150,7 +175,7 @@ int sim_command(const SimArgs& a, std::ostream& out) {
         const sim::NcclPrediction pick = sim::nccl_choice(*nccl, bytes);
         *sink << fmt::format(" {:>12} {:>24} {:>12.2f} {:>22} {:>12.2f} {:>8.2f}x\n", bytes, it->second.first,
                              it->second.second, fmt::format("{}/{}", pick.algorithm, pick.protocol), pick.time_us,
-                             pick.time_us / it->second.second);
+                             std::max(pick.time_us, calib.host_call_us) / it->second.second);
       } else {
         *sink << fmt::format(" {:>12} {:>24} {:>12.2f}\n", bytes, it->second.first, it->second.second);
       }

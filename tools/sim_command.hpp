@@ -4,6 +4,7 @@
 #include <ostream>
 #include <string>
 
+#include "simulator/nccl_model.hpp"
 #include "tools/topo_commands.hpp"
 
 namespace topocoll::tools {
@@ -14,7 +15,10 @@ struct SimArgs {
   std::string min_bytes = "8", max_bytes = "128M";
   std::string factor = "2";
   std::string dtype = "float", op = "sum";
-  int channels = 2;
+  // "nccl" (default): the channels stock NCCL runs with on the topology (sim::nccl_channels, the
+  // NCCL model's ring graph doubled as ncclTopoPostset does), so comparisons are like for like;
+  // or an integer 1..64.
+  std::string channels = "nccl";
   std::string slice = "512K";
   std::string engine = "analytic";
   std::string calibration;
@@ -27,6 +31,9 @@ struct SimArgs {
   bool no_nccl_model = false;
   bool simgrid_plain = false;  // SimOptions::simgrid_fast_paths off
 };
+
+// `--channels`: "nccl" -> sim::nccl_channels(nccl), else an integer 1..64; InputError otherwise.
+int channels_option(const std::string& value, const sim::NcclGraphEstimate& nccl);
 
 int sim_command(const SimArgs& a, std::ostream& out);
 

@@ -161,7 +161,9 @@ The trace covers one run: the first algorithm at the largest size.)";
   simc->add_option("-f,--stepfactor", sim_args.factor, "multiplication factor between sizes")->default_val("2");
   simc->add_option("--dtype,-d", sim_args.dtype, "data type")->default_val("float");
   simc->add_option("--op", sim_args.op, "reduction")->default_val("sum");
-  simc->add_option("--channels", sim_args.channels, "channels")->default_val(2);
+  simc->add_option("--channels", sim_args.channels,
+                   "channels: nccl (what stock NCCL runs with on the topology) or 1 to 64")
+      ->default_val("nccl");
   simc->add_option("--slice", sim_args.slice, "pipelining slice in bytes")->default_val("512K");
   simc->add_option("--engine", sim_args.engine, "simgrid | analytic")->default_val("analytic");
   simc->add_option("--calibration", sim_args.calibration, "calibration JSON file (docs/simulator.md)");
