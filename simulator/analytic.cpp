@@ -104,7 +104,8 @@ class AnalyticEngine final : public Engine {
           bw = std::min(bw,
                         c.rate_bytes_per_s(g, e) / sharers(static_cast<std::uint32_t>(f), {e, flow.route->forward[k]}));
         }
-        if (const double cap = c.channel_cap_bytes_per_s(g, flow.route->links); cap > 0) bw = std::min(bw, cap);
+        if (const double cap = c.flow_cap_bytes_per_s(g, flow.route->links, s.pattern(flow_keys[f].channel)); cap > 0)
+          bw = std::min(bw, cap);
         flow.bw_bytes_per_s = bw;
         flow.latency_s = c.route_latency_s(g, flow.route->links);
       }

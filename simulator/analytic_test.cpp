@@ -102,6 +102,22 @@ TEST_CASE("analytic: trees sit between their cost sheet's lower bound and three 
   }
 }
 
+TEST_CASE("analytic: a tree channel's block cap bounds dbt at K x cap / 2, a ring is not capped") {
+  // Two DGX A100 nodes: with a tree block cap of 2 GB/s (far below every link's share), each of
+  // the K channels reduces its S/K bytes up and then broadcasts them down, each at 2 GB/s:
+  // time ~ 2 (S/K) / cap (+ pipeline fill). The ring (pipeline channels) is untouched.
+  const topo::Topology t = load("dgx-a100", 2);
+  sim::Calibration c = sim::ideal_calibration();
+  c.block_cap_gbps[static_cast<int>(algo::ChannelPattern::Tree)] = 2.0;
+  const std::uint64_t S = 256ull << 20;
+  const int K = 4;
+  const double closed = 2.0 * (static_cast<double>(S) / K) / 2e9;
+  const double tree = simulate(t, "dbt", S, K, 512 << 10, c);
+  CHECK(tree >= closed);
+  CHECK(tree <= closed * 1.10);
+  CHECK(simulate(t, "ring", S, K, 512 << 10, c) == doctest::Approx(simulate(t, "ring", S, K, 512 << 10)));
+}
+
 TEST_CASE("analytic: calibration slows it down the way the defaults say") {
   const topo::Topology t = load("dgx-h100", 1);
   const double ideal = simulate(t, "ring", std::uint64_t{1} << 30, 2, 512 << 10);

@@ -40,6 +40,8 @@ constexpr const char* kKinds[] = {"nvlink", "pcie", "c2c", "inter_socket", "netw
 //    calibration sets (no public constant gives it), checked leave-one-out in docs/validation.md.
 //  - reduce throughput 0: reductions are fused into the copy on a GPU (NCCL's recvReduceSend);
 //    a positive value adds an execution per local reduce.
+//  - block caps: by channel pattern and protocol from NCCL's per-channel limits (with_block_caps,
+//    called for the topology by protocol_set in sweep.cpp); none in base_calibration itself.
 //  - channel caps 0: none by default; one CUDA block reaches ~20-40 GB/s (NCCL's per-channel
 //    LL128 caps in tuning.cc, 38.7 GB/s for Hopper), set them to study few-channel schedules.
 Calibration base_calibration() {
@@ -157,6 +159,17 @@ Calibration parse_calibration(const std::string& text, const std::string& source
     } else if (key == "launch_overhead_us") {
       c.launch_overhead_us = number(value, key, 0, 1e6);
       c.launch_overhead_fixed = true;
+    } else if (key == "block_cap_gbps") {
+      if (!value.is_object())
+        throw InputError(
+            fmt::format("{}: 'block_cap_gbps' must be an object: {{\"pipeline\": GB/s, \"tree\": GB/s}}", source));
+      for (auto& [pattern, v] : value.items()) {
+        if (pattern != "pipeline" && pattern != "tree")
+          throw InputError(fmt::format("{}: 'block_cap_gbps.{}': unknown channel pattern, expected pipeline or tree",
+                                       source, esc(pattern)));
+        c.block_cap_gbps[pattern == "tree" ? 1 : 0] = number(v, "block_cap_gbps." + pattern, 0, 1e6);
+      }
+      c.block_cap_fixed = true;
     } else if (key == "host_call_us") {
       c.host_call_us = number(value, key, 0, 1e6);
     } else if (key == "protocol") {
@@ -202,7 +215,7 @@ Calibration parse_calibration(const std::string& text, const std::string& source
     } else {
       throw InputError(
           fmt::format("{}: unknown key '{}': expected links, channel_cap_gbps, step_overhead_us, launch_overhead_us, "
-                      "host_call_us, reduce_gbps, protocol or comment",
+                      "host_call_us, block_cap_gbps, reduce_gbps, protocol or comment",
                       source, esc(key)));
     }
   }
@@ -216,6 +229,36 @@ double Calibration::channel_cap_bytes_per_s(const topo::Graph& g, const std::vec
   for (topo::Edge e : links)
     if (const double k = cap(g[e].kind) * 1e9; k > 0) cap_bps = cap_bps > 0 ? std::min(cap_bps, k) : k;
   return cap_bps;
+}
+
+double Calibration::flow_cap_bytes_per_s(const topo::Graph& g, const std::vector<topo::Edge>& links,
+                                         algo::ChannelPattern p) const {
+  const double route = channel_cap_bytes_per_s(g, links);
+  const double block = block_cap_gbps[static_cast<std::size_t>(p)] * 1e9;
+  if (block <= 0) return route;
+  return route > 0 ? std::min(route, block) : block;
+}
+
+Calibration with_block_caps(Calibration c, int sm, int nodes) {
+  if (c.block_cap_fixed) return c;
+  const NcclTuningTables& tb = nccl_tuning_tables();
+  // tuning.cc's indices: compCapIndex (Volta 0 for sm < 80, Ampere 1, Hopper 2 for sm >= 90)
+  // and index2 (1, 2, >= 3 nodes).
+  const std::size_t arch = sm >= 90 ? 2 : sm >= 80 ? 1 : 0;
+  const std::size_t scale = nodes <= 1 ? 0 : nodes == 2 ? 1 : 2;
+  // NCCL's figures are per graph channel; the kernels run comm->nChannels = 2 x graph channels
+  // blocks (connect.cc ncclTopoPostset; enqueue.cc gives a tree or ring collective all of them at
+  // large sizes), so one block gets half.
+  const Protocol p = c.protocol.value_or(Protocol::Simple);
+  double tree = tb.per_ch_max_tree_bws[arch][scale] / 2.0;
+  double pipeline = 0.0;
+  if (p == Protocol::LL128) {
+    tree = std::min(tree, tb.per_ch_max_tree_ll128_bws[arch][scale] / 2.0);
+    pipeline = tb.per_ch_max_ring_ll128_bws[arch][scale] / 2.0;
+  }
+  c.block_cap_gbps[static_cast<std::size_t>(algo::ChannelPattern::Pipeline)] = pipeline;
+  c.block_cap_gbps[static_cast<std::size_t>(algo::ChannelPattern::Tree)] = tree;
+  return c;
 }
 
 double Calibration::rate_bytes_per_s(const topo::Graph& g, topo::Edge e) const {

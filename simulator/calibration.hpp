@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "algorithms/ir/schedule.hpp"
 #include "topologies/topology.hpp"
 
 namespace topocoll::sim {
@@ -40,6 +41,14 @@ struct Calibration {
   // One channel (one CUDA block in NCCL) cannot fill a fast port: a transfer of one channel
   // runs at most at this rate, per link kind (GB/s). 0 = no cap.
   std::array<double, 5> channel_cap_gbps{};
+  // What one GPU block (one channel in NCCL) moves per second on a channel of each pattern,
+  // GB/s of payload, indexed by algo::ChannelPattern [pipeline, tree]; 0 = no cap. Every flow of
+  // such a channel runs at most at this rate. with_block_caps() sets them for a topology from
+  // NCCL's per-channel limits (tuning.cc perChMaxTreeBws, perChMaxTreeLL128Bws,
+  // perChMaxRingLL128Bws: per graph channel, and NCCL runs two blocks per graph channel, so half
+  // of it per block); a calibration file that sets "block_cap_gbps" keeps its own.
+  std::array<double, 2> block_cap_gbps{};
+  bool block_cap_fixed = false;
   // Fixed cost of one hop of a message (a send / recv step), paid like latency: kernel-side work
   // per step. `step_overhead_us` for every hop, unless `step_overhead_hw_us` sets the hop's class
   // (>= 0; index HopClass: nvlink, pci, net).
@@ -75,6 +84,9 @@ struct Calibration {
   // The per-channel cap of a route with these links, bytes per second: the smallest cap of
   // their kinds; 0 when none is capped.
   double channel_cap_bytes_per_s(const topo::Graph& g, const std::vector<topo::Edge>& links) const;
+  // The cap of one flow of a channel of pattern `p` on a route with these links, bytes per second:
+  // the smaller of the route's per-channel cap and the pattern's block cap; 0 when neither caps.
+  double flow_cap_bytes_per_s(const topo::Graph& g, const std::vector<topo::Edge>& links, algo::ChannelPattern p) const;
   // The per-hop overhead of a message on a route with these links (us).
   double step_overhead_for(const topo::Graph& g, const std::vector<topo::Edge>& links) const;
   // One link's calibrated latency, seconds: its own plus its kind's extra.
@@ -106,6 +118,13 @@ Calibration base_calibration();
 //   payload efficiency = 1/2 (LL), 120/128 (LL128), 1 (Simple).
 // Step and launch overheads a calibration file set explicitly are kept.
 Calibration protocol_calibration(const Calibration& base, Protocol p);
+// `c` with its block caps set for GPUs of compute capability `sm` (the smallest of the job) on
+// `nodes` nodes, from NCCL's tables for c's protocol (Simple when none): tree channels
+// perChMaxTreeBws[arch][scale] / 2 (LL128: also at most perChMaxTreeLL128Bws / 2), pipeline
+// channels perChMaxRingLL128Bws / 2 under LL128 and no cap otherwise (NCCL's model has none for
+// ring LL and Simple). arch: Volta (sm < 80, and unknown), Ampere, Hopper and later; scale: 1, 2,
+// 3+ nodes. Kept as they are when c.block_cap_fixed. docs/simulator.md, "Trees as NCCL runs them".
+Calibration with_block_caps(Calibration c, int sm, int nodes);
 // An ideal machine: every efficiency 1, no caps, no overheads (closed-form tests).
 Calibration ideal_calibration();
 // Reads a JSON calibration; fields not in the file keep their defaults. The result is derived

@@ -45,3 +45,27 @@ TEST_CASE("calibration: the fuzzing reproducers are input errors of one line") {
     }
   }
 }
+
+TEST_CASE("calibration: block caps follow NCCL's per-channel tables, half per block") {
+  using algo::ChannelPattern;
+  auto caps = [](sim::Protocol p, int sm, int nodes) {
+    return sim::with_block_caps(sim::protocol_calibration(sim::base_calibration(), p), sm, nodes).block_cap_gbps;
+  };
+  // tuning.cc (2.22.3) perChMaxTreeBws Ampere {24.0, 23.6, 17.8}, Hopper {38.7, 41.4, 36.0}.
+  CHECK(caps(sim::Protocol::Simple, 80, 2)[static_cast<int>(ChannelPattern::Tree)] == doctest::Approx(23.6 / 2));
+  CHECK(caps(sim::Protocol::Simple, 90, 1)[static_cast<int>(ChannelPattern::Tree)] == doctest::Approx(38.7 / 2));
+  CHECK(caps(sim::Protocol::Simple, 90, 64)[static_cast<int>(ChannelPattern::Tree)] == doctest::Approx(36.0 / 2));
+  CHECK(caps(sim::Protocol::Simple, 90, 64)[static_cast<int>(ChannelPattern::Pipeline)] == 0.0);
+  // LL128: perChMaxRingLL128Bws Hopper 36.7; tree min(perChMaxTreeBws, perChMaxTreeLL128Bws 29.0) at 3+ nodes.
+  CHECK(caps(sim::Protocol::LL128, 90, 4)[static_cast<int>(ChannelPattern::Pipeline)] == doctest::Approx(36.7 / 2));
+  CHECK(caps(sim::Protocol::LL128, 90, 4)[static_cast<int>(ChannelPattern::Tree)] == doctest::Approx(29.0 / 2));
+  CHECK(caps(sim::Protocol::LL, 70, 1)[static_cast<int>(ChannelPattern::Tree)] == doctest::Approx(26.5 / 2));
+  // A file's own caps are kept.
+  const sim::Calibration f = sim::parse_calibration(R"({"block_cap_gbps": {"tree": 5, "pipeline": 7}})", "c.json");
+  const auto kept = sim::with_block_caps(f, 90, 2).block_cap_gbps;
+  CHECK(kept[0] == 7.0);
+  CHECK(kept[1] == 5.0);
+  CHECK(error_of(R"({"block_cap_gbps": {"ring": 5}})") ==
+        "c.json: 'block_cap_gbps.ring': unknown channel pattern, expected pipeline or tree");
+  CHECK(error_of(R"({"host_call_us": -1})") == "c.json: 'host_call_us' = -1 is outside [0, 1000000]");
+}

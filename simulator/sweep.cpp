@@ -21,7 +21,9 @@ ProtocolSet protocol_set(const NcclGraphEstimate& nccl, const Calibration& base,
                          const std::string& what) {
   ProtocolSet set;
   set.protocols = select_protocols(nccl, base, requested, what);
-  for (Protocol p : set.protocols) set.calibrations.push_back(protocol_calibration(base, p));
+  // Each protocol's calibration, with the block caps of NCCL's kernels for these GPUs and nodes.
+  for (Protocol p : set.protocols)
+    set.calibrations.push_back(with_block_caps(protocol_calibration(base, p), nccl.sm, nccl.nodes));
   return set;
 }
 

@@ -68,7 +68,7 @@ Schedule make_dbt(const Layout& l, const CollectiveArgs& a, const Tuning& t) {
     for (int r = 0; r < l.ranks; ++r) per_rank.push_back(dbt_links(l, c, r));
     links->push_back(std::move(per_rank));
   }
-  return Schedule("dbt", a, K, 0, [links, a, K, t](int rank, Program& out) {
+  Schedule s("dbt", a, K, 0, [links, a, K, t](int rank, Program& out) {
     ProgramBuilder b(out);
     for (int c = 0; c < K; ++c) {
       const Range mine = channel_range(a.count, K, c);
@@ -77,6 +77,9 @@ Schedule make_dbt(const Layout& l, const CollectiveArgs& a, const Tuning& t) {
                      as_chunk(BufferId::Output, mine), c, tree_slice_elems(a, t, mine.count));
     }
   });
+  // Every channel runs NCCL's tree kernel (the simulator's tree block cap, sim::Calibration).
+  for (int c = 0; c < K; ++c) s.set_pattern(c, ChannelPattern::Tree);
+  return s;
 }
 
 CostSheet cost_dbt(const Layout& l, const CollectiveArgs& a, const Tuning& t) {

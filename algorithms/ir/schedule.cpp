@@ -129,6 +129,21 @@ Schedule Schedule::from_programs(std::string name, CollectiveArgs args, int chan
                   [shared](int rank, Program& out) { out = (*shared)[static_cast<std::size_t>(rank)]; });
 }
 
+std::string_view to_string(ChannelPattern p) {
+  return p == ChannelPattern::Tree ? "tree" : "pipeline";
+}
+
+ChannelPattern Schedule::pattern(int ch) const {
+  if (ch < 0 || static_cast<std::size_t>(ch) >= patterns_.size()) return ChannelPattern::Pipeline;
+  return patterns_[static_cast<std::size_t>(ch)];
+}
+
+void Schedule::set_pattern(int ch, ChannelPattern p) {
+  TOPOCOLL_ASSERT(ch >= 0 && ch < channels_, fmt::format("channel {} of a schedule of {} channels", ch, channels_));
+  if (patterns_.empty()) patterns_.assign(static_cast<std::size_t>(channels_), ChannelPattern::Pipeline);
+  patterns_[static_cast<std::size_t>(ch)] = p;
+}
+
 std::uint64_t Schedule::buffer_count(BufferId b) const {
   switch (b) {
     case BufferId::Input:

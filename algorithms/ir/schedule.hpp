@@ -79,6 +79,13 @@ inline constexpr std::uint64_t kMaxBufferBytes = std::uint64_t{1} << 60;  // eac
 // 1..kMaxChannels, root a rank, and every buffer (input, output, scratch) below kMaxBufferBytes.
 void validate_header(const std::string& name, const CollectiveArgs& args, int channels, std::uint64_t scratch_count);
 
+// What a channel's GPU block runs, for the simulator's per-block throughput (sim::Calibration
+// block caps): a pipeline (ring steps, pairwise exchanges; NCCL's ring primitives) or a tree
+// (reduce from children and send up, receive from the parent and send down; NCCL's tree kernel,
+// whose block reaches a lower rate per channel). Execution and correctness do not depend on it.
+enum class ChannelPattern : std::uint8_t { Pipeline, Tree };
+std::string_view to_string(ChannelPattern p);
+
 class Schedule {
  public:
   using Generator = std::function<void(int rank, Program& out)>;  // appends rank's program
@@ -95,6 +102,10 @@ class Schedule {
   std::uint64_t scratch_count() const { return scratch_count_; }  // elements, every rank
   std::uint64_t buffer_count(BufferId b) const;
   Program program(int rank) const;
+  // The pattern of channel ch (Pipeline unless set_pattern said otherwise).
+  ChannelPattern pattern(int ch) const;
+  // Marks channel ch (0 <= ch < num_channels()) as running `p`; generators call it.
+  void set_pattern(int ch, ChannelPattern p);
 
  private:
   std::string name_;
@@ -102,6 +113,7 @@ class Schedule {
   int channels_ = 1;
   std::uint64_t scratch_count_ = 0;
   Generator generator_;
+  std::vector<ChannelPattern> patterns_;  // empty: every channel Pipeline
 };
 
 }  // namespace topocoll::algo

@@ -94,7 +94,13 @@ void write_schedule_json(const Schedule& s, std::ostream& out) {
       << ", \"dtype\": " << json(std::string(to_string(a.dtype))).dump()
       << ", \"op\": " << json(std::string(to_string(a.op))).dump() << ", \"ranks\": " << a.ranks
       << ", \"root\": " << a.root << ", \"channels\": " << s.num_channels()
-      << ", \"scratch_count\": " << s.scratch_count() << ",\n \"programs\": [\n";
+      << ", \"scratch_count\": " << s.scratch_count();
+  // Tree channels, when there are any (ChannelPattern; optional on input).
+  json trees = json::array();
+  for (int ch = 0; ch < s.num_channels(); ++ch)
+    if (s.pattern(ch) == ChannelPattern::Tree) trees.push_back(ch);
+  if (!trees.empty()) out << ", \"tree_channels\": " << trees.dump();
+  out << ",\n \"programs\": [\n";
   // One rank per line, generated and written one at a time (O(one program) memory).
   for (int r = 0; r < a.ranks; ++r) {
     json ops = json::array();
@@ -179,7 +185,17 @@ Schedule read_schedule_json(const std::string& text, const std::string& source) 
       p.push_back(parse_op(programs[r][i], fmt::format("{}: programs[{}][{}]", source, r, i)));
     progs.push_back(std::move(p));
   }
-  return Schedule::from_programs(name, a, channels, scratch, std::move(progs));
+  Schedule sched = Schedule::from_programs(name, a, channels, scratch, std::move(progs));
+  if (j.contains("tree_channels")) {
+    const json& trees = j["tree_channels"];
+    if (!trees.is_array())
+      throw InputError(fmt::format("{}: \"tree_channels\" must be an array of channel numbers, got {}", source,
+                                   json_input::echo(trees)));
+    for (const json& ch : trees)
+      sched.set_pattern(bounded<int>(ch, source, "\"tree_channels\" entry", 0, channels - 1, "\"channels\" - 1"),
+                        ChannelPattern::Tree);
+  }
+  return sched;
 }
 
 Schedule load_schedule_json(const std::string& path) {

@@ -37,6 +37,7 @@ TEST_CASE("schedule json: every registered algorithm round-trips op for op") {
     CHECK(back.args().collective == a.collective);
     CHECK(back.args().root == a.root);
     for (int r = 0; r < l.ranks; ++r) CHECK(back.program(r) == s.program(r));
+    for (int ch = 0; ch < s.num_channels(); ++ch) CHECK(back.pattern(ch) == s.pattern(ch));
     CHECK(verify(back).ok());
   }
 }
@@ -77,6 +78,25 @@ TEST_CASE("schedule json: a hand-written file verifies; malformed files are reje
   check_bad(replace(kGood, "[\"send\", 0, 1, \"input\", 0, 4]", "[\"send\", 0, 1, \"input\", 0]"),
             "'send' takes 6 fields, got 5");
   check_bad(replace(kGood, "\"channels\": 1", "\"channels\": 0"), "\"channels\" must be at least 1");
+  check_bad(replace(kGood, "\"channels\": 1", "\"channels\": 1, \"tree_channels\": [1]"), "\"tree_channels\" entry");
+  check_bad(replace(kGood, "\"channels\": 1", "\"channels\": 1, \"tree_channels\": 0"),
+            "\"tree_channels\" must be an array of channel numbers, got 0");
+  const Schedule tree =
+      read_schedule_json(replace(kGood, "\"channels\": 1", "\"channels\": 1, \"tree_channels\": [0]"), "s.json");
+  CHECK(tree.pattern(0) == ChannelPattern::Tree);
+  CHECK(read_schedule_json(kGood, "s.json").pattern(0) == ChannelPattern::Pipeline);
+}
+
+TEST_CASE("schedule: dbt marks every channel a tree, ring none") {
+  const Layout l = uniform_layout(2, 4);
+  CollectiveArgs a = CollectiveArgs::allreduce(1024, DataType::Float32, ReduceOp::Sum, l.ranks);
+  Tuning t;
+  t.channels = 4;
+  const Schedule dbt = find_algorithm("dbt").generate(l, a, t), ring = find_algorithm("ring").generate(l, a, t);
+  for (int ch = 0; ch < 4; ++ch) {
+    CHECK(dbt.pattern(ch) == ChannelPattern::Tree);
+    CHECK(ring.pattern(ch) == ChannelPattern::Pipeline);
+  }
 }
 
 TEST_CASE("schedule json: a well-formed but wrong schedule loads, and the verifier names the fault") {

@@ -304,7 +304,8 @@ ExpSpec load_exp_spec(const std::string& path) {
       r.fail(g["dtypes"] ? g["dtypes"] : sz, fmt::format("grid.sizes / dtypes: {}", e.what()));
     }
   }
-  s.channels = g["channels"] ? r.list(g["channels"], "grid.channels") : std::vector<std::string>{"2"};
+  // Default: simulated engines run with what stock NCCL would (like `topocoll sim`); real runs 2.
+  s.channels = g["channels"] ? r.list(g["channels"], "grid.channels") : std::vector<std::string>{real ? "2" : "nccl"};
   for (const std::string& c : s.channels) {
     if (c == "nccl" && !real) continue;
     if (int_in(c, 1, 64)) continue;
