@@ -47,14 +47,20 @@ int sim_command(const SimArgs& a, std::ostream& out) {
   o.merge_nvswitch_planes = true;  // the hardware stripes NVLink traffic over the planes
   const topo::Topology t = topo::load_topology(o);
   const algo::Layout layout = algo::layout_of(t);
+  // The NCCL model's release and environment: the process environment as NCCL reads it, then
+  // each --nccl-env KEY=VALUE.
+  sim::NcclModelOptions nccl_options;
+  nccl_options.version = sim::parse_nccl_version(a.nccl_version, "--nccl-version");
+  nccl_options = sim::nccl_options_from_env(sim::nccl_process_env(), nccl_options);
+  for (const std::string& kv : a.nccl_env) sim::set_nccl_env(nccl_options, kv, "--nccl-env");
   std::optional<sim::NcclGraphEstimate> nccl;
-  if (!a.no_nccl_model) nccl = sim::estimate_nccl_graph(t);
+  if (!a.no_nccl_model) nccl = sim::estimate_nccl_graph(t, nccl_options);
 
   // Protocols: --protocol, else the calibration file's "protocol", else "auto": every protocol
   // NCCL would enable on this topology (LL and Simple always; LL128 by NCCL's own rule, see
   // nccl_model.cpp), each schedule run under each, the fastest reported with its protocol.
   const sim::ProtocolSet protocols =
-      sim::protocol_set(nccl ? *nccl : sim::estimate_nccl_graph(t), calib, a.protocol, "--protocol");
+      sim::protocol_set(nccl ? *nccl : sim::estimate_nccl_graph(t, nccl_options), calib, a.protocol, "--protocol");
   std::string protocol_note;
   for (sim::Protocol p : protocols.protocols)
     protocol_note += (protocol_note.empty() ? "" : ", ") + std::string(sim::to_string(p));
@@ -140,7 +146,9 @@ int sim_command(const SimArgs& a, std::ostream& out) {
     }
   }
   if (a.format == "table") {
-    *sink << "#\n# fastest per size, and stock NCCL's choice by its own tuning model (nccl-model)\n";
+    *sink << fmt::format(
+        "#\n# fastest per size, and stock NCCL's choice by its own tuning model (nccl-model, NCCL {})\n",
+        sim::to_string(nccl_options.version));
     *sink << fmt::format("#{:>12} {:>24} {:>12} {:>22} {:>12} {:>9}\n", "size", "fastest", "time(us)",
                          "nccl-model choice", "time(us)", "speedup");
     for (std::uint64_t bytes : sizes) {
