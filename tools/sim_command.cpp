@@ -146,9 +146,8 @@ int sim_command(const SimArgs& a, std::ostream& out) {
     }
   }
   if (a.format == "table") {
-    *sink << fmt::format(
-        "#\n# fastest per size, and stock NCCL's choice by its own tuning model (nccl-model, NCCL {})\n",
-        sim::to_string(nccl_options.version));
+    *sink << "#\n# fastest per size, and stock NCCL's choice by its own tuning model (nccl-model"
+          << (nccl ? fmt::format(", NCCL {}", sim::to_string(nccl_options.version)) : std::string()) << ")\n";
     *sink << fmt::format("#{:>12} {:>24} {:>12} {:>22} {:>12} {:>9}\n", "size", "fastest", "time(us)",
                          "nccl-model choice", "time(us)", "speedup");
     for (std::uint64_t bytes : sizes) {
