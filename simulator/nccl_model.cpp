@@ -736,6 +736,10 @@ void set_nccl_env(NcclModelOptions& o, const std::string& assignment, const std:
   set_nccl_env(o, assignment.substr(0, eq), assignment.substr(eq + 1), what);
 }
 
+void check_nccl_options(const NcclModelOptions& o) {
+  (void)nccl_enables(o);
+}
+
 NcclModelOptions nccl_options_from_env(const std::map<std::string, std::string>& env, NcclModelOptions o) {
   for (std::string_view k : kNcclEnvKeys) {
     auto it = env.find(std::string(k));

@@ -67,6 +67,8 @@ inline constexpr std::array<std::string_view, 5> kNcclEnvKeys = {"NCCL_ALGO", "N
 void set_nccl_env(NcclModelOptions& o, const std::string& key, const std::string& value, const std::string& what);
 // "KEY=VALUE" (the `--nccl-env` flag): set_nccl_env on its two halves.
 void set_nccl_env(NcclModelOptions& o, const std::string& assignment, const std::string& what);
+// Checks the NCCL_ALGO / NCCL_PROTO names against the release: InputError as estimate_nccl_graph.
+void check_nccl_options(const NcclModelOptions& o);
 // Reads the keys of kNcclEnvKeys present in `env` (a process environment: other keys are ignored).
 NcclModelOptions nccl_options_from_env(const std::map<std::string, std::string>& env, NcclModelOptions o = {});
 // The process environment's NCCL variables, as NCCL reads them (getenv).
