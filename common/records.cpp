@@ -39,6 +39,8 @@ nlohmann::json to_json(const Record& r) {
   if (r.wrong) j["wrong"] = *r.wrong;
   if (r.protocol) j["protocol"] = *r.protocol;
   if (r.device_time_us) j["device_time_us"] = *r.device_time_us;
+  if (r.nccl_channels) j["nccl_channels"] = *r.nccl_channels;
+  if (r.nccl_version) j["nccl_version"] = *r.nccl_version;
   if (r.experiment) j["experiment"] = *r.experiment;
   if (r.spec_hash) j["spec_hash"] = *r.spec_hash;
   if (r.commit) j["commit"] = *r.commit;
@@ -88,6 +90,8 @@ Record record_from_json(const nlohmann::json& j) {
     if (j.contains("wrong")) r.wrong = count_of<std::uint64_t>(j, "wrong");
     if (j.contains("protocol")) r.protocol = j.at("protocol").get<std::string>();
     if (j.contains("device_time_us")) r.device_time_us = j.at("device_time_us").get<double>();
+    if (j.contains("nccl_channels")) r.nccl_channels = count_of<int>(j, "nccl_channels");
+    if (j.contains("nccl_version")) r.nccl_version = j.at("nccl_version").get<std::string>();
     if (j.contains("experiment")) r.experiment = j.at("experiment").get<std::string>();
     if (j.contains("spec_hash")) r.spec_hash = j.at("spec_hash").get<std::string>();
     if (j.contains("commit")) r.commit = j.at("commit").get<std::string>();

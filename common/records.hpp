@@ -32,8 +32,10 @@ struct Record {
   double time_us = 0.0;
   double algbw_gbps = 0.0;
   double busbw_gbps = 0.0;
-  std::optional<std::uint64_t> wrong;   // measured runs: elements that failed verification
-  std::optional<std::string> protocol;  // simulated: the NCCL protocol of the calibration (LL, LL128, Simple)
+  std::optional<std::uint64_t> wrong;       // measured runs: elements that failed verification
+  std::optional<std::string> protocol;      // simulated: the NCCL protocol of the calibration (LL, LL128, Simple)
+  std::optional<int> nccl_channels;         // model: the channels NCCL runs its choice with
+  std::optional<std::string> nccl_version;  // model: the NCCL release modelled ("2.22.3", "2.28.9")
   // simulated: the engine's time of the collective on the GPUs, before the per-call host floor
   // (time_us = max(device_time_us, the calibration's host_call_us); docs/simulator.md).
   std::optional<double> device_time_us;

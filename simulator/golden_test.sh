@@ -4,6 +4,8 @@
 # Usage: golden_test.sh BUILD_BIN_DIR SOURCE_DIR [--update]
 set -u
 bin="$1/topocoll"
+# The NCCL model reads NCCL_* variables from the environment (as NCCL does): none here.
+for v in $(env | sed -n "s/^\(NCCL_[A-Za-z0-9_]*\)=.*/\1/p"); do unset "$v"; done
 dir="$2/simulator/testdata/golden"
 update="${3:-}"
 passed=0

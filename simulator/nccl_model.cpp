@@ -1,11 +1,16 @@
 // The reference model of stock NCCL (see nccl_model.hpp). Every NCCL fact below names its file;
-// all are NCCL 2.22.3-1 (commit 178b6b759074597777ce13438efb0e0ba625e429) unless said otherwise.
+// "2.22.3" facts are NCCL 2.22.3-1 (commit 178b6b759074597777ce13438efb0e0ba625e429), "2.28" facts
+// NCCL 2.28.3-1 as stored in zhanglin496/nccl-2.28.3-1 (commit 850a18f5a2d15a77525bb671b12ee03bc1d4b951),
+// the nearest stored release to the toolkit's 2.28.9 (nccl_tables.cpp). Unmarked: both.
 #include "simulator/nccl_model.hpp"
 
 #include <fmt/format.h>
+#include <strings.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
+#include <cstdlib>
 #include <iterator>
 #include <limits>
 #include <map>
@@ -31,6 +36,8 @@ constexpr int kRing = static_cast<int>(NcclAlgo::Ring);
 constexpr int kLL = static_cast<int>(NcclProto::LL);
 constexpr int kLL128 = static_cast<int>(NcclProto::LL128);
 constexpr int kSimple = static_cast<int>(NcclProto::Simple);
+constexpr int kNvls = static_cast<int>(NcclAlgo::Nvls);
+constexpr int kNvlsTree = static_cast<int>(NcclAlgo::NvlsTree);
 
 // --- src/graph/search.cc (NCCL 2.22.3) ----------------------------------------------------------
 // Per-channel speeds the search tries, fastest first (GB/s). Intra: no NET in the system (one
@@ -41,10 +48,16 @@ constexpr double kSpeedInter[] = {48.0, 30.0, 28.0, 24.0, 20.0, 18.0, 15.0, 12.0
 constexpr double kSm90SpeedIntra[] = {60.0, 50.0, 40.0, 30.0, 24.0, 20.0, 15.0, 12.0, 11.0, 6.0, 3.0};
 constexpr double kSm90SpeedInter[] = {48.0, 45.0, 42.0, 40.0, 30.0, 24.0, 22.0, 20.0, 17.5,
                                       15.0, 12.0, 6.0,  3.0,  2.4,  1.2,  0.24, 0.12};
-// MAXCHANNELS is 32 (src/include/device.h); init.cc searches rings with maxChannels =
-// MAXCHANNELS/2 and trees with min = max = the ring's channel count.
-constexpr int kMaxChannels = 32;
-constexpr int kMaxRingChannels = kMaxChannels / 2;
+// 2.28 (search.cc): Blackwell arrays, used for SM >= 100 (2.22.3 uses the SM90 arrays there).
+constexpr double kSm100SpeedIntra[] = {90.0, 80.0, 70.0, 60.0, 50.0, 40.0, 30.0, 24.0, 20.0, 19.0, 18.0};
+constexpr double kSm100SpeedInter[] = {96.0, 48.0, 45.1, 42.0, 40.0, 30.0, 24.0, 22.0, 20.0,
+                                       17.5, 15.0, 12.0, 6.0,  3.0,  2.4,  1.2,  0.24, 0.12};
+// MAXCHANNELS (src/include/device.h) is 32 in 2.22.3 and 64 in 2.28 (NcclTuningTables::max_channels);
+// init.cc searches rings with maxChannels = MAXCHANNELS/2 and trees with min = max = the ring's
+// channel count. kMaxChannels is the larger, for validating hand-made estimates.
+constexpr int kMaxChannels = 64;
+// NCCL_MAX_NVLS_ARITY (src/include/device.h, 2.28): the NVLS graph has at most this many heads.
+constexpr int kMaxNvlsArity = 32;
 
 // log2i of NCCL (src/include/utils.h): floor(log2(n)), 0 for n <= 1.
 int log2i(std::uint64_t n) {
@@ -163,6 +176,8 @@ struct NodeOffer {
   double total_bw = 0.0;                // system->totalBw: per GPU max(PCIe link, sum of NVLinks)
   PathType intra_path = PathType::LOC;  // worst path type along the ring
   std::vector<NicOffer> nics;           // distinct NICs used by the node's GPUs
+  bool nvswitch = false;                // the node has NVSwitches (NCCL's NVS node)
+  double nvs_bundle_min = 0.0;          // narrowest GPU <-> NVS NVLink bundle (GB/s per direction)
 };
 
 using Resource = std::tuple<int, Vertex, Vertex>;  // (kind, from, to); kind 0 = link, 1 = NVS out, 2 = NVS in
@@ -221,6 +236,12 @@ NodeOffer analyse_node(const topo::Topology& t, int node) {
     }
     nvs_bundle[v] = to_nvs;
     offer.total_bw = std::max(offer.total_bw, std::max(pcie, nvlink));
+  }
+  for (auto v : boost::make_iterator_range(boost::vertices(g)))
+    if (g[v].kind == DeviceKind::NvSwitch) offer.nvswitch = true;
+  if (offer.nvswitch && !gpus.empty()) {
+    offer.nvs_bundle_min = std::numeric_limits<double>::infinity();
+    for (Vertex v : gpus) offer.nvs_bundle_min = std::min(offer.nvs_bundle_min, nvs_bundle[v]);
   }
 
   // Ring hops in local order; charge each route (see above).
@@ -314,7 +335,7 @@ struct SearchInput {
   double max_bw = 0.0;
   double total_bw = 0.0;
   int min_channels = 1;
-  int max_channels = kMaxRingChannels;
+  int max_channels = 16;
   bool ring = true;
   int sm = 0;
 };
@@ -377,11 +398,23 @@ struct NodeGraphs {
   SearchResult ring, tree;
 };
 
-NodeGraphs search_node(const NodeOffer& o, int nodes, int sm) {
+// The speed array ncclTopoCompute searches (search.cc): intra without NET, inter with NETs.
+std::pair<const double*, int> speed_array(bool net, int sm, const NcclTuningTables& tb) {
+  if (sm >= 100 && tb.arch_rows == 4) {
+    if (net) return {kSm100SpeedInter, static_cast<int>(std::size(kSm100SpeedInter))};
+    return {kSm100SpeedIntra, static_cast<int>(std::size(kSm100SpeedIntra))};
+  }
+  if (sm >= 90) {
+    if (net) return {kSm90SpeedInter, static_cast<int>(std::size(kSm90SpeedInter))};
+    return {kSm90SpeedIntra, static_cast<int>(std::size(kSm90SpeedIntra))};
+  }
+  if (net) return {kSpeedInter, static_cast<int>(std::size(kSpeedInter))};
+  return {kSpeedIntra, static_cast<int>(std::size(kSpeedIntra))};
+}
+
+NodeGraphs search_node(const NodeOffer& o, int nodes, int sm, const NcclTuningTables& tb) {
   const bool net = nodes > 1;
-  const double* speeds = net ? (sm >= 90 ? kSm90SpeedInter : kSpeedInter) : (sm >= 90 ? kSm90SpeedIntra : kSpeedIntra);
-  const int nspeeds = static_cast<int>(net ? (sm >= 90 ? std::size(kSm90SpeedInter) : std::size(kSpeedInter))
-                                           : (sm >= 90 ? std::size(kSm90SpeedIntra) : std::size(kSpeedIntra)));
+  const auto [speeds, nspeeds] = speed_array(net, sm, tb);
   double max_net = 0.0;
   for (const NicOffer& n : o.nics) max_net = std::max(max_net, n.gbps);
   const int k = o.gpus;
@@ -410,7 +443,7 @@ NodeGraphs search_node(const NodeOffer& o, int nodes, int sm) {
   NodeGraphs out;
   in.ring = true;
   in.min_channels = 1;
-  in.max_channels = kMaxRingChannels;
+  in.max_channels = tb.max_channels / 2;  // init.cc: ringGraph->maxChannels = MAXCHANNELS/2
   out.ring = nccl_search(in, channels_at);
   // Trees: min = max = the ring's channels; totalBw *= ngpus/(ngpus-1) for non-ring patterns.
   in.ring = false;
@@ -418,6 +451,72 @@ NodeGraphs search_node(const NodeOffer& o, int nodes, int sm) {
   if (k > 1) in.total_bw *= static_cast<double>(k) / (k - 1);
   out.tree = nccl_search(in, channels_at);
   return out;
+}
+
+// The NVLS graph (2.28 search.cc, NCCL_TOPO_PATTERN_NVLS), on the offer instead of a path search:
+//   - no graph without an NVSwitch or with SM < 90 ("system->nodes[NVS].count == 0 || ccMin < 90");
+//   - maxChannels = min(NCCL_MAX_NVLS_ARITY, ngpus); one node: minChannels = maxChannels ("Force
+//     intra-node NVLS algorithm to pull evenly from all GPUs");
+//   - a channel has one head GPU; ncclTopoSearchTryNvls charges every GPU's NVS link once and the
+//     head's twice (both directions), at bwIntra: after n channels with distinct heads a head GPU
+//     carries (n + 1) * bwIntra, so n = floor(bundle / bwIntra) - 1; with a network each channel
+//     also takes one NIC at bwInter (a NIC carries floor(nic / bwInter) channels);
+//   - ncclTopoCompareGraphs for NVLS: more channels (up to ngpus) is better, else a larger
+//     nChannels * bwInter; pass 1 decreases the speed as for rings; pass 2 raises bwInter only,
+//     channels fixed, while bwInter < 2 * bwIntra (bwIntra is not raised).
+// Channel duplication is not applied (ncclTopoDupChannels cannot exceed maxChannels = ngpus heads).
+// Worked example, 1 DGX H100 node: bundle 370.8, minChannels 8, totalBw * 8/7 = 423.8: start at
+// 50 (8 * 50 <= 423.8): 6 channels < 8; 40: floor(370.8/40) - 1 = 8 channels, done; pass 2:
+// bwInter 50, 60. NVLS graph 8 x 40/60 GB/s.
+SearchResult search_nvls(const NodeOffer& o, int nodes, int sm, const NcclTuningTables& tb) {
+  if (!o.nvswitch || sm < 90 || o.gpus < 1) return {};
+  const bool net = nodes > 1;
+  const auto [speeds, nspeeds] = speed_array(net, sm, tb);
+  const int k = o.gpus;
+  const int max_ch = std::min(kMaxNvlsArity, k);
+  const int min_ch = net ? 1 : max_ch;
+  constexpr double kEps = 1e-6;
+  double max_net = 0.0;
+  for (const NicOffer& n : o.nics) max_net = std::max(max_net, n.gbps);
+  auto channels_at = [&](double intra, double inter) {
+    int n = std::min(max_ch, static_cast<int>(std::floor(o.nvs_bundle_min / intra + kEps)) - 1);
+    if (net) {
+      int via_nics = 0;
+      for (const NicOffer& nic : o.nics) via_nics += static_cast<int>(std::floor(nic.gbps / inter + kEps));
+      n = std::min(n, via_nics);
+    }
+    return std::max(n, 0);
+  };
+  const double max_bw = net ? max_net : o.max_bw;
+  const double total_bw = o.total_bw * (k > 1 ? static_cast<double>(k) / (k - 1) : 1.0);
+  SearchResult best;
+  auto better = [&](int n, double inter) {
+    return n >= min_ch && (n > best.channels || n * inter > best.channels * best.bw_inter);
+  };
+  const int last = nspeeds - 1;
+  int idx = 0;
+  while ((speeds[idx] > max_bw || speeds[idx] * min_ch > total_bw) && idx < last) ++idx;
+  for (;;) {
+    const int n = channels_at(speeds[idx], speeds[idx]);
+    if (better(n, speeds[idx])) best = {std::min(n, max_ch), speeds[idx], speeds[idx]};
+    if (best.channels >= max_ch) break;
+    if (best.channels > 0 && best.channels * best.bw_inter >= o.total_bw) break;
+    if (idx < last && (best.channels == 0 || speeds[idx + 1] / best.bw_inter > 0.49)) {
+      ++idx;
+      continue;
+    }
+    break;
+  }
+  if (best.channels == 0) return {};
+  idx = 0;
+  while (speeds[idx] > best.bw_inter && idx < last) ++idx;
+  double tmp_inter = speeds[idx];
+  const double tmp_intra = best.bw_intra;
+  while (idx > 0 && tmp_inter == best.bw_inter && tmp_inter < tmp_intra * 2) {
+    tmp_inter = speeds[--idx];
+    if (channels_at(tmp_intra, tmp_inter) >= best.channels) best.bw_inter = tmp_inter;
+  }
+  return best;
 }
 
 void require(bool ok, const std::string& what) {
@@ -429,22 +528,166 @@ void validate(const NcclGraphEstimate& g) {
   require(g.ranks >= g.nodes, fmt::format("ranks {}: expected >= nodes ({})", g.ranks, g.nodes));
   require(g.gpus_per_node >= 1, fmt::format("gpus_per_node {}: expected >= 1", g.gpus_per_node));
   if (g.ranks == 1) return;
-  require(g.channels >= 1 && g.channels <= kMaxChannels,
-          fmt::format("channels {}: expected 1 to {}", g.channels, kMaxChannels));
-  require(g.tree_channels >= 0 && g.tree_channels <= kMaxChannels,
-          fmt::format("tree_channels {}: expected 0 (same as channels) to {}", g.tree_channels, kMaxChannels));
+  const int max_ch = nccl_tuning_tables(g.options.version).max_channels;
+  require(g.channels >= 1 && g.channels <= max_ch, fmt::format("channels {}: expected 1 to {}", g.channels, max_ch));
+  require(g.tree_channels >= 0 && g.tree_channels <= max_ch,
+          fmt::format("tree_channels {}: expected 0 (same as channels) to {}", g.tree_channels, max_ch));
   require(std::isfinite(g.bw_intra_gbps) && g.bw_intra_gbps > 0.0,
           fmt::format("bw_intra_gbps {}: expected a bandwidth > 0 GB/s", g.bw_intra_gbps));
   require(std::isfinite(g.bw_inter_gbps) && g.bw_inter_gbps >= 0.0 && (g.nodes == 1 || g.bw_inter_gbps > 0.0),
           fmt::format("bw_inter_gbps {}: expected a bandwidth > 0 GB/s with {} nodes", g.bw_inter_gbps, g.nodes));
   require(g.intra_link == kNcclHwNvlink || g.intra_link == kNcclHwPci,
           fmt::format("intra_link {}: expected {} (NVLINK) or {} (PCI)", g.intra_link, kNcclHwNvlink, kNcclHwPci));
+  require(g.nvls_graph_channels >= 0 && g.nvls_graph_channels <= kMaxNvlsArity,
+          fmt::format("nvls_graph_channels {}: expected 0 to {}", g.nvls_graph_channels, kMaxNvlsArity));
+}
+
+// ---------------------------------------------------------------------------------------------
+// NCCL_ALGO / NCCL_PROTO: tuning.cc parseList, over NCCL's function names (ncclFuncStr:
+// Broadcast, Reduce, AllGather, ReduceScatter, AllReduce) and element names (ncclAlgoStr /
+// ncclProtoStr, compared without case as strcasecmp does). Entries are ';'-separated; each is
+// "[function:]elem,elem" or "[function:]^elem,elem" (everything but those); only the first may
+// lack the function prefix, which then applies to every function. Each entry resets its
+// functions' list. Returns the AllReduce row. NCCL fails with ncclInvalidUsage on an unknown
+// token; so do we, with an InputError naming the value and the accepted names.
+constexpr std::array<std::string_view, 5> kNcclFuncs = {"Broadcast", "Reduce", "AllGather", "ReduceScatter",
+                                                        "AllReduce"};
+constexpr int kAllReduce = 4;
+
+std::vector<std::string> split_nonempty(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  std::string cur;
+  for (char c : s) {
+    if (c == sep) {
+      if (!cur.empty()) out.push_back(cur);
+      cur.clear();
+    } else {
+      cur += c;
+    }
+  }
+  if (!cur.empty()) out.push_back(cur);
+  return out;
+}
+
+std::string join_names(const std::vector<std::string_view>& names) {
+  std::string s;
+  for (std::string_view n : names) s += (s.empty() ? "" : ", ") + std::string(n);
+  return s;
+}
+
+std::vector<int> parse_nccl_list(const std::string& var, const std::string& str,
+                                 const std::vector<std::string_view>& elems, const std::vector<int>& init) {
+  const int ne = static_cast<int>(elems.size());
+  std::vector<std::vector<int>> list(kNcclFuncs.size(), init);
+  const std::vector<std::string> entries = split_nonempty(str, ';');
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    const std::vector<std::string> parts = split_nonempty(entries[i], ':');
+    std::optional<std::string> prefix;
+    std::string elem_list;
+    if (parts.size() < 2) {
+      if (i != 0)
+        throw InputError(fmt::format("{} '{}': all entries except the first must have a prefix (one of {})", var, str,
+                                     join_names({kNcclFuncs.begin(), kNcclFuncs.end()})));
+      elem_list = parts.empty() ? "" : parts[0];
+    } else {
+      prefix = parts[0];
+      elem_list = parts[1];
+    }
+    int set = 1, unset = 0;
+    if (!elem_list.empty() && elem_list[0] == '^') {
+      set = 0;
+      unset = 1;
+      elem_list.erase(0, 1);
+    }
+    bool found_prefix = false;
+    for (std::size_t f = 0; f < kNcclFuncs.size(); ++f) {
+      if (prefix && strcasecmp(prefix->c_str(), std::string(kNcclFuncs[f]).c_str()) != 0) continue;
+      found_prefix = true;
+      std::fill(list[f].begin(), list[f].end(), unset);
+      for (const std::string& e : split_nonempty(elem_list, ',')) {
+        int k = 0;
+        while (k < ne && strcasecmp(e.c_str(), std::string(elems[static_cast<std::size_t>(k)]).c_str()) != 0) ++k;
+        if (k == ne)
+          throw InputError(fmt::format("{} '{}': unknown name '{}': expected {} (NCCL's names, any case; '^' excludes)",
+                                       var, str, e, join_names(elems)));
+        list[f][static_cast<std::size_t>(k)] = set;
+      }
+    }
+    if (!found_prefix)
+      throw InputError(fmt::format("{} '{}': unknown prefix '{}': expected one of {}", var, str, *prefix,
+                                   join_names({kNcclFuncs.begin(), kNcclFuncs.end()})));
+  }
+  return list[kAllReduce];
+}
+
+// The algorithm names of a release (ncclAlgoStr): 2.22.3 has no PAT.
+std::vector<std::string_view> algo_names(const NcclTuningTables& tb) {
+  std::vector<std::string_view> names;
+  for (int a = 0; a < (tb.has_pat ? kNcclNumAlgos : kNcclNumAlgos - 1); ++a) names.push_back(to_string(NcclAlgo(a)));
+  return names;
+}
+
+struct Enables {
+  std::array<int, kNcclNumAlgos> algo{};    // algoEnable, AllReduce row
+  std::array<int, kNcclNumProtos> proto{};  // protoEnable, AllReduce row: 2 = LL128 by NCCL's rule
+};
+
+Enables nccl_enables(const NcclModelOptions& o) {
+  const NcclTuningTables& tb = nccl_tuning_tables(o.version);
+  Enables en;
+  const std::vector<std::string_view> names = algo_names(tb);
+  std::vector<int> algo(names.size(), 1);
+  if (!o.algo.empty()) algo = parse_nccl_list("NCCL_ALGO", o.algo, names, algo);
+  for (std::size_t a = 0; a < algo.size(); ++a) en.algo[a] = algo[a];
+  std::vector<int> proto = {1, 2, 1};
+  if (!o.proto.empty()) proto = parse_nccl_list("NCCL_PROTO", o.proto, {"LL", "LL128", "Simple"}, proto);
+  for (std::size_t p = 0; p < proto.size(); ++p) en.proto[p] = proto[p];
+  return en;
+}
+
+// ncclMinNchannels / ncclMaxNchannels (connect.cc): -2 = unset; min clamped to [0, MAXCHANNELS],
+// max to [1, MAXCHANNELS] (NCCL warns and clamps).
+int min_nchannels(const NcclModelOptions& o, int max_channels) {
+  if (o.min_channels == -2) return 0;
+  return std::clamp(o.min_channels, 0, max_channels);
+}
+int max_nchannels(const NcclModelOptions& o, int max_channels) {
+  if (o.max_channels == -2) return max_channels;
+  return std::clamp(o.max_channels, 1, max_channels);
+}
+
+int parse_int(const std::string& key, const std::string& value, const std::string& what) {
+  // NCCL_PARAM reads with strtoll(base 0) and falls back to the default on garbage; a simulator
+  // that silently used the default would mislead, so garbage is an input error here.
+  errno = 0;
+  char* end = nullptr;
+  const long long v = std::strtoll(value.c_str(), &end, 0);
+  if (value.empty() || end == value.c_str() || *end != '\0' || errno != 0 || v < std::numeric_limits<int>::min() ||
+      v > std::numeric_limits<int>::max())
+    throw InputError(fmt::format("{} {}={}: expected an integer", what, key, value));
+  return static_cast<int>(v);
 }
 
 }  // namespace
 
 std::string_view to_string(NcclAlgo a) {
-  return a == NcclAlgo::Tree ? "Tree" : "Ring";
+  switch (a) {
+    case NcclAlgo::Tree:
+      return "Tree";
+    case NcclAlgo::Ring:
+      return "Ring";
+    case NcclAlgo::CollNetDirect:
+      return "CollNetDirect";
+    case NcclAlgo::CollNetChain:
+      return "CollNetChain";
+    case NcclAlgo::Nvls:
+      return "NVLS";
+    case NcclAlgo::NvlsTree:
+      return "NVLSTree";
+    case NcclAlgo::Pat:
+      return "PAT";
+  }
+  return "?";
 }
 std::string_view to_string(NcclProto p) {
   switch (p) {
@@ -458,6 +701,60 @@ std::string_view to_string(NcclProto p) {
   return "?";
 }
 
+std::string_view to_string(NcclVersion v) {
+  return nccl_tuning_tables(v).name;
+}
+
+NcclVersion parse_nccl_version(const std::string& s, const std::string& what) {
+  for (NcclVersion v : {NcclVersion::V2_22_3, NcclVersion::V2_28_9})
+    if (s == to_string(v)) return v;
+  throw InputError(fmt::format("{} {}: expected 2.22.3 or 2.28.9", what, s));
+}
+
+void set_nccl_env(NcclModelOptions& o, const std::string& key, const std::string& value, const std::string& what) {
+  if (key == "NCCL_ALGO") {
+    o.algo = value;
+  } else if (key == "NCCL_PROTO") {
+    o.proto = value;
+  } else if (key == "NCCL_MIN_NCHANNELS") {
+    o.min_channels = parse_int(key, value, what);
+  } else if (key == "NCCL_MAX_NCHANNELS") {
+    o.max_channels = parse_int(key, value, what);
+  } else if (key == "NCCL_NVLS_ENABLE") {
+    o.nvls_enable = parse_int(key, value, what);
+  } else {
+    std::string keys;
+    for (std::string_view k : kNcclEnvKeys) keys += (keys.empty() ? "" : ", ") + std::string(k);
+    throw InputError(fmt::format("{} {}={}: unknown variable; the NCCL model honours {}", what, key, value, keys));
+  }
+}
+
+void set_nccl_env(NcclModelOptions& o, const std::string& assignment, const std::string& what) {
+  const std::size_t eq = assignment.find('=');
+  if (eq == std::string::npos || eq == 0)
+    throw InputError(fmt::format("{} {}: expected KEY=VALUE, e.g. NCCL_ALGO=Ring", what, assignment));
+  set_nccl_env(o, assignment.substr(0, eq), assignment.substr(eq + 1), what);
+}
+
+void check_nccl_options(const NcclModelOptions& o) {
+  (void)nccl_enables(o);
+}
+
+NcclModelOptions nccl_options_from_env(const std::map<std::string, std::string>& env, NcclModelOptions o) {
+  for (std::string_view k : kNcclEnvKeys) {
+    auto it = env.find(std::string(k));
+    if (it != env.end()) set_nccl_env(o, it->first, it->second, "environment variable");
+  }
+  return o;
+}
+
+std::map<std::string, std::string> nccl_process_env() {
+  std::map<std::string, std::string> env;
+  for (std::string_view k : kNcclEnvKeys)
+    if (const char* v = std::getenv(std::string(k).c_str())) env[std::string(k)] = v;
+  return env;
+}
+
 // ---------------------------------------------------------------------------------------------
 // From our topology to NCCL's graphs:
 //   1. ranks, nodes, GPUs per node from the topology; sm = the smallest compute capability;
@@ -468,7 +765,14 @@ std::string_view to_string(NcclProto p) {
 //   3. ncclTopoCompute on that offer (search_node) for the ring, then for the tree;
 //   4. nodes combine as init.cc does after its all-gather: channels and bandwidths are the
 //      minimum over nodes, path types the maximum;
-//   5. comm->nChannels = min(32, 2 * min(ring, tree channels)) (connect.cc ncclTopoPostset).
+//   5. comm->nChannels (connect.cc ncclTopoPostset): min(MAXCHANNELS, 2 * min(ring, tree
+//      channels)); 2.28: doubled again on SM90+ with several nodes when the ring's bwIntra > 45
+//      and fewer than 16 channels; then NCCL_MAX_NCHANNELS caps it and NCCL_MIN_NCHANNELS raises
+//      it (copyChannels). The tuning model's bandwidths use the graphs' channels, not these;
+//   6. 2.28: the NVLS graph (search_nvls) and ncclNvlsInit: nvlsSupport when NCCL_NVLS_ENABLE is
+//      not 0, the node has more than 2 GPUs and (NCCL_NVLS_ENABLE = 2) the GPUs report multicast,
+//      which we take as SM >= 90 with NVSwitches; nvlsChannels = NVLS_NCHANNELS_SM90 (16), SM100:
+//      32 (several nodes) or 24 (one node).
 // Worked example, 1 DGX H100 node: capacity 370.8, speeds (SM90 intra) from 60: 6 channels * 60
 // = 360; 50 -> 7*50 = 350, 40 -> 9*40 = 360, 30 -> 12*30 = 360 are not better; 24/60 < 0.49
 // stops. Duplication (60 >= 50): 12 channels * 30. Pass 2: 40, 50, 60 cannot hold 12 channels.
@@ -477,8 +781,11 @@ std::string_view to_string(NcclProto p) {
 // NVLink 8 * 48 * 7/8 = 336 <= 370.8 fits; 8 * 48 = 384 >= totalBw 370.8 stops; no duplication
 // (SM90, 48 < 50, 8 > 4). Ring = 8 x 48, comm channels 16 (NVIDIA/nccl#1453 logs "16 coll
 // channels" for 3 DGX-class H100 nodes).
-NcclGraphEstimate estimate_nccl_graph(const topo::Topology& t) {
+NcclGraphEstimate estimate_nccl_graph(const topo::Topology& t, const NcclModelOptions& options) {
   NcclGraphEstimate est;
+  est.options = options;
+  (void)nccl_enables(options);  // a bad NCCL_ALGO / NCCL_PROTO fails here, before any simulation
+  const NcclTuningTables& tb = nccl_tuning_tables(options.version);
   est.nodes = t.nodes();
   est.ranks = t.num_ranks();
   if (est.ranks == 0)
@@ -516,8 +823,11 @@ NcclGraphEstimate estimate_nccl_graph(const topo::Topology& t) {
   if (est.sm == 0) est.notes.push_back("GPU compute capability unknown (0): Volta-class tables, LL128 off");
 
   bool first = true;
+  bool nvls_hw = tb.models_nvls;  // every node: NVSwitches, SM >= 90, more than 2 GPUs (ncclNvlsInit)
   for (const NodeOffer& o : offers) {
-    const NodeGraphs ng = search_node(o, est.nodes, est.sm);
+    const NodeGraphs ng = search_node(o, est.nodes, est.sm, tb);
+    const SearchResult nvls = tb.models_nvls ? search_nvls(o, est.nodes, est.sm, tb) : SearchResult{};
+    nvls_hw = nvls_hw && o.nvswitch && o.sm_min >= 90 && o.gpus > 2;
     PathType inter = PathType::PIX;  // graph->typeInter starts at PIX; no NET on one node
     if (est.nodes > 1) {
       if (o.nics.empty())
@@ -535,6 +845,9 @@ NcclGraphEstimate estimate_nccl_graph(const topo::Topology& t) {
       est.tree_bw_inter_gbps = ng.tree.bw_inter;
       est.intra_path = o.intra_path;
       est.inter_path = inter;
+      est.nvls_graph_channels = nvls.channels;
+      est.nvls_bw_intra_gbps = nvls.bw_intra;
+      est.nvls_bw_inter_gbps = nvls.bw_inter;
       first = false;
     } else {
       est.channels = std::min(est.channels, ng.ring.channels);
@@ -545,29 +858,54 @@ NcclGraphEstimate estimate_nccl_graph(const topo::Topology& t) {
       est.tree_bw_inter_gbps = std::min(est.tree_bw_inter_gbps, ng.tree.bw_inter);
       est.intra_path = std::max(est.intra_path, o.intra_path);
       est.inter_path = std::max(est.inter_path, inter);
+      est.nvls_graph_channels = std::min(est.nvls_graph_channels, nvls.channels);
+      est.nvls_bw_intra_gbps = std::min(est.nvls_bw_intra_gbps, nvls.bw_intra);
+      est.nvls_bw_inter_gbps = std::min(est.nvls_bw_inter_gbps, nvls.bw_inter);
     }
   }
   // graph->typeIntra is PATH_NVL only when every hop is NVLink through NVSwitches or direct;
   // tuning.cc uses NVLINK latencies for exactly LINK_NVL, PCI latencies for anything else
   // (including NVB, and LOC with one GPU per node).
   est.intra_link = est.intra_path == PathType::NVL ? kNcclHwNvlink : kNcclHwPci;
-  est.comm_channels = std::min(kMaxChannels, 2 * std::min(est.channels, est.tree_channels));
+  // ncclTopoPostset (connect.cc).
+  int comm = std::min(tb.max_channels, 2 * std::min(est.channels, est.tree_channels));
+  if (tb.postset_sm90_doubling && est.sm >= 90 && est.nodes > 1 && est.bw_intra_gbps > 45.0 && comm < 16)
+    comm = std::min(tb.max_channels, 2 * comm);
+  comm = std::min(max_nchannels(options, tb.max_channels), comm);
+  comm = std::max(min_nchannels(options, tb.max_channels), comm);
+  est.comm_channels = comm;
+  // ncclNvlsInit (src/transport/nvls.cc).
+  if (tb.models_nvls && options.nvls_enable != 0 && est.gpus_per_node > 2 && (options.nvls_enable != 2 || nvls_hw)) {
+    est.nvls_support = true;
+    est.nvls_channels = est.sm >= 100 && tb.arch_rows == 4
+                            ? (est.nodes > 1 ? tb.nvls_channels_sm100 : tb.nvls_channels_sm100_nvl)
+                            : tb.nvls_channels_sm90;
+  }
   est.notes.push_back(fmt::format(
-      "NCCL graph estimate: ring {} x {:.1f}/{:.1f} GB/s, tree {} x {:.1f}/{:.1f} GB/s, type {}/{}, {} comm channels",
-      est.channels, est.bw_intra_gbps, est.bw_inter_gbps, est.tree_channels, est.tree_bw_intra_gbps,
+      "NCCL {} graph estimate: ring {} x {:.1f}/{:.1f} GB/s, tree {} x {:.1f}/{:.1f} GB/s, type {}/{}, {} comm "
+      "channels",
+      tb.name, est.channels, est.bw_intra_gbps, est.bw_inter_gbps, est.tree_channels, est.tree_bw_intra_gbps,
       est.tree_bw_inter_gbps, topo::to_string(est.intra_path), topo::to_string(est.inter_path), est.comm_channels));
+  if (tb.models_nvls)
+    est.notes.push_back(fmt::format("NVLS graph {} x {:.1f}/{:.1f} GB/s, NVLS {} ({} channels)",
+                                    est.nvls_graph_channels, est.nvls_bw_intra_gbps, est.nvls_bw_inter_gbps,
+                                    est.nvls_support ? "supported" : "off", est.nvls_channels));
   return est;
 }
 
 // ---------------------------------------------------------------------------------------------
-// ncclTopoTuneModel (tuning.cc), allreduce, Ring and Tree.
+// ncclTopoTuneModel (tuning.cc), allreduce: Tree, Ring and (2.28) NVLS, NVLSTree. PAT is skipped
+// for allreduce ("if (coll == ncclFuncAllReduce && a == NCCL_ALGO_PAT) continue;"), CollNet
+// Direct / Chain are off (comm->config.collnetEnable = 0, so tuning.cc disables them, and NVLS on
+// several nodes with them: "(a == NCCL_ALGO_NVLS && comm->nNodes > 1)").
 NcclTuneResult nccl_tune_model(const NcclGraphEstimate& g) {
   validate(g);
   NcclTuneResult m;
   if (g.ranks <= 1) return m;  // "if (nRanks <= 1) return ncclSuccess;"
-  const NcclTuningTables& tb = nccl_tuning_tables();
+  const NcclTuningTables& tb = nccl_tuning_tables(g.options.version);
+  const Enables en = nccl_enables(g.options);
   const int n_nodes = g.nodes, n_ranks = g.ranks;
-  const int arch = arch_index(g.sm);
+  const int arch = g.sm >= 100 && tb.arch_rows == 4 ? 3 : arch_index(g.sm);
   const int index2 = scale_index(n_nodes);
   // LL: on one node the GPU generation picks the llMaxBws row; on several, the CPU vendor
   // (AMD -> row 1, else row 0).
@@ -576,63 +914,101 @@ NcclTuneResult nccl_tune_model(const NcclGraphEstimate& g) {
   const double per_ch_max_tree_bw = tb.per_ch_max_tree_bws[arch][index2];
   const double per_ch_max_ring_ll128_bw = tb.per_ch_max_ring_ll128_bws[arch][index2];
   const double per_ch_max_tree_ll128_bw = tb.per_ch_max_tree_ll128_bws[arch][index2];
+  const double per_ch_max_nvls_tree_bw = tb.per_ch_max_nvls_tree_bws[arch][index2];
+  const double nvls_efficiency = tb.nvls_efficiency[arch];
   const double ppn = static_cast<double>(n_ranks) / n_nodes;
-  const int intra_hw = g.intra_link;
 
-  // allreduce: nsteps = 2(nRanks-1) ring steps; nInterSteps = 2*nNodes when nNodes > 1
-  // (2.22.3 as written; later releases (a PAT-era, 2.23+ tuning.cc) use 2*(nNodes-1). With one
-  // GPU per node the intra count nsteps - nInterSteps is -2 in 2.22.3, which this model keeps).
+  // allreduce: nsteps = 2(nRanks-1) ring steps; nInterSteps = 2*nNodes in 2.22.3 as written,
+  // 2*(nNodes-1) in 2.28 (with one GPU per node the intra count nsteps - nInterSteps is -2 in
+  // 2.22.3, which this model keeps).
   const int nsteps = 2 * (n_ranks - 1);
-  const int n_inter_steps = n_nodes > 1 ? 2 * n_nodes : 0;
+  const int n_inter_steps = n_nodes > 1 ? (tb.inter_steps_minus_one ? 2 * (n_nodes - 1) : 2 * n_nodes) : 0;
 
-  const int channels[2] = {g.tree_channels > 0 ? g.tree_channels : g.channels, g.channels};
-  const double bw_intra[2] = {g.tree_bw_intra_gbps > 0 ? g.tree_bw_intra_gbps : g.bw_intra_gbps, g.bw_intra_gbps};
-  const double bw_inter[2] = {g.tree_bw_inter_gbps > 0 ? g.tree_bw_inter_gbps : g.bw_inter_gbps, g.bw_inter_gbps};
+  // The graph each algorithm reads (comm->graphs[a]): NVLS and NVLSTree share the NVLS graph.
+  struct GraphInfo {
+    int channels = 0;
+    double bw_intra = 0.0, bw_inter = 0.0;
+    int intra_hw = kNcclHwPci;
+  };
+  std::array<GraphInfo, kNcclNumAlgos> gi{};
+  gi[kTree] = {g.tree_channels > 0 ? g.tree_channels : g.channels,
+               g.tree_bw_intra_gbps > 0 ? g.tree_bw_intra_gbps : g.bw_intra_gbps,
+               g.tree_bw_inter_gbps > 0 ? g.tree_bw_inter_gbps : g.bw_inter_gbps, g.intra_link};
+  gi[kRing] = {g.channels, g.bw_intra_gbps, g.bw_inter_gbps, g.intra_link};
+  // The NVLS graph's GPU -> NVS -> GPU paths are NVLink: typeIntra LINK_NVL.
+  gi[kNvls] = gi[kNvlsTree] = {g.nvls_graph_channels, g.nvls_bw_intra_gbps, g.nvls_bw_inter_gbps, kNcclHwNvlink};
 
   // Network post overhead (getNetOverhead): 1 us on Intel, 2 us on AMD, 1 us otherwise.
   const double net_overhead_base = g.cpu_vendor == "amd" ? 2.0 : 1.0;
 
-  for (int a : {kTree, kRing}) {
+  for (int a = 0; a < kNcclNumAlgos; ++a) {
+    const bool nvls_algo = a == kNvls || a == kNvlsTree;
+    if (a != kTree && a != kRing && !(nvls_algo && tb.models_nvls)) continue;  // PAT, CollNet (see above)
     for (int p : {kLL, kLL128, kSimple}) {
+      if (nvls_algo && p != kSimple) continue;  // NVLS / NVLSTree: Simple only
+      const GraphInfo& gr = gi[static_cast<std::size_t>(a)];
       // Bandwidth: nChannels * per-channel bw (bwIntra up to 2 nodes, bwInter beyond).
-      const double bw = n_nodes <= 2 ? bw_intra[a] : bw_inter[a];
-      double bus_bw = channels[a] * bw;
+      double bw = n_nodes <= 2 ? gr.bw_intra : gr.bw_inter;
+      if (nvls_algo) {
+        if (gr.channels < 2) continue;  // "NVLS/NVLStree needs at least 2 channels"
+        // NVLS bus bandwidth per channel; allreduce pipelines two operations (x2).
+        const double intra_bw = gr.bw_intra * nvls_efficiency * (gr.channels - 1) / gr.channels * 2.0;
+        const double inter_bw = gr.bw_inter * ((n_nodes <= 2 && a == kNvlsTree) ? 2 : 1);
+        bw = std::min(
+            {intra_bw, inter_bw, a == kNvlsTree ? per_ch_max_nvls_tree_bw : std::numeric_limits<double>::max()});
+      }
+      double bus_bw = gr.channels * bw;
       if (a == kRing && p == kLL) bus_bw = std::min(ll_max_bw, bus_bw * 0.5);
       if (a == kRing && p == kLL128)
-        bus_bw = std::min(bus_bw * (ppn < 2 ? 0.7 : 0.92), channels[a] * per_ch_max_ring_ll128_bw);
-      if (a == kTree) bus_bw = std::min(bus_bw * 0.92, channels[a] * per_ch_max_tree_bw);
+        bus_bw = std::min(bus_bw * (tb.ring_ll128_ppn1_factor && ppn < 2 ? 0.7 : 0.92),
+                          gr.channels * per_ch_max_ring_ll128_bw);
+      if (a == kTree) bus_bw = std::min(bus_bw * 0.92, gr.channels * per_ch_max_tree_bw);
       if (a == kTree && p == kLL) bus_bw = std::min(bus_bw * 1.0 / 3.8, ll_max_bw);
       if (a == kTree && p == kLL128)
-        bus_bw = std::min(bus_bw * (n_nodes == 1 ? 7.0 / 9.0 : 120.0 / 128.0), channels[a] * per_ch_max_tree_ll128_bw);
-      // Bus bandwidth to algorithm bandwidth: ring nRanks/nsteps, tree 0.5.
-      const double ratio = a == kRing ? static_cast<double>(n_ranks) / nsteps : 0.5;
+        bus_bw = std::min(bus_bw * (n_nodes == 1 ? 7.0 / 9.0 : 120.0 / 128.0), gr.channels * per_ch_max_tree_ll128_bw);
+      // Bus bandwidth to algorithm bandwidth: ring, NVLS, NVLSTree nRanks/nsteps; tree 0.5.
+      const double ratio = a == kTree ? 0.5 : static_cast<double>(n_ranks) / nsteps;
       m.algbw_gbps[a][p] = bus_bw * ratio;
 
       // Latency.
       double lat = tb.base_lat_us[a][p];
-      double intra_lat = tb.hw_lat_us[intra_hw][a][p];
-      double inter_lat = tb.hw_lat_us[kNcclHwNet][a][p] + g.latency_inter_us;
+      const double intra_lat = tb.hw_lat_us[gr.intra_hw][a][p];
+      // 2.28: "With ppn=1 latencies are fully exposed, use the Tree network latency".
+      double inter_lat =
+          (tb.ppn1_tree_net_latency && ppn == 1 ? tb.hw_lat_us[kNcclHwNet][kTree][p] : tb.hw_lat_us[kNcclHwNet][a][p]) +
+          g.latency_inter_us;
       if (p == kSimple) inter_lat += g.latency_inter_us;  // the flush
       if (a == kRing) {
         double net_overhead = 0.0;
         if (n_nodes > 1) net_overhead = net_overhead_base * (p == kSimple ? 3.0 : 1.0);
-        intra_lat = std::max(intra_lat, net_overhead);
-        lat += (nsteps - n_inter_steps) * intra_lat + n_inter_steps * inter_lat;
-      } else {
+        lat += (nsteps - n_inter_steps) * std::max(intra_lat, net_overhead) + n_inter_steps * inter_lat;
+      } else if (a == kTree) {
         lat += 2 * ((n_ranks / n_nodes - 1) * intra_lat + log2i(static_cast<std::uint64_t>(n_nodes)) * inter_lat);
+      } else if (a == kNvls) {
+        lat = intra_lat + (n_nodes > 1 ? inter_lat : 0.0);  // replaces the base latency
+      } else {
+        lat += intra_lat + 2 * log2i(static_cast<std::uint64_t>(n_nodes)) * inter_lat;
       }
       m.latency_us[a][p] = lat;
 
-      // Enabled: Ring and Tree always (NCCL_ALGO unset); LL and Simple always; LL128 only on
-      // Volta/Ampere/Hopper with NVLink inside the node and the NIC close to the GPU:
-      // typeInter <= PXB (or <= PXN on SM90: we accept any NIC path on NVLink SM90 nodes,
-      // as NCCL can route through a peer GPU), typeIntra <= NVB, one compute capability.
-      bool on = true;
-      if (p == kLL128) {
+      // Enabled: NCCL_ALGO's AllReduce row, less NVLSTree on one node and NVLS on several (no
+      // CollNet); NVLS and NVLSTree need nvlsSupport (enqueue.cc updateCollCostTable).
+      bool on = en.algo[static_cast<std::size_t>(a)] != 0;
+      if (a == kNvlsTree && n_nodes == 1) on = false;
+      if (a == kNvls && n_nodes > 1) on = false;
+      if (nvls_algo && !g.nvls_support) on = false;
+      // NCCL_PROTO's AllReduce row; LL128 left at 2 ("auto") by NCCL's rule: Volta or later
+      // (2.22.3: SM 70, 80 or 90 only) with NVLink inside the node and the NIC close to the GPU:
+      // typeInter <= PXB (<= PXN on SM90+: we accept any NIC path on NVLink SM90 nodes, as NCCL
+      // can route through a peer GPU), typeIntra <= NVB, one compute capability.
+      int p_enable = en.proto[static_cast<std::size_t>(p)];
+      if (p == kLL128 && p_enable == 2) {
         const int sm_max = g.sm_max > 0 ? g.sm_max : g.sm;
         const bool nic_ok = g.inter_path <= PathType::PXB || (g.sm >= 90 && g.intra_path <= PathType::NVB);
-        on = nic_ok && g.intra_path <= PathType::NVB && g.sm == sm_max && (g.sm == 70 || g.sm == 80 || g.sm == 90);
+        const bool arch_ok = tb.ll128_any_sm70_plus ? g.sm >= 70 : (g.sm == 70 || g.sm == 80 || g.sm == 90);
+        p_enable = nic_ok && g.intra_path <= PathType::NVB && g.sm == sm_max && arch_ok ? 1 : 0;
       }
+      on = on && p_enable != 0;
       m.enabled[a][p] = on && m.algbw_gbps[a][p] > 0.0;
     }
   }
@@ -645,12 +1021,13 @@ double nccl_algo_time_us(const NcclGraphEstimate& g, const NcclTuneResult& m, Nc
   const int a = static_cast<int>(algo), p = static_cast<int>(proto);
   if (g.ranks <= 1) return a == kRing && p == kSimple ? 0.0 : -1.0;
   if (!m.enabled[a][p]) return -1.0;
+  const NcclTuningTables& tb = nccl_tuning_tables(g.options.version);
   double bw = m.algbw_gbps[a][p];
   double lat = m.latency_us[a][p];
   const int log_size = log2i(bytes >> 6);
-  if (a == kTree && log_size < 23) bw *= nccl_tuning_tables().tree_correction[p][log_size];
+  if (a == kTree && log_size < 23) bw *= tb.tree_correction[p][log_size];
   // Plateau effect of ring: multi-node ring/Simple allreduce with >= 64 bytes per channel and rank.
-  const int comm_channels = g.comm_channels > 0 ? g.comm_channels : std::min(kMaxChannels, 2 * g.channels);
+  const int comm_channels = g.comm_channels > 0 ? g.comm_channels : std::min(tb.max_channels, 2 * g.channels);
   if (a == kRing && p == kSimple && g.nodes > 1 &&
       bytes / (static_cast<std::uint64_t>(comm_channels) * static_cast<std::uint64_t>(g.ranks)) >= 64)
     lat *= g.sm < 80 ? 1.9 : 1.4;
@@ -665,18 +1042,30 @@ std::vector<NcclPrediction> nccl_predictions(const NcclGraphEstimate& g, std::ui
     if (time_us <= 0.0 || g.ranks <= 1) return 0.0;
     return static_cast<double>(bytes) / (time_us * 1e3) * 2.0 * (g.ranks - 1) / g.ranks;
   };
-  for (NcclAlgo a : {NcclAlgo::Tree, NcclAlgo::Ring})
+  const int comm_channels = g.comm_channels > 0
+                                ? g.comm_channels
+                                : std::min(nccl_tuning_tables(g.options.version).max_channels, 2 * g.channels);
+  for (int ai = 0; ai < kNcclNumAlgos; ++ai)
     for (NcclProto p : {NcclProto::LL, NcclProto::LL128, NcclProto::Simple}) {
+      const NcclAlgo a = static_cast<NcclAlgo>(ai);
       const double time = nccl_algo_time_us(g, m, a, p, bytes);
       if (time < 0.0) continue;
-      out.push_back({std::string(to_string(a)), std::string(to_string(p)), time, busbw(time)});
+      // topoGetAlgoInfo: NVLS / NVLSTree run on comm->nvlsChannels, the others on comm->nChannels.
+      const int channels = g.ranks <= 1                                       ? 1
+                           : (a == NcclAlgo::Nvls || a == NcclAlgo::NvlsTree) ? g.nvls_channels
+                                                                              : comm_channels;
+      out.push_back({std::string(to_string(a)), std::string(to_string(p)), time, busbw(time), channels});
     }
   return out;
 }
 
 NcclPrediction nccl_choice(const NcclGraphEstimate& g, std::uint64_t bytes) {
   const std::vector<NcclPrediction> all = nccl_predictions(g, bytes);
-  TOPOCOLL_ASSERT(!all.empty(), "Ring/Simple is always enabled");
+  if (all.empty())
+    throw InputError(
+        fmt::format("NCCL model: no algorithm/protocol available for allreduce (NCCL {}{}{}); NCCL fails the same way",
+                    to_string(g.options.version), g.options.algo.empty() ? "" : ", NCCL_ALGO=" + g.options.algo,
+                    g.options.proto.empty() ? "" : ", NCCL_PROTO=" + g.options.proto));
   // Strictly smaller wins, so the first in NCCL's order wins a tie (topoGetAlgoInfo).
   const NcclPrediction* best = &all.front();
   for (const NcclPrediction& p : all)

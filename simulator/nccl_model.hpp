@@ -1,7 +1,13 @@
 // The reference model of stock NCCL: what NCCL's own tuning model predicts for an allreduce,
 // and which algorithm and protocol it picks. Users compare our schedules against it.
 //
-// Reference: NCCL 2.22.3-1 (github.com/NVIDIA/nccl, commit 178b6b759074597777ce13438efb0e0ba625e429):
+// Two releases, chosen by NcclModelOptions::version (default 2.28.9, the NCCL of the toolkit;
+// nccl_tables.cpp names the files and commits each table set was read from):
+//   2.28.9: Tree, Ring, NVLS (one node) and NVLSTree (several nodes) where the hardware allows
+//           them; PAT is never an allreduce algorithm (tuning.cc skips it for allreduce);
+//           CollNet Direct / Chain stay off (NCCL_COLLNET_ENABLE defaults to 0);
+//   2.22.3: Tree and Ring only, as this model has always reproduced it.
+// Reference for 2.22.3: NCCL 2.22.3-1 (github.com/NVIDIA/nccl, commit 178b6b759074597777ce13438efb0e0ba625e429):
 //   src/graph/tuning.cc  ncclTopoTuneModel (latency and bandwidth per algorithm x protocol),
 //                        ncclTopoGetAlgoTime (time = latency + bytes / (1000 * bandwidth));
 //   src/enqueue.cc       updateCollCostTable + topoGetAlgoInfo (the minimum time wins);
@@ -12,11 +18,11 @@
 // of busBw and Hopper llMaxBw 87.7; later releases: tree Simple hwLat 4 us instead of 28,
 // nInterSteps 2*(nNodes-1)).
 //
-// Scope: allreduce; algorithms Ring and Tree; protocols LL, LL128, Simple.
-// Not modelled: NVLS and NVLS-Tree (they need NVLink SHARP in third-generation NVSwitches) and
-// CollNet Direct / Chain (they need SHARP-capable network switches and the CollNet plugin);
-// tuner plugins; NCCL_ALGO / NCCL_PROTO overrides; aggregated launches (numPipeOps = 1).
-// On a DGX H100 with NVLS enabled, stock NCCL may therefore be faster than this model says.
+// Scope: allreduce; protocols LL, LL128, Simple; NCCL_ALGO, NCCL_PROTO, NCCL_MIN_NCHANNELS,
+// NCCL_MAX_NCHANNELS and NCCL_NVLS_ENABLE as NCCL reads them (NcclModelOptions).
+// Not modelled: CollNet Direct / Chain (they need SHARP-capable network switches and the CollNet
+// plugin); tuner plugins; aggregated launches (numPipeOps = 1); the smaller channel and thread
+// counts topoGetAlgoInfo picks for small messages; NVLS in 2.22.3.
 //
 // Two steps:
 //   estimate_nccl_graph(topology)   what NCCL's topology search would find (channels, bandwidth
@@ -27,6 +33,7 @@
 
 #include <array>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -37,6 +44,35 @@
 #include "topologies/topology.hpp"
 
 namespace topocoll::sim {
+
+// The NCCL environment the model honours, typed. Defaults are NCCL's (unset variables).
+struct NcclModelOptions {
+  NcclVersion version = kDefaultNcclVersion;  // --nccl-version
+  std::string algo;       // NCCL_ALGO, NCCL's parseList syntax ("Tree,Ring", "^NVLS", "allreduce:Ring"); "" = unset
+  std::string proto;      // NCCL_PROTO, same syntax over LL, LL128, Simple; "" = unset
+  int min_channels = -2;  // NCCL_MIN_NCHANNELS; -2 = unset (NCCL_PARAM default)
+  int max_channels = -2;  // NCCL_MAX_NCHANNELS; -2 = unset
+  int nvls_enable = 2;    // NCCL_NVLS_ENABLE: 0 off, 2 (default) where the GPUs report multicast, else on
+};
+
+// "2.22.3" | "2.28.9"; InputError naming `what` and the accepted versions otherwise.
+NcclVersion parse_nccl_version(const std::string& s, const std::string& what);
+std::string_view to_string(NcclVersion v);
+
+// The variables above, by name (kNcclEnvKeys). set_nccl_env: InputError naming `what`, the key and
+// the value for an unknown key or a value that is not an integer where NCCL reads one; the names in
+// NCCL_ALGO / NCCL_PROTO are checked against the release when the model reads them.
+inline constexpr std::array<std::string_view, 5> kNcclEnvKeys = {"NCCL_ALGO", "NCCL_PROTO", "NCCL_MIN_NCHANNELS",
+                                                                 "NCCL_MAX_NCHANNELS", "NCCL_NVLS_ENABLE"};
+void set_nccl_env(NcclModelOptions& o, const std::string& key, const std::string& value, const std::string& what);
+// "KEY=VALUE" (the `--nccl-env` flag): set_nccl_env on its two halves.
+void set_nccl_env(NcclModelOptions& o, const std::string& assignment, const std::string& what);
+// Checks the NCCL_ALGO / NCCL_PROTO names against the release: InputError as estimate_nccl_graph.
+void check_nccl_options(const NcclModelOptions& o);
+// Reads the keys of kNcclEnvKeys present in `env` (a process environment: other keys are ignored).
+NcclModelOptions nccl_options_from_env(const std::map<std::string, std::string>& env, NcclModelOptions o = {});
+// The process environment's NCCL variables, as NCCL reads them (getenv).
+std::map<std::string, std::string> nccl_process_env();
 
 // What NCCL's topology search would find, estimated from our model (estimate_nccl_graph says how).
 // Field names follow NCCL's struct ncclTopoGraph where one exists.
@@ -58,27 +94,40 @@ struct NcclGraphEstimate {
   topo::PathType inter_path = topo::PathType::PIX;  // graph->typeInter: GPU-to-NIC path (PIX on one node)
   double latency_inter_us = 0.0;                    // graph->latencyInter (NIC property; 0 for InfiniBand)
   std::string cpu_vendor;                           // "intel", "amd", ... (network post overhead, llMaxBw row)
-  std::vector<std::string> notes;                   // what the estimate assumed
+  // NVLS (2.28.9): the NVLS graph (search.cc NCCL_TOPO_PATTERN_NVLS) and ncclNvlsInit's outcome.
+  bool nvls_support = false;        // comm->nvlsSupport: NCCL_NVLS_ENABLE, > 2 GPUs per node, multicast
+  int nvls_graph_channels = 0;      // NVLS graph nChannels (0: no NVSwitch, SM < 90, or not searched)
+  double nvls_bw_intra_gbps = 0.0;  // NVLS graph bwIntra
+  double nvls_bw_inter_gbps = 0.0;  // NVLS graph bwInter
+  int nvls_channels = 0;            // comm->nvlsChannels: the channels NVLS and NVLSTree run with
+  NcclModelOptions options;         // the release and environment this estimate was made for
+  std::vector<std::string> notes;   // what the estimate assumed
 };
 
 // Derives the estimate from our topology (see nccl_model.cpp for each step: NVLink counts times
 // constants::nccl_nvlink_gbps_per_link, PCIe as width * speed / 80, NIC port rate; then
 // NCCL's search over its speed arrays). Throws InputError for a topology without GPUs.
-NcclGraphEstimate estimate_nccl_graph(const topo::Topology& t);
+// `options`: the release (search arrays, MAXCHANNELS, channel rules) and environment
+// (NCCL_MIN/MAX_NCHANNELS on comm_channels, NCCL_NVLS_ENABLE); InputError for a bad NCCL_ALGO /
+// NCCL_PROTO as well, so that a bad environment fails before any simulation.
+NcclGraphEstimate estimate_nccl_graph(const topo::Topology& t, const NcclModelOptions& options = {});
 
 struct NcclPrediction {
-  std::string algorithm;    // "Tree" | "Ring" (NCCL's ncclAlgoStr)
+  std::string algorithm;    // "Tree" | "Ring" | "NVLS" | "NVLSTree" ... (NCCL's ncclAlgoStr)
   std::string protocol;     // "LL" | "LL128" | "Simple" (NCCL's ncclProtoStr)
   double time_us = 0.0;     // NCCL's predicted time
   double busbw_gbps = 0.0;  // nccl-tests busbw of that time: bytes / time * 2(n-1)/n
+  int channels = 0;         // channels NCCL runs it with: comm->nChannels (Ring, Tree) or comm->nvlsChannels
 };
 
-// NCCL's predicted time for each enabled (algorithm, protocol), in NCCL's order (Tree then Ring;
-// LL, LL128, Simple). Disabled combinations (LL128 off, see nccl_model.cpp) are left out.
+// NCCL's predicted time for each enabled (algorithm, protocol), in NCCL's order (Tree, Ring, ...,
+// NVLS, NVLSTree; LL, LL128, Simple). Disabled combinations (LL128 off, NCCL_ALGO / NCCL_PROTO,
+// NVLS without support; see nccl_model.cpp) are left out.
 // `bytes` is the allreduce buffer size per rank (count * sizeof(type)). One rank: one entry,
 // Ring/Simple with time 0, as NCCL does. Throws InputError for an inconsistent estimate.
 std::vector<NcclPrediction> nccl_predictions(const NcclGraphEstimate& g, std::uint64_t bytes);
 // NCCL's choice: the minimum time, the first in NCCL's order on a tie (as topoGetAlgoInfo).
+// InputError when NCCL_ALGO / NCCL_PROTO leave nothing (NCCL: "no algorithm/protocol available").
 NcclPrediction nccl_choice(const NcclGraphEstimate& g, std::uint64_t bytes);
 
 // --- The model's parts, exposed for tests and for tools that explain a choice ------------
@@ -86,9 +135,9 @@ NcclPrediction nccl_choice(const NcclGraphEstimate& g, std::uint64_t bytes);
 // What ncclTopoTuneModel stores for allreduce: comm->latencies (us) and comm->bandwidths
 // (algorithm bandwidth, GB/s), and whether each combination is enabled.
 struct NcclTuneResult {
-  std::array<std::array<double, 3>, 2> latency_us{};
-  std::array<std::array<double, 3>, 2> algbw_gbps{};
-  std::array<std::array<bool, 3>, 2> enabled{};
+  std::array<std::array<double, 3>, kNcclNumAlgos> latency_us{};
+  std::array<std::array<double, 3>, kNcclNumAlgos> algbw_gbps{};
+  std::array<std::array<bool, 3>, kNcclNumAlgos> enabled{};
 };
 NcclTuneResult nccl_tune_model(const NcclGraphEstimate& g);
 // ncclTopoGetAlgoTime for one combination; -1 when it is disabled.

@@ -1,6 +1,7 @@
 // Tests of the reference model of stock NCCL (nccl_model.hpp). The expected numbers are worked
-// by hand from NCCL 2.22.3's src/graph/tuning.cc and search.cc (the comments show the work), so
-// a change in the model that is not a change in NCCL's formulas fails here.
+// by hand from NCCL 2.22.3's and 2.28.3's src/graph/tuning.cc and search.cc (the comments show
+// the work; nccl_tables.cpp names the commits), so a change in the model that is not a change in
+// NCCL's formulas fails here.
 #include "simulator/nccl_model.hpp"
 
 #include <doctest/doctest.h>
@@ -20,6 +21,9 @@ namespace topocoll::sim {
 namespace {
 
 constexpr std::uint64_t kKiB = 1024, kMiB = 1024 * kKiB, kGiB = 1024 * kMiB;
+
+// The release the hand-worked numbers of the first tests follow; the 2.28.9 tests come after.
+const NcclModelOptions k2223{NcclVersion::V2_22_3};
 
 topo::Topology preset(const char* name, int nodes) {
   return topo::Topology::build(topo::make_preset_node(name), nodes, topo::FabricSpec{});
@@ -121,7 +125,7 @@ TEST_CASE("nccl_model: one dgx-h100 node, graph estimate") {
   // (360) are not strictly better; 24/60 < 0.49 stops. DupChannels (60 >= 50): 12 x 30.
   // Pass 2: 40 fits only 9 channels < 12. Tree: 12 channels from 30 (30*12 <= 370.8*8/7), 40
   // does not fit. comm channels = 2 * 12 = 24.
-  const NcclGraphEstimate g = estimate_nccl_graph(preset("dgx-h100", 1));
+  const NcclGraphEstimate g = estimate_nccl_graph(preset("dgx-h100", 1), k2223);
   CHECK(g.nodes == 1);
   CHECK(g.ranks == 8);
   CHECK(g.gpus_per_node == 8);
@@ -146,7 +150,7 @@ TEST_CASE("nccl_model: several dgx-h100 nodes, graph estimate") {
   // channels") for 3 H100 nodes.
   for (int nodes : {2, 3, 16}) {
     CAPTURE(nodes);
-    const NcclGraphEstimate g = estimate_nccl_graph(preset("dgx-h100", nodes));
+    const NcclGraphEstimate g = estimate_nccl_graph(preset("dgx-h100", nodes), k2223);
     CHECK(g.ranks == 8 * nodes);
     CHECK(g.channels == 8);
     CHECK(g.bw_intra_gbps == doctest::Approx(48.0));
@@ -168,7 +172,7 @@ TEST_CASE("nccl_model: tune model by hand on one dgx-h100 node") {
   //       LL     lat 6.8 + 2*7*0.6 = 15.2; bw min(331.2/3.8, 141) * 0.5 = 43.579
   //       LL128  lat 14 + 2*7*1.25 = 31.5; bw min(331.2*7/9, 12*36.7) * 0.5 = 128.8
   //       Simple lat 0 + 2*7*28 = 392;     bw 331.2 * 0.5 = 165.6
-  const NcclGraphEstimate g = estimate_nccl_graph(preset("dgx-h100", 1));
+  const NcclGraphEstimate g = estimate_nccl_graph(preset("dgx-h100", 1), k2223);
   const NcclTuneResult m = nccl_tune_model(g);
   const int tree = 0, ring = 1, ll = 0, ll128 = 1, simple = 2;
   CHECK(m.latency_us[ring][ll] == doctest::Approx(15.0));
@@ -205,7 +209,7 @@ TEST_CASE("nccl_model: ring Simple busbw at 1 GiB on one dgx-h100 node") {
   // nccl-tests busbw = algbw * 2*7/8 = 356.2 GB/s. Documented range: 340-365 GB/s (the per-channel
   // ceiling is 12 * 30 = 360 GB/s; latency costs 1%). Measured NCCL 2.26.2 (ring forced):
   // 360.07 GB/s (together-h100-1node-ring.csv).
-  const NcclGraphEstimate g = estimate_nccl_graph(preset("dgx-h100", 1));
+  const NcclGraphEstimate g = estimate_nccl_graph(preset("dgx-h100", 1), k2223);
   const NcclPrediction p = find(nccl_predictions(g, kGiB), "Ring", "Simple");  // a copy: the vector is a temporary
   CHECK(p.time_us == doctest::Approx(56.0 + 1073741824.0 / (360.0 * 8 / 14 * 1000.0)));
   CHECK(p.busbw_gbps >= 340.0);
@@ -224,7 +228,7 @@ TEST_CASE("nccl_model: protocol transitions on one dgx-h100 node are monotone") 
   //   LL128 -> Simple: 40.6 + S/189257 = 56.0 + S/205714 -> S = 15.4 / (1/189257 - 1/205714) = 36.6 MB
   // (S in bytes, bandwidths in bytes/us.) So LL up to 2 MiB, LL128 from 4 MiB to 32 MiB,
   // Simple from 64 MiB.
-  const NcclGraphEstimate g = estimate_nccl_graph(preset("dgx-h100", 1));
+  const NcclGraphEstimate g = estimate_nccl_graph(preset("dgx-h100", 1), k2223);
   int last_rank = 0;
   for (std::uint64_t bytes = 8; bytes <= 8 * kGiB; bytes *= 2) {
     CAPTURE(bytes);
@@ -249,7 +253,7 @@ TEST_CASE("nccl_model: tree for small sizes on many nodes, ring for large sizes"
   //   Ring/LL128:  563.8 + 2^30/(1000 * min(384*0.92, 8*36.7)*128/254 = 148.0) = 7818 us
   //   Tree/Simple: 2*(7*28 + 4*28) = 616 + 2^30/(1000 * min(384*.92, 8*36.0)*0.5 = 144) = 8072.6 us
   //   -> Ring/Simple.
-  const NcclGraphEstimate g = estimate_nccl_graph(preset("dgx-h100", 16));
+  const NcclGraphEstimate g = estimate_nccl_graph(preset("dgx-h100", 16), k2223);
   const NcclTuneResult m = nccl_tune_model(g);
   CHECK(m.latency_us[1][0] == doctest::Approx(315.0));
   CHECK(m.latency_us[0][0] == doctest::Approx(55.2));
@@ -264,7 +268,7 @@ TEST_CASE("nccl_model: tree for small sizes on many nodes, ring for large sizes"
   CHECK(big.time_us == doctest::Approx(1211.2 * 1.4 + 1073741824.0 / (384.0 * 128 / 254 * 1000.0)));
 
   // One node, large: Ring (see the monotone test); one node, small: also Ring (LL 15.0 < 15.2).
-  const NcclGraphEstimate one = estimate_nccl_graph(preset("dgx-h100", 1));
+  const NcclGraphEstimate one = estimate_nccl_graph(preset("dgx-h100", 1), k2223);
   CHECK(nccl_choice(one, 8).algorithm == "Ring");
   CHECK(nccl_choice(one, kGiB).algorithm == "Ring");
 }
@@ -276,7 +280,7 @@ TEST_CASE("nccl_model: pcie-8gpu uses PCI latencies and no LL128") {
   // 20 and 18 fit no channel, 15 fits 1; 12, 10, 9 are not better, 7/15 < 0.49 stops.
   // No duplication (15 < 25). typeIntra SYS -> PCI latencies; SM89 -> LL128 off.
   // Ring/Simple latency 8.4 + 14*5.7 = 88.2 us.
-  const NcclGraphEstimate g = estimate_nccl_graph(preset("pcie-8gpu", 1));
+  const NcclGraphEstimate g = estimate_nccl_graph(preset("pcie-8gpu", 1), k2223);
   CHECK(g.sm == 89);
   CHECK(g.channels == 1);
   CHECK(g.bw_intra_gbps == doctest::Approx(15.0));
@@ -297,7 +301,7 @@ TEST_CASE("nccl_model: one rank and bad input") {
   CHECK(one[0].protocol == "Simple");
   CHECK(one[0].time_us == 0.0);
 
-  NcclGraphEstimate g = estimate_nccl_graph(preset("dgx-h100", 1));
+  NcclGraphEstimate g = estimate_nccl_graph(preset("dgx-h100", 1), k2223);
   NcclGraphEstimate bad = g;
   bad.channels = 0;
   CHECK_THROWS_AS(nccl_predictions(bad, kMiB), InputError);
@@ -324,7 +328,7 @@ TEST_CASE("nccl_model: one dgx-h100 node against measured NCCL ring (together-h1
   // The model is NCCL 2.22.3's; NCCL_ALGO=RING leaves the protocol to NCCL, so the model's
   // prediction is its fastest Ring protocol. Loose bound: within a factor of 2.
   const auto rows = read_csv(calibration_dir() + "/together-h100-1node-ring.csv");
-  const NcclGraphEstimate g = estimate_nccl_graph(preset("dgx-h100", 1));
+  const NcclGraphEstimate g = estimate_nccl_graph(preset("dgx-h100", 1), k2223);
   int compared = 0;
   for (const auto& row : rows) {
     const std::uint64_t bytes = std::stoull(row.at("size_bytes"));
@@ -348,7 +352,7 @@ TEST_CASE("nccl_model: two dgx-a100 nodes against measured NCCL (alcf-sophia-dgx
   // Measured: NCCL 2.22.3 (the modelled version), NCCL's own choice, 2 x 8 A100, HDR 200 Gb/s.
   // Printed for the record; asserted loosely (factor 2).
   const auto rows = read_csv(calibration_dir() + "/alcf-sophia-dgx-a100-2node.csv");
-  const NcclGraphEstimate g = estimate_nccl_graph(preset("dgx-a100", 2));
+  const NcclGraphEstimate g = estimate_nccl_graph(preset("dgx-a100", 2), k2223);
   std::map<std::uint64_t, bool> done;
   for (const auto& row : rows) {
     const std::uint64_t bytes = std::stoull(row.at("size_bytes"));
@@ -365,6 +369,238 @@ TEST_CASE("nccl_model: two dgx-a100 nodes against measured NCCL (alcf-sophia-dgx
     CHECK(ratio <= 2.0);
   }
   CHECK(done.size() == 3);
+}
+
+// --- NCCL 2.28.9 (the numbers of NCCL 2.28.3-1, the nearest stored release; nccl_tables.cpp) ----
+
+namespace {
+
+NcclModelOptions env(std::initializer_list<std::pair<const char*, const char*>> kv,
+                     NcclVersion v = NcclVersion::V2_28_9) {
+  NcclModelOptions o;
+  o.version = v;
+  for (const auto& [k, val] : kv) set_nccl_env(o, k, val, "--nccl-env");
+  return o;
+}
+
+}  // namespace
+
+TEST_CASE("nccl_model: 2.28.9 tables match NCCL 2.28.3 src/graph/tuning.cc") {
+  // zhanglin496/nccl-2.28.3-1 (commit 850a18f5), src/graph/tuning.cc ncclTunerConstantsDefaults:
+  //   .baseLatencies { 6.8, 14.0, 8.4 } Tree, { 6.6, 14.0, 8.4 } Ring, { 8.0, 8.0, 8.0 } PAT
+  //   .hwLatencies NVLINK Tree { .6, 1.25, 4.0 }, NVLS { 0, 0, 25 }, NVLSTree { 0, 0, 25 };
+  //                NET Tree { 5.0, 8.5, 14 }, NVLS { 0, 0, 18 }, NVLSTree { 0, 0, 14 }
+  //   .llMaxBws Blackwell {2*141.0, 2*45.0, 2*35.0}
+  //   .perChMaxNVLSTreeBws Hopper {0.0, 57.7, 45.5}
+  //   nvlsEfficiency { 0, 0, 0.85f, 0.74f }
+  // src/include/device.h MAXCHANNELS 64; src/transport/nvls.cc NVLS_NCHANNELS_SM90 16.
+  const NcclTuningTables& t = nccl_tuning_tables(NcclVersion::V2_28_9);
+  const int tree = 0, ring = 1, nvls = 4, nvls_tree = 5, pat = 6, ll = 0, simple = 2;
+  CHECK(t.name == "2.28.9");
+  CHECK(t.base_lat_us[tree][simple] == doctest::Approx(8.4));
+  CHECK(t.base_lat_us[ring][simple] == doctest::Approx(8.4));
+  CHECK(t.base_lat_us[pat][ll] == doctest::Approx(8.0));
+  CHECK(t.hw_lat_us[kNcclHwNvlink][tree][simple] == doctest::Approx(4.0));
+  CHECK(t.hw_lat_us[kNcclHwNvlink][nvls][simple] == doctest::Approx(25.0));
+  CHECK(t.hw_lat_us[kNcclHwNvlink][nvls_tree][simple] == doctest::Approx(25.0));
+  CHECK(t.hw_lat_us[kNcclHwNet][tree][simple] == doctest::Approx(14.0));
+  CHECK(t.hw_lat_us[kNcclHwNet][nvls][simple] == doctest::Approx(18.0));
+  CHECK(t.hw_lat_us[kNcclHwNet][nvls_tree][simple] == doctest::Approx(14.0));
+  CHECK(t.ll_max_bws[3][0] == doctest::Approx(282.0));
+  CHECK(t.per_ch_max_nvls_tree_bws[2][1] == doctest::Approx(57.7));
+  CHECK(t.per_ch_max_nvls_tree_bws[2][2] == doctest::Approx(45.5));
+  CHECK(t.nvls_efficiency[2] == doctest::Approx(0.85));
+  CHECK(t.max_channels == 64);
+  CHECK(t.nvls_channels_sm90 == 16);
+  // 2.22.3's differences: Tree/Simple 0 + 28 us per hop, MAXCHANNELS 32, no PAT.
+  const NcclTuningTables& old = nccl_tuning_tables(NcclVersion::V2_22_3);
+  CHECK(old.hw_lat_us[kNcclHwNvlink][tree][simple] == doctest::Approx(28.0));
+  CHECK(old.max_channels == 32);
+  CHECK_FALSE(old.has_pat);
+  CHECK(&nccl_tuning_tables() == &old);  // the protocol calibration's Ring rows
+}
+
+TEST_CASE("nccl_model: 2.28.9 on one dgx-h100 node: NVLS where enabled, Ring with NCCL_NVLS_ENABLE=0") {
+  // Ring and tree graphs as 2.22.3 (12 x 30; MAXCHANNELS/2 = 32 does not bind), comm channels 24.
+  // NVLS graph (search_nvls): 8 GPUs, bundle 370.8: 8 x 40 GB/s, pass 2 raises bwInter to 60.
+  // NVLS busBw per channel min(40 * 0.85 * 7/8 * 2 = 59.5, 60) = 59.5, busBw 476, algbw * 8/14;
+  // latency = hwLat[NVLINK][NVLS][Simple] = 25 us. At 1 GiB: 25 + 2^30 / (1000 * 272) = 3972.6 us.
+  const NcclGraphEstimate g = estimate_nccl_graph(preset("dgx-h100", 1));
+  CHECK(g.options.version == NcclVersion::V2_28_9);
+  CHECK(g.channels == 12);
+  CHECK(g.comm_channels == 24);
+  CHECK(g.nvls_support);
+  CHECK(g.nvls_graph_channels == 8);
+  CHECK(g.nvls_bw_intra_gbps == doctest::Approx(40.0));
+  CHECK(g.nvls_bw_inter_gbps == doctest::Approx(60.0));
+  CHECK(g.nvls_channels == 16);
+  const NcclTuneResult m = nccl_tune_model(g);
+  const int tree = 0, nvls = 4, nvls_tree = 5, simple = 2;
+  CHECK(m.enabled[nvls][simple]);
+  CHECK_FALSE(m.enabled[nvls_tree][simple]);  // "Disable NVLS Tree on a single node"
+  CHECK(m.latency_us[nvls][simple] == doctest::Approx(25.0));
+  CHECK(m.algbw_gbps[nvls][simple] == doctest::Approx(476.0 * 8 / 14));
+  CHECK(m.latency_us[tree][simple] == doctest::Approx(8.4 + 2 * 7 * 4.0));  // 2.28: Tree/Simple 8.4 + 4 us/hop
+  const NcclPrediction big = nccl_choice(g, kGiB);
+  CHECK(big.algorithm == "NVLS");
+  CHECK(big.protocol == "Simple");
+  CHECK(big.channels == 16);
+  CHECK(big.time_us == doctest::Approx(25.0 + 1073741824.0 / (1000.0 * 476.0 * 8 / 14)));
+  // Small messages stay on LL (NVLS's 25 us latency).
+  CHECK(nccl_choice(g, 8).protocol == "LL");
+
+  const NcclGraphEstimate off = estimate_nccl_graph(preset("dgx-h100", 1), env({{"NCCL_NVLS_ENABLE", "0"}}));
+  CHECK_FALSE(off.nvls_support);
+  for (const NcclPrediction& p : nccl_predictions(off, kGiB)) CHECK(p.algorithm != "NVLS");
+  const NcclPrediction ring = nccl_choice(off, kGiB);
+  CHECK(ring.algorithm == "Ring");
+  CHECK(ring.channels == 24);
+  CHECK(ring.time_us == doctest::Approx(56.0 + 1073741824.0 / (1000.0 * 360.0 * 8 / 14)));
+  // The same choice as 2.22.3 at 1 GiB, to the digit.
+  CHECK(ring.time_us == doctest::Approx(nccl_choice(estimate_nccl_graph(preset("dgx-h100", 1), k2223), kGiB).time_us));
+
+  // No NVSwitch or SM < 90: no NVLS whatever NCCL_NVLS_ENABLE says.
+  for (const char* name : {"dgx-a100", "pcie-8gpu"})
+    for (const char* e : {"2", "1"}) {
+      const NcclGraphEstimate n = estimate_nccl_graph(preset(name, 1), env({{"NCCL_NVLS_ENABLE", e}}));
+      for (const NcclPrediction& p : nccl_predictions(n, kGiB)) CHECK(p.algorithm != "NVLS");
+    }
+}
+
+TEST_CASE("nccl_model: 2.28.9 on several dgx-h100 nodes: NVLSTree, never NVLS or PAT") {
+  // NVLS graph with a network: 48 -> 6 channels (7 * 48 > 370.8 for a head), 45 -> 7, 42 -> 7,
+  // 40 -> 8 (all heads): 8 x 40; pass 2 raises bwInter to 48 (one NIC of 48 GB/s per channel).
+  // 2 nodes: NVLSTree bw = min(59.5, 2 * 48, perChMaxNVLSTreeBw N2 57.7) = 57.7 -> busBw 461.6;
+  // 4 nodes: min(59.5, 48, 45.5) = 45.5 -> busBw 364 (Ring's: 8 * 48 = 384).
+  for (int nodes : {2, 4}) {
+    CAPTURE(nodes);
+    const NcclGraphEstimate g = estimate_nccl_graph(preset("dgx-h100", nodes));
+    CHECK(g.nvls_support);
+    CHECK(g.nvls_graph_channels == 8);
+    CHECK(g.nvls_bw_intra_gbps == doctest::Approx(40.0));
+    CHECK(g.nvls_bw_inter_gbps == doctest::Approx(48.0));
+    CHECK(g.comm_channels == 16);  // 2 * 8; ring bwIntra 48 > 45 but 16 channels: no extra doubling
+    const NcclTuneResult m = nccl_tune_model(g);
+    const int nvls = 4, nvls_tree = 5, simple = 2;
+    CHECK_FALSE(m.enabled[nvls][simple]);  // NVLS on several nodes needs CollNet
+    REQUIRE(m.enabled[nvls_tree][simple]);
+    const double bus = nodes == 2 ? 8 * 57.7 : 8 * 45.5;
+    CHECK(m.algbw_gbps[nvls_tree][simple] == doctest::Approx(bus * 8 * nodes / (2.0 * (8 * nodes - 1))));
+    // Latency: 0 + hwLat[NVLINK][NVLSTree] 25 + 2 * log2i(nodes) * hwLat[NET][NVLSTree] 14.
+    CHECK(m.latency_us[nvls_tree][simple] == doctest::Approx(25.0 + 2 * (nodes == 2 ? 1 : 2) * 14.0));
+    for (std::uint64_t bytes : {std::uint64_t{8}, kMiB, kGiB})
+      for (const NcclPrediction& p : nccl_predictions(g, bytes)) {
+        CHECK(p.algorithm != "NVLS");
+        CHECK(p.algorithm != "PAT");  // tuning.cc: no PAT for allreduce
+        if (p.algorithm == "NVLSTree") CHECK(p.channels == 16);
+      }
+  }
+  CHECK(nccl_choice(estimate_nccl_graph(preset("dgx-h100", 2)), kGiB).algorithm == "NVLSTree");
+  // 4 nodes, 1 GiB: NVLSTree's lower bandwidth is made up by its latency. Ring/Simple: algbw
+  // 384 * 32/62; latency 8.4 + (62 - 6) * max(3.4, 3 * 1.0) + 6 * 14 = 282.8, x1.4 (plateau);
+  // NVLSTree: algbw 364 * 32/62, latency 25 + 2 * 2 * 14 = 81.
+  const NcclGraphEstimate g4 = estimate_nccl_graph(preset("dgx-h100", 4));
+  const double ring4 = 282.8 * 1.4 + 1073741824.0 / (1000.0 * 384 * 32 / 62);
+  const double nvlstree4 = 81.0 + 1073741824.0 / (1000.0 * 364 * 32 / 62);
+  CHECK(find(nccl_predictions(g4, kGiB), "Ring", "Simple").time_us == doctest::Approx(ring4));
+  CHECK(find(nccl_predictions(g4, kGiB), "NVLSTree", "Simple").time_us == doctest::Approx(nvlstree4));
+  CHECK(nccl_choice(g4, kGiB).algorithm == "NVLSTree");
+  // Without NVLS (NCCL_NVLS_ENABLE=0) Ring is NCCL's choice there.
+  CHECK(nccl_choice(estimate_nccl_graph(preset("dgx-h100", 4), env({{"NCCL_NVLS_ENABLE", "0"}})), kGiB).algorithm ==
+        "Ring");
+}
+
+TEST_CASE("nccl_model: NCCL_ALGO and NCCL_PROTO as NCCL's parseList reads them") {
+  const topo::Topology t = preset("dgx-h100", 4);
+  for (std::uint64_t bytes : {std::uint64_t{8}, 64 * kKiB, 16 * kMiB, kGiB}) {
+    CAPTURE(bytes);
+    CHECK(nccl_choice(estimate_nccl_graph(t, env({{"NCCL_ALGO", "Tree"}})), bytes).algorithm == "Tree");
+    CHECK(nccl_choice(estimate_nccl_graph(t, env({{"NCCL_ALGO", "ring"}})), bytes).algorithm == "Ring");
+    CHECK(nccl_choice(estimate_nccl_graph(t, env({{"NCCL_ALGO", "allreduce:Ring"}})), bytes).algorithm == "Ring");
+    CHECK(nccl_choice(estimate_nccl_graph(t, env({{"NCCL_ALGO", "Tree;allreduce:Ring"}})), bytes).algorithm == "Ring");
+    CHECK(nccl_choice(estimate_nccl_graph(t, env({{"NCCL_ALGO", "Ring;broadcast:Tree"}})), bytes).algorithm == "Ring");
+    const NcclPrediction no_tree = nccl_choice(estimate_nccl_graph(t, env({{"NCCL_ALGO", "^Tree,NVLSTree"}})), bytes);
+    CHECK(no_tree.algorithm == "Ring");
+    CHECK(nccl_choice(estimate_nccl_graph(t, env({{"NCCL_PROTO", "Simple"}})), bytes).protocol == "Simple");
+    CHECK(nccl_choice(estimate_nccl_graph(t, env({{"NCCL_PROTO", "allreduce:LL"}})), bytes).protocol == "LL");
+    for (const NcclPrediction& p : nccl_predictions(estimate_nccl_graph(t, env({{"NCCL_PROTO", "^LL128,LL"}})), bytes))
+      CHECK(p.protocol == "Simple");
+  }
+  // LL128 named explicitly is on even where NCCL's rule would turn it off (pcie-8gpu).
+  const NcclGraphEstimate pcie = estimate_nccl_graph(preset("pcie-8gpu", 1));
+  for (const NcclPrediction& p : nccl_predictions(pcie, kMiB)) CHECK(p.protocol != "LL128");
+  bool ll128 = false;
+  for (const NcclPrediction& p :
+       nccl_predictions(estimate_nccl_graph(preset("pcie-8gpu", 1), env({{"NCCL_PROTO", "LL128"}})), kMiB))
+    ll128 = ll128 || p.protocol == "LL128";
+  CHECK(ll128);
+  // Forcing what the hardware lacks leaves nothing: NCCL fails, so do we.
+  CHECK_THROWS_WITH_AS(nccl_choice(estimate_nccl_graph(preset("dgx-a100", 1), env({{"NCCL_ALGO", "NVLS"}})), kMiB),
+                       doctest::Contains("no algorithm/protocol available"), InputError);
+  CHECK_THROWS_WITH_AS(nccl_choice(estimate_nccl_graph(t, env({{"NCCL_ALGO", "PAT"}})), kMiB),
+                       doctest::Contains("NCCL_ALGO=PAT"), InputError);
+}
+
+TEST_CASE("nccl_model: NCCL_MIN_NCHANNELS / NCCL_MAX_NCHANNELS bound comm->nChannels") {
+  const topo::Topology t = preset("dgx-h100", 1);
+  CHECK(estimate_nccl_graph(t, env({{"NCCL_MAX_NCHANNELS", "4"}})).comm_channels == 4);
+  CHECK(estimate_nccl_graph(t, env({{"NCCL_MIN_NCHANNELS", "40"}})).comm_channels == 40);
+  CHECK(estimate_nccl_graph(t, env({{"NCCL_MIN_NCHANNELS", "40"}}, NcclVersion::V2_22_3)).comm_channels == 32);
+  CHECK(estimate_nccl_graph(t, env({{"NCCL_MIN_NCHANNELS", "100"}})).comm_channels == 64);  // clamped to MAXCHANNELS
+  CHECK(estimate_nccl_graph(t, env({{"NCCL_MAX_NCHANNELS", "0"}})).comm_channels == 1);     // "setting it to 1"
+  // Max, then min: NCCL_MAX_NCHANNELS=4 NCCL_MIN_NCHANNELS=8 -> 8.
+  CHECK(estimate_nccl_graph(t, env({{"NCCL_MAX_NCHANNELS", "4"}, {"NCCL_MIN_NCHANNELS", "8"}})).comm_channels == 8);
+  // The channels NCCL runs Ring with follow; its bandwidth model reads the graph's 12 channels,
+  // so the predicted time does not change on one node; NVLS keeps its 16 nvlsChannels.
+  const NcclGraphEstimate four = estimate_nccl_graph(t, env({{"NCCL_MAX_NCHANNELS", "4"}, {"NCCL_NVLS_ENABLE", "0"}}));
+  const NcclPrediction p = nccl_choice(four, kGiB);
+  CHECK(p.channels == 4);
+  CHECK(p.time_us ==
+        doctest::Approx(nccl_choice(estimate_nccl_graph(t, env({{"NCCL_NVLS_ENABLE", "0"}})), kGiB).time_us));
+  CHECK(nccl_choice(estimate_nccl_graph(t, env({{"NCCL_MAX_NCHANNELS", "4"}})), kGiB).channels == 16);
+  // Several nodes: the ring/Simple plateau rule reads comm->nChannels.
+  const topo::Topology t4 = preset("dgx-h100", 4);
+  const NcclGraphEstimate few = estimate_nccl_graph(t4, env({{"NCCL_MAX_NCHANNELS", "1"}, {"NCCL_ALGO", "Ring"}}));
+  const NcclGraphEstimate all = estimate_nccl_graph(t4, env({{"NCCL_ALGO", "Ring"}}));
+  // 2 KiB: 2048 / (1 * 32) = 64 -> plateau x1.4 with 1 channel; 2048 / (16 * 32) = 4 -> none with 16.
+  CHECK(find(nccl_predictions(few, 2 * kKiB), "Ring", "Simple").time_us >
+        find(nccl_predictions(all, 2 * kKiB), "Ring", "Simple").time_us);
+}
+
+TEST_CASE("nccl_model: bad NCCL environment and versions are input errors naming the value") {
+  NcclModelOptions o;
+  CHECK_THROWS_WITH_AS(set_nccl_env(o, "NCCL_MIN_NCHANNELS", "abc", "--nccl-env"),
+                       doctest::Contains("NCCL_MIN_NCHANNELS=abc: expected an integer"), InputError);
+  CHECK_THROWS_WITH_AS(set_nccl_env(o, "NCCL_NVLS_ENABLE", "", "--nccl-env"), doctest::Contains("expected an integer"),
+                       InputError);
+  CHECK_THROWS_WITH_AS(set_nccl_env(o, "NCCL_ALGORITHM", "Ring", "--nccl-env"),
+                       doctest::Contains("unknown variable; the NCCL model honours NCCL_ALGO"), InputError);
+  CHECK_THROWS_WITH_AS(set_nccl_env(o, "NCCL_ALGO", "--nccl-env"), doctest::Contains("expected KEY=VALUE"), InputError);
+  set_nccl_env(o, "NCCL_ALGO=Ring", "--nccl-env");
+  CHECK(o.algo == "Ring");
+  const topo::Topology t = preset("dgx-h100", 1);
+  CHECK_THROWS_WITH_AS(estimate_nccl_graph(t, env({{"NCCL_ALGO", "Foo"}})),
+                       doctest::Contains("NCCL_ALGO 'Foo': unknown name 'Foo': expected Tree, Ring, CollNetDirect, "
+                                         "CollNetChain, NVLS, NVLSTree, PAT"),
+                       InputError);
+  CHECK_THROWS_WITH_AS(estimate_nccl_graph(t, env({{"NCCL_ALGO", "PAT"}}, NcclVersion::V2_22_3)),
+                       doctest::Contains("unknown name 'PAT'"), InputError);
+  CHECK_THROWS_WITH_AS(estimate_nccl_graph(t, env({{"NCCL_PROTO", "LL;Simple"}})),
+                       doctest::Contains("all entries except the first must have a prefix"), InputError);
+  CHECK_THROWS_WITH_AS(estimate_nccl_graph(t, env({{"NCCL_PROTO", "allgood:LL"}})),
+                       doctest::Contains("unknown prefix 'allgood'"), InputError);
+  CHECK_THROWS_WITH_AS(estimate_nccl_graph(t, env({{"NCCL_PROTO", "LL129"}})),
+                       doctest::Contains("expected LL, LL128, Simple"), InputError);
+  CHECK(parse_nccl_version("2.22.3", "--nccl-version") == NcclVersion::V2_22_3);
+  CHECK(parse_nccl_version("2.28.9", "--nccl-version") == NcclVersion::V2_28_9);
+  CHECK_THROWS_WITH_AS(parse_nccl_version("2.27", "--nccl-version"),
+                       doctest::Contains("--nccl-version 2.27: expected 2.22.3 or 2.28.9"), InputError);
+  // The process-environment reader takes only the variables the model honours.
+  const NcclModelOptions from =
+      nccl_options_from_env({{"NCCL_ALGO", "Tree"}, {"NCCL_DEBUG", "INFO"}, {"NCCL_MAX_NCHANNELS", "8"}});
+  CHECK(from.algo == "Tree");
+  CHECK(from.max_channels == 8);
+  CHECK(from.min_channels == -2);
 }
 
 }  // namespace topocoll::sim

@@ -90,6 +90,8 @@ records::Record nccl_model_point(const NcclGraphEstimate& nccl, const records::R
   rec.size_bytes = bytes;
   rec.count = bytes / algo::size_of(dtype);
   rec.channels = nccl.channels;
+  rec.nccl_channels = pick.channels;
+  rec.nccl_version = std::string(to_string(nccl.options.version));
   rec.time_us = pick.time_us;
   rec.protocol = pick.protocol;
   rec.algbw_gbps = algbw_gbps(bytes, pick.time_us * 1e-6);
@@ -98,7 +100,8 @@ records::Record nccl_model_point(const NcclGraphEstimate& nccl, const records::R
 }
 
 int nccl_channels(const NcclGraphEstimate& nccl) {
-  return std::min(32, nccl.comm_channels > 0 ? nccl.comm_channels : 2 * nccl.channels);
+  const int max_channels = nccl_tuning_tables(nccl.options.version).max_channels;
+  return std::min(max_channels, nccl.comm_channels > 0 ? nccl.comm_channels : 2 * nccl.channels);
 }
 
 }  // namespace topocoll::sim

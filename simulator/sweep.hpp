@@ -49,12 +49,14 @@ SimulatedPoint simulate_point(Engine& engine, const topo::Topology& t, const alg
                               const SimOptions& options = {});
 
 // Stock NCCL's choice for an allreduce of `bytes` bytes by its own tuning model, as a record of
-// kind "model", engine "nccl-model", algorithm "nccl:<algo>/<proto>".
+// kind "model", engine "nccl-model", algorithm "nccl:<algo>/<proto>", channels the ring graph's,
+// nccl_channels the channels NCCL runs its choice with, nccl_version the release modelled.
+// The release and NCCL environment are the estimate's (NcclGraphEstimate::options).
 records::Record nccl_model_point(const NcclGraphEstimate& nccl, const records::Record& base, std::uint64_t bytes,
                                  algo::DataType dtype);
 
-// The channels stock NCCL runs with on the topology: the model's ring graph doubled by
-// ncclTopoPostset (comm_channels), at most 32.
+// The channels stock NCCL runs Ring and Tree with on the topology: comm->nChannels after
+// ncclTopoPostset (comm_channels), at most MAXCHANNELS of the estimate's release (32 or 64).
 int nccl_channels(const NcclGraphEstimate& nccl);
 
 }  // namespace topocoll::sim

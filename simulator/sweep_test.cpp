@@ -22,7 +22,8 @@ struct Pcie8 {
     return topo::load_topology(o);
   }();
   sim::Calibration calib = sim::base_calibration();
-  sim::NcclGraphEstimate nccl = sim::estimate_nccl_graph(t);
+  // NCCL 2.22.3: the release the numbers below were worked for (the 2.28.9 record is checked after).
+  sim::NcclGraphEstimate nccl = sim::estimate_nccl_graph(t, sim::NcclModelOptions{sim::NcclVersion::V2_22_3});
   records::Record base = sim::simulated_base(t, "analytic", "pcie-8gpu", algo::ReduceOp::Sum, 512 * 1024, calib.source);
 };
 
@@ -90,8 +91,9 @@ TEST_CASE("sweep: nccl_model_point is stock NCCL's choice as a model record") {
   CHECK(r.busbw_gbps == doctest::Approx(r.algbw_gbps * 2 * 7 / 8.0));
 }
 
-TEST_CASE("sweep: nccl_channels doubles the ring graph's channels, at most 32") {
+TEST_CASE("sweep: nccl_channels doubles the ring graph's channels, at most MAXCHANNELS (32, then 64)") {
   sim::NcclGraphEstimate g;
+  g.options.version = sim::NcclVersion::V2_22_3;
   g.channels = 4;
   g.comm_channels = 0;
   CHECK(sim::nccl_channels(g) == 8);
@@ -99,4 +101,8 @@ TEST_CASE("sweep: nccl_channels doubles the ring graph's channels, at most 32") 
   CHECK(sim::nccl_channels(g) == 12);
   g.comm_channels = 40;
   CHECK(sim::nccl_channels(g) == 32);
+  g.options.version = sim::NcclVersion::V2_28_9;  // MAXCHANNELS 64 (2.28 src/include/device.h)
+  CHECK(sim::nccl_channels(g) == 40);
+  g.comm_channels = 80;
+  CHECK(sim::nccl_channels(g) == 64);
 }

@@ -138,5 +138,19 @@ expect_error "calib.json: 'links.nvlink.efficiency' = 2 is outside [1e-06, 1]" s
 printf '{"links": ' >"$tmp/broken-calib.json"
 expect_error "broken-calib.json:1: not valid JSON" sim --topology dgx-h100 --calibration "$tmp/broken-calib.json"
 expect_error "the topology has no GPU" sim --topology "$data/handwritten-grace-no-gpu.xml"
+# The stock-NCCL model's release and environment (flags; the process environment as NCCL reads it).
+if expect_ok sim --topology dgx-h100 --algorithm ring -b 1G -e 1G; then
+  contains "NVLS/Simple" "sim 2.28.9 on one DGX H100: NVLS"; fi
+if expect_ok sim --topology dgx-h100 --algorithm ring -b 1G -e 1G --nccl-env NCCL_NVLS_ENABLE=0 --nccl-env NCCL_PROTO=^LL128; then
+  contains "Ring/Simple" "sim --nccl-env NCCL_NVLS_ENABLE=0"; fi
+if expect_ok sim --topology dgx-h100 --algorithm ring -b 1G -e 1G --nccl-version 2.22.3 --format jsonl -o "$tmp/v.jsonl"; then
+  grep -q '"nccl_version":"2.22.3"' "$tmp/v.jsonl" && grep -q '"nccl_channels":24' "$tmp/v.jsonl" ||
+    fail "sim --nccl-version 2.22.3: expected nccl_version 2.22.3 and nccl_channels 24: $(cat "$tmp/v.jsonl")"; fi
+if NCCL_ALGO=Tree expect_ok sim --topology dgx-h100 --nodes 4 --algorithm ring -b 1G -e 1G; then
+  contains " Tree/" "sim with NCCL_ALGO=Tree in the environment (not NVLSTree/)"; fi
+expect_error "--nccl-version 2.27: expected 2.22.3 or 2.28.9" sim --topology dgx-h100 --nccl-version 2.27
+expect_error "--nccl-env FOO: expected KEY=VALUE" sim --topology dgx-h100 --nccl-env FOO
+expect_error "NCCL_ALGO 'Foo': unknown name 'Foo': expected Tree, Ring" sim --topology dgx-h100 --nccl-env NCCL_ALGO=Foo
+expect_error "NCCL_MAX_NCHANNELS=x: expected an integer" sim --topology dgx-h100 --nccl-env NCCL_MAX_NCHANNELS=x
 
 summary cli

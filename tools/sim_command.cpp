@@ -59,9 +59,15 @@ int sim_command(const SimArgs& a, std::ostream& out) {
   o.merge_nvswitch_planes = true;  // the hardware stripes NVLink traffic over the planes
   const topo::Topology t = topo::load_topology(o);
   const algo::Layout layout = algo::layout_of(t);
+  // The NCCL model's release and environment: the process environment as NCCL reads it, then
+  // each --nccl-env KEY=VALUE.
+  sim::NcclModelOptions nccl_options;
+  nccl_options.version = sim::parse_nccl_version(a.nccl_version, "--nccl-version");
+  nccl_options = sim::nccl_options_from_env(sim::nccl_process_env(), nccl_options);
+  for (const std::string& kv : a.nccl_env) sim::set_nccl_env(nccl_options, kv, "--nccl-env");
   std::optional<sim::NcclGraphEstimate> nccl;
-  if (!a.no_nccl_model) nccl = sim::estimate_nccl_graph(t);
-  const sim::NcclGraphEstimate nccl_estimate = nccl ? *nccl : sim::estimate_nccl_graph(t);
+  if (!a.no_nccl_model) nccl = sim::estimate_nccl_graph(t, nccl_options);
+  const sim::NcclGraphEstimate nccl_estimate = nccl ? *nccl : sim::estimate_nccl_graph(t, nccl_options);
   tuning.channels = channels_option(a.channels, nccl_estimate);
 
   // Protocols: --protocol, else the calibration file's "protocol", else "auto": every protocol
@@ -158,24 +164,24 @@ int sim_command(const SimArgs& a, std::ostream& out) {
   }
   if (a.format == "table") {
     *sink << (nccl ? fmt::format(
-                         "#\n# fastest per size, and stock NCCL's choice by its own tuning model (nccl-model, {} "
-                         "channels)\n",
-                         sim::nccl_channels(*nccl))
+                         "#\n# fastest per size, and stock NCCL's choice by its own tuning model (nccl-model, NCCL {}, "
+                         "{} channels)\n",
+                         sim::to_string(nccl_options.version), sim::nccl_channels(*nccl))
                    : std::string("#\n# fastest per size\n"));
     if (nccl && calib.host_call_us > 0)
       *sink << fmt::format(
           "# nccl-model time is NCCL's own prediction; speedup = max(it, host floor {:g} us) / fastest\n",
           calib.host_call_us);
     *sink << fmt::format("#{:>12} {:>24} {:>12} {:>22} {:>12} {:>9}\n", "size", "fastest", "time(us)",
-                         "nccl-model choice", "time(us)", "speedup");
+                         "nccl-model choice x ch", "time(us)", "speedup");
     for (std::uint64_t bytes : sizes) {
       auto it = best.find(bytes);
       if (it == best.end()) continue;
       if (nccl) {
         const sim::NcclPrediction pick = sim::nccl_choice(*nccl, bytes);
         *sink << fmt::format(" {:>12} {:>24} {:>12.2f} {:>22} {:>12.2f} {:>8.2f}x\n", bytes, it->second.first,
-                             it->second.second, fmt::format("{}/{}", pick.algorithm, pick.protocol), pick.time_us,
-                             std::max(pick.time_us, calib.host_call_us) / it->second.second);
+                             it->second.second, fmt::format("{}/{} x{}", pick.algorithm, pick.protocol, pick.channels),
+                             pick.time_us, std::max(pick.time_us, calib.host_call_us) / it->second.second);
       } else {
         *sink << fmt::format(" {:>12} {:>24} {:>12.2f}\n", bytes, it->second.first, it->second.second);
       }

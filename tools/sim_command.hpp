@@ -3,6 +3,7 @@
 
 #include <ostream>
 #include <string>
+#include <vector>
 
 #include "simulator/nccl_model.hpp"
 #include "tools/topo_commands.hpp"
@@ -29,6 +30,10 @@ struct SimArgs {
   std::string output;
   std::string trace;
   bool no_nccl_model = false;
+  // The stock-NCCL model: its release and NCCL environment (NCCL_ALGO=..., also read from the
+  // process environment as NCCL does; the flags win). sim::NcclModelOptions.
+  std::string nccl_version = "2.28.9";
+  std::vector<std::string> nccl_env;
   bool simgrid_plain = false;  // SimOptions::simgrid_fast_paths off
 };
 

@@ -150,6 +150,7 @@ Examples:
   topocoll sim --topology dgx-a100 --nodes 2 --algorithm all -b 8 -e 1G -f 2 --engine simgrid
   topocoll sim --topology pcie-8gpu --algorithm ring -b 1M -e 1G --format jsonl -o records.jsonl
   topocoll sim --topology dgx-h100 --nodes 4 --algorithm dbt -b 64M -e 64M --trace dbt.json   # open in ui.perfetto.dev
+  topocoll sim --topology dgx-h100 --algorithm ring --nccl-version 2.28.9 --nccl-env NCCL_NVLS_ENABLE=0 --nccl-env NCCL_PROTO=^LL128
 The trace covers one run: the first algorithm at the largest size.)";
   topocoll::tools::SimArgs sim_args;
   CLI::App* simc = app.add_subcommand("sim", "simulate allreduce algorithms over a size sweep (nccl-tests table)");
@@ -173,6 +174,12 @@ The trace covers one run: the first algorithm at the largest size.)";
   simc->add_option("-o,--output", sim_args.output, "output file (default stdout)");
   simc->add_option("--trace", sim_args.trace, "write a Chrome-trace / Perfetto timeline JSON");
   simc->add_flag("--no-nccl-model", sim_args.no_nccl_model, "skip the stock-NCCL reference model");
+  simc->add_option("--nccl-version", sim_args.nccl_version,
+                   "NCCL release the stock-NCCL model follows: 2.22.3 | 2.28.9")
+      ->default_val("2.28.9");
+  simc->add_option("--nccl-env", sim_args.nccl_env,
+                   "NCCL variable for the model, KEY=VALUE, repeatable (NCCL_ALGO, NCCL_PROTO, NCCL_MIN_NCHANNELS, "
+                   "NCCL_MAX_NCHANNELS, NCCL_NVLS_ENABLE; also read from the environment)");
   simc->add_flag("--simgrid-plain", sim_args.simgrid_plain,
                  "simgrid engine: every transfer through SimGrid as shipped, no fast paths (same results, slower)");
   simc->footer(kSimExamples);

@@ -62,7 +62,7 @@ void run_simulated(const ExpSpec& s, const std::string& commit, const Existing& 
           }
         }();
         const algo::Layout layout = algo::layout_of(t);
-        const sim::NcclGraphEstimate nccl = sim::estimate_nccl_graph(t);
+        const sim::NcclGraphEstimate nccl = sim::estimate_nccl_graph(t, s.nccl);
         // Protocols, exactly as `topocoll sim` picks them: the spec's `protocol`, else the
         // calibration file's, else "auto": every protocol NCCL would enable on this topology (LL
         // and Simple; LL128 by NCCL's rule), each schedule run under each, the fastest kept.

@@ -38,7 +38,9 @@ std::optional<int> int_in(const std::string& text, int lo, int hi) {
 
 // --- the spec -------------------------------------------------------------------------------
 
-constexpr const char* kTopKeys = "description, engine, repetitions, calibration, protocol, nccl_model, grid, real";
+constexpr const char* kTopKeys =
+    "description, engine, repetitions, calibration, protocol, nccl_model, nccl_version, nccl_env, grid, real";
+constexpr const char* kNcclEnvKeys = "NCCL_ALGO, NCCL_PROTO, NCCL_MIN_NCHANNELS, NCCL_MAX_NCHANNELS, NCCL_NVLS_ENABLE";
 constexpr const char* kGridKeys =
     "topologies, nodes, fabric, oversubscription, algorithms, sizes, dtypes, channels, slice, op, ranks";
 constexpr const char* kSizeKeys = "min, max, factor";
@@ -195,6 +197,30 @@ ExpSpec load_exp_spec(const std::string& path) {
   }
   if (root["nccl_model"]) s.nccl_model = r.boolean(root["nccl_model"], "nccl_model");
   if (real) s.nccl_model = false;  // the model predicts stock NCCL on GPUs, not this run
+  if (root["nccl_version"]) {
+    try {
+      s.nccl.version = sim::parse_nccl_version(r.scalar(root["nccl_version"], "nccl_version"), "nccl_version");
+    } catch (const InputError& e) {
+      r.fail(root["nccl_version"], e.what());
+    }
+  }
+  if (root["nccl_env"]) {
+    const YAML::Node ne = root["nccl_env"];
+    r.keys(ne, "nccl_env", kNcclEnvKeys);
+    for (const auto& kv : ne) {
+      const std::string key = kv.first.as<std::string>();
+      try {
+        sim::set_nccl_env(s.nccl, key, r.scalar(kv.second, "nccl_env." + key), "nccl_env");
+      } catch (const InputError& e) {
+        r.fail(kv.second, e.what());
+      }
+    }
+    try {
+      sim::check_nccl_options(s.nccl);
+    } catch (const InputError& e) {
+      r.fail(ne, e.what());
+    }
+  }
 
   const YAML::Node g = root["grid"];
   r.keys(g, "grid", kGridKeys);

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "simulator/nccl_model.hpp"
+
 namespace topocoll::experiments {
 
 // How `real` runs: mpirun and topocoll-bench's flags.
@@ -31,6 +33,9 @@ struct ExpSpec {
   std::string calibration_path;  // resolved against the spec's folder
   std::string protocol;          // "" (the calibration's, else auto) | auto | LL | LL128 | Simple
   bool nccl_model = true;
+  // The NCCL model's release and NCCL environment (keys nccl_version, nccl_env); a spec does not
+  // read the process environment, so that its records depend on the spec only.
+  sim::NcclModelOptions nccl;
   std::vector<std::string> topologies;      // as written
   std::vector<std::string> topology_paths;  // resolved (files against the spec's folder)
   std::vector<std::optional<int>> nodes;    // nullopt: the topology's own

@@ -61,7 +61,29 @@ TEST_CASE("spec: a valid spec, its defaults and its hash") {
   CHECK(s.slice == "512K");
   CHECK(s.op == "sum");
   CHECK(s.nccl_model);
+  CHECK(s.nccl.version == sim::NcclVersion::V2_28_9);
+  CHECK(s.nccl.algo.empty());
   CHECK(s.sha256 == experiments::sha256_hex(kTiny));
+}
+
+TEST_CASE("spec: nccl_version and nccl_env set the NCCL model's release and environment") {
+  TempDir d;
+  const std::string ok =
+      std::string(kTiny) + "nccl_version: 2.22.3\nnccl_env: {NCCL_ALGO: Ring, NCCL_MAX_NCHANNELS: 4}\n";
+  const experiments::ExpSpec s = experiments::load_exp_spec(d.write("experiment.yaml", ok));
+  CHECK(s.nccl.version == sim::NcclVersion::V2_22_3);
+  CHECK(s.nccl.algo == "Ring");
+  CHECK(s.nccl.max_channels == 4);
+  auto fails = [&](const std::string& extra, const std::string& message) {
+    CAPTURE(extra);
+    CHECK_THROWS_WITH_AS(experiments::load_exp_spec(d.write("bad.yaml", std::string(kTiny) + extra)),
+                         doctest::Contains(message.c_str()), InputError);
+  };
+  fails("nccl_version: 2.27\n", "nccl_version 2.27: expected 2.22.3 or 2.28.9");
+  fails("nccl_env: {NCCL_DEBUG: INFO}\n", "unknown key 'NCCL_DEBUG' in nccl_env");
+  fails("nccl_env: {NCCL_ALGO: Foo}\n", "NCCL_ALGO 'Foo': unknown name 'Foo'");
+  fails("nccl_env: {NCCL_MIN_NCHANNELS: many}\n", "NCCL_MIN_NCHANNELS=many: expected an integer");
+  fails("nccl_version: 2.22.3\nnccl_env: {NCCL_ALGO: PAT}\n", "unknown name 'PAT'");
 }
 
 TEST_CASE("spec: errors name the file and the line") {
