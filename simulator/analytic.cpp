@@ -9,14 +9,15 @@
 //         the per-step overhead is part of each hop's latency (it pipelines like latency:
 //         a chain of h hops pays it h times, not once per slice);
 //   copy / reduce: B / reduce_gbps (free when reduce_gbps is 0: fused into transfers on GPUs).
-// bw is the route's bottleneck after link sharing, in two passes. Pass 1 takes every distinct
-// (source, destination, channel) flow as active at once: a link direction carrying k flows
-// gives each 1/k of its calibrated rate, capped by the per-channel cap of the link's kind.
-// Pass 2 counts, per flow and link, only the flows whose active span in pass 1 overlaps its
-// own, so phases that do not overlap (a tree's up and down waves, hierarchical's stages) stop
-// slowing each other down. Exact for rings (all flows run together); an approximation
-// otherwise: SimGrid's engine shares links dynamically, and the two are compared in the tests
-// and docs/validation.md.
+// bw is the route's max-min fair share (SimGrid's sharing, solved once for the whole run
+// instead of at every event), in two passes. Pass 1 takes every distinct (source, destination,
+// channel) flow as active at once: each link direction's calibrated rate is shared max-min
+// among its flows, with each flow's per-channel cap as its own bound. Pass 2 lets a link
+// constrain together only the flows whose active spans in pass 1 overlap, so phases that do
+// not overlap (a tree's up and down waves, hierarchical's stages) stop slowing each other down.
+// Exact when the flows sharing a link are all transferring at once (or always in the same
+// rhythm); an approximation otherwise: SimGrid's engine shares links dynamically, and the two
+// are compared in the tests and docs/validation.md.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -24,6 +25,7 @@
 #include <functional>
 #include <limits>
 #include <map>
+#include <queue>
 #include <unordered_map>
 
 #include "algorithms/ir/program_index.hpp"
@@ -85,32 +87,74 @@ class AnalyticEngine final : public Engine {
     const std::vector<algo::Connections::Key>& flow_keys = connections.keys();
     std::vector<Flow> flows(flow_keys.size());
 
-    // Link sharing, pass 1: every flow of the schedule is taken as active at once, and a link
-    // direction carrying k flows gives each 1/k of its calibrated rate.
+    // Link sharing: max-min fair shares (progressive filling), as SimGrid's flow model shares
+    // a link: every flow gets the same rate on a link unless it is held lower elsewhere (another
+    // link, its channel cap), and what it leaves goes to the others. A constraint is a link
+    // direction and the set of flows that use it at once; pass 1 takes every flow of the link as
+    // active at once (one constraint per link direction).
     using LinkDir = std::pair<topo::Edge, bool>;
     std::map<LinkDir, std::vector<std::uint32_t>> users;  // flows per link direction
     for (std::size_t f = 0; f < flows.size(); ++f) {
       flows[f].route = &router.route(flow_keys[f].src, flow_keys[f].dst);
+      flows[f].latency_s = c.route_latency_s(g, flows[f].route->links);
       for (std::size_t k = 0; k < flows[f].route->links.size(); ++k)
         users[{flows[f].route->links[k], flows[f].route->forward[k]}].push_back(static_cast<std::uint32_t>(f));
     }
-    // bw of each flow from a sharing count per (flow, link): the route's slowest share.
-    auto assign_bandwidth = [&](const std::function<double(std::uint32_t, const LinkDir&)>& sharers) {
-      for (std::size_t f = 0; f < flows.size(); ++f) {
-        Flow& flow = flows[f];
-        double bw = std::numeric_limits<double>::infinity();
-        for (std::size_t k = 0; k < flow.route->links.size(); ++k) {
-          const topo::Edge e = flow.route->links[k];
-          bw = std::min(bw,
-                        c.rate_bytes_per_s(g, e) / sharers(static_cast<std::uint32_t>(f), {e, flow.route->forward[k]}));
+    struct Constraint {
+      double capacity;  // bytes/s
+      std::vector<std::uint32_t> members;
+    };
+    // Max-min rates of the flows under these constraints and each flow's channel cap.
+    auto max_min = [&](const std::vector<Constraint>& cons) {
+      std::vector<std::vector<std::uint32_t>> of_flow(flows.size());
+      for (std::uint32_t j = 0; j < cons.size(); ++j)
+        for (std::uint32_t f : cons[j].members) of_flow[f].push_back(j);
+      std::vector<double> frozen_sum(cons.size(), 0.0);
+      std::vector<std::uint32_t> open(cons.size());
+      std::vector<char> done(flows.size(), 0);
+      // (level, id): id < cons.size() a constraint saturating at that level, else flow id - size
+      // reaching its cap. Stale entries (a constraint's level changed) are skipped.
+      using Entry = std::pair<double, std::uint64_t>;
+      std::priority_queue<Entry, std::vector<Entry>, std::greater<>> heap;
+      std::vector<double> level_of(cons.size());
+      for (std::uint32_t j = 0; j < cons.size(); ++j) {
+        open[j] = static_cast<std::uint32_t>(cons[j].members.size());
+        level_of[j] = cons[j].capacity / open[j];
+        heap.push({level_of[j], j});
+      }
+      for (std::size_t f = 0; f < flows.size(); ++f)
+        if (const double cap = c.channel_cap_bytes_per_s(g, flows[f].route->links); cap > 0)
+          heap.push({cap, cons.size() + f});
+      auto freeze = [&](std::uint32_t f, double rate) {
+        done[f] = 1;
+        flows[f].bw_bytes_per_s = rate;
+        for (std::uint32_t j : of_flow[f]) {
+          frozen_sum[j] += rate;
+          if (--open[j] == 0) continue;
+          level_of[j] = std::max(rate, (cons[j].capacity - frozen_sum[j]) / open[j]);
+          heap.push({level_of[j], j});
         }
-        if (const double cap = c.channel_cap_bytes_per_s(g, flow.route->links); cap > 0) bw = std::min(bw, cap);
-        flow.bw_bytes_per_s = bw;
-        flow.latency_s = c.route_latency_s(g, flow.route->links);
+      };
+      while (!heap.empty()) {
+        const auto [level, id] = heap.top();
+        heap.pop();
+        if (id >= cons.size()) {
+          const auto f = static_cast<std::uint32_t>(id - cons.size());
+          if (!done[f]) freeze(f, level);
+          continue;
+        }
+        const auto j = static_cast<std::uint32_t>(id);
+        if (open[j] == 0 || level != level_of[j]) continue;  // stale
+        for (std::uint32_t f : cons[j].members)
+          if (!done[f]) freeze(f, level);
       }
     };
-    assign_bandwidth([&](std::uint32_t, const LinkDir& l) { return static_cast<double>(users[l].size()); });
-
+    {
+      std::vector<Constraint> cons;
+      cons.reserve(users.size());
+      for (const auto& [l, us] : users) cons.push_back({c.rate_bytes_per_s(g, l.first), us});
+      max_min(cons);
+    }
     const double launch_s = c.launch_overhead_us * 1e-6;
     const std::size_t slots = static_cast<std::size_t>(p) * static_cast<std::size_t>(K);
     auto slot = [K](int r, int ch) {
@@ -188,18 +232,40 @@ class AnalyticEngine final : public Engine {
       return result;
     };
 
-    // Pass 2: a flow shares a link only with the flows whose active span (first to last byte
-    // sent) overlaps its own in pass 1. Phases that do not overlap (a tree's reduce-up and
-    // broadcast-down, hierarchical's stages) then stop slowing each other down; flows that
-    // run together (a ring) keep their pass-1 share. An approximation of dynamic sharing:
-    // SimGrid's engine shares links exactly (max-min fairness at every event).
+    // Pass 2: a link constrains together only the flows whose active spans (first to last byte
+    // sent, in pass 1) overlap: one constraint per maximal set of spans that overlap at one
+    // moment (the maximal cliques of the link's interval graph, found by a sweep). Phases that
+    // do not overlap (a tree's reduce-up and broadcast-down, hierarchical's stages) then stop
+    // slowing each other down; flows that run together (a ring) keep their pass-1 rates.
     SimResult result = run_pass(false);
-    assign_bandwidth([&](std::uint32_t f, const LinkDir& l) {
-      double n = 0;
-      for (std::uint32_t other : users[l])
-        if (first_send[other] < last_send[f] && first_send[f] < last_send[other]) n += 1;
-      return std::max(n, 1.0);
-    });
+    {
+      std::vector<Constraint> cons;
+      std::vector<std::pair<double, std::int64_t>> events;  // (time, +1 + f: start, -(1 + f): end)
+      std::vector<std::uint32_t> active;
+      for (const auto& [l, us] : users) {
+        const double capacity = c.rate_bytes_per_s(g, l.first);
+        events.clear();
+        for (std::uint32_t f : us) {
+          if (first_send[f] > last_send[f]) continue;  // sends nothing (not in the schedule's pass)
+          events.push_back({first_send[f], 1 + static_cast<std::int64_t>(f)});
+          events.push_back({last_send[f], -(1 + static_cast<std::int64_t>(f))});
+        }
+        std::sort(events.begin(), events.end());  // at equal times ends first: touching spans do not overlap
+        active.clear();
+        bool grown = false;  // a start since the last clique was emitted
+        for (const auto& [time, e] : events) {
+          if (e > 0) {
+            active.push_back(static_cast<std::uint32_t>(e - 1));
+            grown = true;
+            continue;
+          }
+          if (grown) cons.push_back({capacity, active});
+          grown = false;
+          active.erase(std::find(active.begin(), active.end(), static_cast<std::uint32_t>(-e - 1)));
+        }
+      }
+      max_min(cons);
+    }
     result = run_pass(o.trace);
     return result;
   }
