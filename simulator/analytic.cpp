@@ -9,26 +9,42 @@
 //         the per-step overhead is part of each hop's latency (it pipelines like latency:
 //         a chain of h hops pays it h times, not once per slice);
 //   copy / reduce: B / reduce_gbps (free when reduce_gbps is 0: fused into transfers on GPUs).
-// bw is the route's bottleneck after link sharing, in two passes. Pass 1 takes every distinct
-// (source, destination, channel) flow as active at once: a link direction carrying k flows
-// gives each 1/k of its calibrated rate, capped by the per-channel cap of the link's kind.
-// Pass 2 counts, per flow and link, only the flows whose active span in pass 1 overlaps its
-// own, so phases that do not overlap (a tree's up and down waves, hierarchical's stages) stop
-// slowing each other down. Exact for rings (all flows run together); an approximation
-// otherwise: SimGrid's engine shares links dynamically, and the two are compared in the tests
-// and docs/validation.md.
+// bw is the route's max-min fair share (SimGrid's sharing, solved once for the whole run
+// instead of at every event). Pass 1 takes every distinct (source, destination, channel) flow as
+// active at once: each link direction's calibrated rate is shared max-min among its flows, with
+// each flow's per-channel cap as its own bound.
+//
+// When every flow is on an island (islands.hpp; rings and hierarchical on rail and fat trees
+// are), the result must be SimGrid's dynamic sharing exactly, and pass 1 decides how to get it:
+//   - on every island all flows transfer at the same moments (equal signatures of their message
+//     times): the static shares are the dynamic ones; pass 1 is the answer;
+//   - else a pass with every transfer at its rate alone: the dynamic result lies between the two
+//     (a transfer never gets less than its all-active share nor more than its rate alone, and
+//     the walk's times only grow with durations); when they meet, pass 1 is the answer;
+//   - else IslandWalk: the walk in time order with each island's links re-shared at every start
+//     and end, as the SimGrid engine computes islands. A ring whose steps are one message each
+//     (store and forward) with channels out of step on a GPU's NVLink port needs it: its
+//     transfers are on and off, and a transfer alone gets the whole port (docs/simulator.md,
+//     "Closed forms the engines must meet").
+// Otherwise pass 2 lets a link constrain together only the flows whose active spans in pass 1
+// overlap, so phases that do not overlap (a tree's up and down waves) stop slowing each other
+// down; an approximation of SimGrid's dynamic sharing, compared in the tests and
+// docs/validation.md.
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <bit>
 #include <deque>
 #include <functional>
 #include <limits>
 #include <map>
+#include <queue>
 #include <unordered_map>
 
 #include "algorithms/ir/program_index.hpp"
 #include "common/errors.hpp"
 #include "simulator/engine.hpp"
+#include "simulator/islands.hpp"
 #include "simulator/routes.hpp"
 
 namespace topocoll::sim {
@@ -46,11 +62,276 @@ struct Flow {
   double free_at = 0.0;         // when the flow's last message has left the sender
 };
 
+// One operation of a (rank, channel), compacted: 16 bytes instead of a 48-byte Op.
+struct Step {
+  std::uint64_t bytes : 61;
+  std::uint64_t kind : 3;
+  std::uint32_t flow;  // sends: the outgoing flow; receives: the incoming one
+  std::int32_t peer;
+};
+static_assert(sizeof(Step) == 16);
+using Steps = std::vector<std::vector<std::vector<Step>>>;  // [rank][channel]
+
+// The walk with dynamic sharing, for a schedule whose flows are all on islands (islands.hpp):
+// events in time order, and each island's links shared max-min among the transfers in flight
+// at every start and end, as the SimGrid engine computes islands (its fast path, checked there
+// against SimGrid's own flow model). The rules are the static walk's (above): a send goes on at
+// once, a flow carries its messages one after the other, each landing `latency` after its last
+// byte left; a receive waits for its flow's next landing; a copy or reduce takes bytes /
+// reduce_gbps.
+class IslandWalk {
+ public:
+  IslandWalk(const Steps& steps, int ranks, int channels, const std::vector<algo::Connections::Key>& keys,
+             const std::vector<Flow>& flows, IslandMap map, const Calibration& c, bool trace)
+      : steps_(steps), K_(channels), keys_(keys), map_(std::move(map)), c_(c), trace_(trace) {
+    flow_.resize(flows.size());
+    for (std::size_t f = 0; f < flows.size(); ++f) {
+      flow_[f].latency_s = flows[f].latency_s;
+      if (flows[f].latency_s > 0) flow_[f].lane = events_.lane_for(flows[f].latency_s);
+    }
+    slot_.resize(static_cast<std::size_t>(ranks) * static_cast<std::size_t>(K_));
+    for (std::uint32_t id = 0; id < slot_.size(); ++id) {
+      const std::vector<Step>& l = steps_[id / static_cast<std::uint32_t>(K_)][id % static_cast<std::uint32_t>(K_)];
+      slot_[id].steps = l.data();
+      slot_[id].size = l.size();
+    }
+  }
+
+  SimResult run(const std::string& engine) {
+    result_.engine = engine;
+    const double launch_s = c_.launch_overhead_us * 1e-6;
+    for (std::uint32_t id = 0; id < slot_.size(); ++id) events_.push({launch_s, 0, id, 0, EventKind::Resume});
+    // The events due at the earliest time, a batch at a time; the memory each will touch is
+    // fetched for the whole batch first (as the SimGrid engine does: each event is a chain of
+    // dependent loads far apart in a large run).
+    for (;;) {
+      const double now = events_.next_time();
+      if (now == std::numeric_limits<double>::infinity()) break;
+      due_.clear();
+      events_.take_due(now, due_);
+      for (const Event& e : due_)
+        if (e.kind == EventKind::Land) __builtin_prefetch(&flow_[e.id]);
+      for (const Event& e : due_)
+        if (const std::uint32_t sl = slot_of(e); sl != kNone) __builtin_prefetch(&slot_[sl]);
+      for (const Event& e : due_)
+        if (const std::uint32_t sl = slot_of(e); sl != kNone && slot_[sl].next < slot_[sl].size)
+          __builtin_prefetch(&slot_[sl].steps[slot_[sl].next]);
+      for (const Event& e : due_) handle(e);
+    }
+    for (std::uint32_t id = 0; id < slot_.size(); ++id)
+      if (slot_[id].next < slot_[id].size) {
+        const int r = static_cast<int>(id / static_cast<std::uint32_t>(K_)),
+                  ch = static_cast<int>(id % static_cast<std::uint32_t>(K_));
+        throw ScheduleError(
+            fmt::format("the schedule does not complete: rank {} channel {} waits forever (run `topocoll verify`)", r,
+                        ch),
+            r, ch);
+      }
+    return std::move(result_);
+  }
+
+ private:
+  void handle(const Event& e) {
+    switch (e.kind) {
+      case EventKind::Resume:
+        advance(e.id, e.time);
+        break;
+      case EventKind::Computed: {
+        Slot& sl = slot_[e.id];
+        record(e.id, step_of(e.id), sl.reached_s, e.time);
+        ++sl.next;
+        sl.blocked = false;
+        advance(e.id, e.time);
+        break;
+      }
+      case EventKind::Land:
+        land(e.id, e.time);
+        break;
+      case EventKind::Route:
+        island_done(e.id, e.version, e.time);
+        break;
+    }
+  }
+  // The slot an event resumes, when known: a landing's waiting receiver.
+  std::uint32_t slot_of(const Event& e) const {
+    if (e.kind == EventKind::Resume || e.kind == EventKind::Computed) return e.id;
+    if (e.kind == EventKind::Land) return flow_[e.id].waiter;
+    return kNone;
+  }
+
+  static constexpr std::uint32_t kNone = std::numeric_limits<std::uint32_t>::max();
+  struct FlowState {
+    double latency_s = 0.0;
+    bool busy = false;  // a message is being pushed
+    std::uint64_t landed = 0, consumed = 0;
+    std::uint32_t waiter = kNone;      // slot blocked on the next landing
+    std::uint32_t lane = kNoLane;      // its landings' lane in the EventQueue
+    std::deque<std::uint64_t> queued;  // bytes of issued messages not started yet
+    std::deque<std::size_t> in_trace;  // trace entries of sends whose last byte has not left
+  };
+  struct Slot {
+    const Step* steps = nullptr;
+    std::size_t size = 0;
+    std::size_t next = 0;
+    double reached_s = 0.0;
+    bool blocked = false;  // waits for a landing or a computation
+  };
+
+  const Steps& steps_;
+  const int K_;
+  const std::vector<algo::Connections::Key>& keys_;
+  IslandMap map_;
+  const Calibration& c_;
+  const bool trace_;
+  std::vector<FlowState> flow_;
+  std::vector<Slot> slot_;
+  EventQueue events_;
+  std::vector<Event> due_;
+  SimResult result_;
+
+  const Step& step_of(std::uint32_t id) const { return slot_[id].steps[slot_[id].next]; }
+  void record(std::uint32_t id, const Step& st, double start, double end) {
+    result_.time_s = std::max(result_.time_s, end);
+    if (!trace_) return;
+    result_.trace.push_back({static_cast<int>(id / static_cast<std::uint32_t>(K_)),
+                             static_cast<int>(id % static_cast<std::uint32_t>(K_)), static_cast<OpKind>(st.kind),
+                             st.peer, st.bytes, start, end});
+  }
+
+  void advance(std::uint32_t id, double now) {
+    Slot& sl = slot_[id];
+    while (sl.next < sl.size) {
+      const Step& st = sl.steps[sl.next];
+      if (!sl.blocked) sl.reached_s = now;
+      sl.blocked = false;
+      const OpKind kind = static_cast<OpKind>(st.kind);
+      if (kind == OpKind::Send) {
+        FlowState& f = flow_[st.flow];
+        ++result_.transfers;
+        if (trace_) f.in_trace.push_back(result_.trace.size());
+        record(id, st, now, now);
+        if (f.busy)
+          f.queued.push_back(st.bytes);
+        else
+          start(st.flow, st.bytes, now);
+      } else if (kind == OpKind::Recv || kind == OpKind::RecvReduce) {
+        FlowState& f = flow_[st.flow];
+        if (f.landed == f.consumed) {
+          f.waiter = id;
+          sl.blocked = true;
+          return;
+        }
+        ++f.consumed;
+        record(id, st, sl.reached_s, now);
+      } else {
+        if (c_.reduce_gbps > 0 && st.bytes > 0) {
+          events_.push({now + static_cast<double>(st.bytes) / (c_.reduce_gbps * 1e9), 0, id, 0, EventKind::Computed});
+          sl.blocked = true;
+          return;
+        }
+        record(id, st, now, now);
+      }
+      ++sl.next;
+    }
+  }
+
+  void start(std::uint32_t f, std::uint64_t bytes, double now) {
+    FlowState& fs = flow_[f];
+    fs.busy = true;
+    if (trace_) result_.trace[fs.in_trace.front()].start_s = now;
+    const std::uint32_t id = map_.island[f];
+    Island& is = map_.islands[id];
+    is.advance_to(now);
+    Island::Group& gr = is.groups[map_.group[f]];
+    gr.flying.emplace_back(gr.work + static_cast<double>(bytes), f);
+    is.share();
+    schedule(id);
+  }
+
+  // The island's next end of a transfer (rates as share() left them); a new live event only
+  // when it comes earlier than the live one (a later one is pushed when the live one fires).
+  void schedule(std::uint32_t id) {
+    Island& is = map_.islands[id];
+    is.due = Island::kInf;
+    for (Island::Group& gr : is.groups) {
+      gr.due = Island::kInf;
+      if (gr.flying.empty()) continue;
+      gr.due = is.at + (gr.next_target() - gr.work) / gr.rate;
+      is.due = std::min(is.due, gr.due);
+    }
+    if (is.due < is.pending) push_island_event(id);
+  }
+  void push_island_event(std::uint32_t id) {
+    Island& is = map_.islands[id];
+    is.pending = is.due;
+    events_.push({is.due, 0, id, ++is.version, EventKind::Route});
+  }
+  void island_done(std::uint32_t id, std::uint32_t version, double time) {
+    Island& is = map_.islands[id];
+    if (version != is.version) return;  // stale
+    is.pending = Island::kInf;
+    if (is.due > time) {
+      if (is.due < Island::kInf) push_island_event(id);
+      return;
+    }
+    done_.clear();
+    is.advance_to(time);
+    for (Island::Group& gr : is.groups) {
+      if (gr.flying.empty() || gr.due > time) continue;
+      gr.work = gr.next_target();  // exactly: due was computed to reach it
+      for (std::size_t k = 0; k < gr.flying.size();) {
+        if (gr.flying[k].first <= gr.work) {
+          done_.push_back(gr.flying[k].second);
+          gr.flying[k] = gr.flying.back();
+          gr.flying.pop_back();
+        } else {
+          ++k;
+        }
+      }
+    }
+    is.share();
+    schedule(id);
+    for (std::uint32_t f : done_) depart(f, time);
+  }
+  std::vector<std::uint32_t> done_;
+
+  // Flow f's message pushed its last byte at `now`: it lands latency later; the next starts.
+  void depart(std::uint32_t f, double now) {
+    FlowState& fs = flow_[f];
+    if (trace_) {
+      result_.trace[fs.in_trace.front()].end_s = now;
+      fs.in_trace.pop_front();
+    }
+    result_.time_s = std::max(result_.time_s, now);
+    fs.busy = false;
+    if (fs.latency_s > 0)
+      events_.push_landing(fs.lane, {now + fs.latency_s, 0, f, 0, EventKind::Land});
+    else
+      land(f, now);
+    if (!fs.queued.empty()) {
+      const std::uint64_t bytes = fs.queued.front();
+      fs.queued.pop_front();
+      start(f, bytes, now);
+    }
+  }
+  void land(std::uint32_t f, double time) {
+    FlowState& fs = flow_[f];
+    ++fs.landed;
+    result_.time_s = std::max(result_.time_s, time);
+    if (fs.waiter == kNone) return;
+    const std::uint32_t w = fs.waiter;
+    fs.waiter = kNone;
+    advance(w, time);
+  }
+};
+
 class AnalyticEngine final : public Engine {
  public:
   std::string name() const override { return "analytic"; }
 
-  SimResult run(const topo::Topology& t, const algo::Schedule& s, const Calibration& c, const SimOptions& o) override {
+  SimResult run(const topo::Topology& t, const algo::Schedule& s, const Calibration& calibration,
+                const SimOptions& o) override {
+    const Calibration c = calibration.for_schedule(s);  // the schedule's block cap (calibration.hpp)
     if (s.num_ranks() != t.num_ranks())
       throw InputError(
           fmt::format("the schedule has {} ranks but the topology has {} GPUs", s.num_ranks(), t.num_ranks()));
@@ -62,13 +343,6 @@ class AnalyticEngine final : public Engine {
     // Each rank's program, checked (algo::ProgramIndex) and compacted per channel into 16-byte
     // steps that index their flow (a 48-byte Op otherwise; programs are generated one rank at a
     // time and dropped). A flow is a connection (source, destination, channel).
-    struct Step {
-      std::uint64_t bytes : 61;
-      std::uint64_t kind : 3;
-      std::uint32_t flow;  // sends: the outgoing flow; receives: the incoming one
-      std::int32_t peer;
-    };
-    static_assert(sizeof(Step) == 16);
     algo::Connections connections(p, K);
     std::vector<std::vector<std::vector<Step>>> steps(static_cast<std::size_t>(p));
     for (int r = 0; r < p; ++r) {
@@ -85,33 +359,85 @@ class AnalyticEngine final : public Engine {
     const std::vector<algo::Connections::Key>& flow_keys = connections.keys();
     std::vector<Flow> flows(flow_keys.size());
 
-    // Link sharing, pass 1: every flow of the schedule is taken as active at once, and a link
-    // direction carrying k flows gives each 1/k of its calibrated rate.
+    // Link sharing: max-min fair shares (progressive filling), as SimGrid's flow model shares
+    // a link: every flow gets the same rate on a link unless it is held lower elsewhere (another
+    // link, its channel cap), and what it leaves goes to the others. A constraint is a link
+    // direction and the set of flows that use it at once; pass 1 takes every flow of the link as
+    // active at once (one constraint per link direction).
     using LinkDir = std::pair<topo::Edge, bool>;
     std::map<LinkDir, std::vector<std::uint32_t>> users;  // flows per link direction
     for (std::size_t f = 0; f < flows.size(); ++f) {
       flows[f].route = &router.route(flow_keys[f].src, flow_keys[f].dst);
+      flows[f].latency_s = c.route_latency_s(g, flows[f].route->links);
       for (std::size_t k = 0; k < flows[f].route->links.size(); ++k)
         users[{flows[f].route->links[k], flows[f].route->forward[k]}].push_back(static_cast<std::uint32_t>(f));
     }
-    // bw of each flow from a sharing count per (flow, link): the route's slowest share.
-    auto assign_bandwidth = [&](const std::function<double(std::uint32_t, const LinkDir&)>& sharers) {
-      for (std::size_t f = 0; f < flows.size(); ++f) {
-        Flow& flow = flows[f];
-        double bw = std::numeric_limits<double>::infinity();
-        for (std::size_t k = 0; k < flow.route->links.size(); ++k) {
-          const topo::Edge e = flow.route->links[k];
-          bw = std::min(bw,
-                        c.rate_bytes_per_s(g, e) / sharers(static_cast<std::uint32_t>(f), {e, flow.route->forward[k]}));
+    // Every flow on an island (islands.hpp: the channels of one GPU pair on a path of their own,
+    // a PXN route beside NVLink routes, ...)? Then the dynamic sharing has a closed form and
+    // the engine can run it exactly (IslandWalk) where the static shares are not exact (below).
+    std::vector<std::pair<int, int>> ends;
+    ends.reserve(flows.size());
+    for (const auto& k : flow_keys) ends.emplace_back(k.src, k.dst);
+    IslandMap islands = find_islands(t, router, c, ends);
+    const bool all_on_islands =
+        std::none_of(islands.island.begin(), islands.island.end(), [](std::uint32_t i) { return i == kNoIsland; });
+    if (all_on_islands && o.trace)  // a trace shows every operation's times: the exact ones
+      return IslandWalk(steps, p, K, flow_keys, flows, std::move(islands), c, true).run(name());
+    struct Constraint {
+      double capacity;  // bytes/s
+      std::vector<std::uint32_t> members;
+    };
+    // Max-min rates of the flows under these constraints and each flow's channel cap.
+    auto max_min = [&](const std::vector<Constraint>& cons) {
+      std::vector<std::vector<std::uint32_t>> of_flow(flows.size());
+      for (std::uint32_t j = 0; j < cons.size(); ++j)
+        for (std::uint32_t f : cons[j].members) of_flow[f].push_back(j);
+      std::vector<double> frozen_sum(cons.size(), 0.0);
+      std::vector<std::uint32_t> open(cons.size());
+      std::vector<char> done(flows.size(), 0);
+      // (level, id): id < cons.size() a constraint saturating at that level, else flow id - size
+      // reaching its cap. Stale entries (a constraint's level changed) are skipped.
+      using Entry = std::pair<double, std::uint64_t>;
+      std::priority_queue<Entry, std::vector<Entry>, std::greater<>> heap;
+      std::vector<double> level_of(cons.size());
+      for (std::uint32_t j = 0; j < cons.size(); ++j) {
+        open[j] = static_cast<std::uint32_t>(cons[j].members.size());
+        level_of[j] = cons[j].capacity / open[j];
+        heap.push({level_of[j], j});
+      }
+      for (std::size_t f = 0; f < flows.size(); ++f)
+        if (const double cap = c.channel_cap_bytes_per_s(g, flows[f].route->links); cap > 0)
+          heap.push({cap, cons.size() + f});
+      auto freeze = [&](std::uint32_t f, double rate) {
+        done[f] = 1;
+        flows[f].bw_bytes_per_s = rate;
+        for (std::uint32_t j : of_flow[f]) {
+          frozen_sum[j] += rate;
+          if (--open[j] == 0) continue;
+          level_of[j] = std::max(rate, (cons[j].capacity - frozen_sum[j]) / open[j]);
+          heap.push({level_of[j], j});
         }
-        if (const double cap = c.flow_cap_bytes_per_s(g, flow.route->links, s.pattern(flow_keys[f].channel)); cap > 0)
-          bw = std::min(bw, cap);
-        flow.bw_bytes_per_s = bw;
-        flow.latency_s = c.route_latency_s(g, flow.route->links);
+      };
+      while (!heap.empty()) {
+        const auto [level, id] = heap.top();
+        heap.pop();
+        if (id >= cons.size()) {
+          const auto f = static_cast<std::uint32_t>(id - cons.size());
+          if (!done[f]) freeze(f, level);
+          continue;
+        }
+        const auto j = static_cast<std::uint32_t>(id);
+        if (open[j] == 0 || level != level_of[j]) continue;  // stale
+        for (std::uint32_t f : cons[j].members)
+          if (!done[f]) freeze(f, level);
       }
     };
-    assign_bandwidth([&](std::uint32_t, const LinkDir& l) { return static_cast<double>(users[l].size()); });
-
+    {
+      std::vector<Constraint> cons;
+      cons.reserve(users.size());
+      for (const auto& [l, us] : users) cons.push_back({c.rate_bytes_per_s(g, l.first), us});
+      max_min(cons);
+    }
     const double launch_s = c.launch_overhead_us * 1e-6;
     const std::size_t slots = static_cast<std::size_t>(p) * static_cast<std::size_t>(K);
     auto slot = [K](int r, int ch) {
@@ -121,6 +447,9 @@ class AnalyticEngine final : public Engine {
       return c.reduce_gbps > 0 ? static_cast<double>(bytes) / (c.reduce_gbps * 1e9) : 0.0;
     };
     std::vector<double> first_send(flows.size()), last_send(flows.size());
+    // Per flow, a signature of its messages' (start, end) times in the pass: flows whose
+    // signatures are equal transfer at exactly the same moments.
+    std::vector<std::uint64_t> rhythm(flows.size());
 
     // One pass of the event loop: advance every (rank, channel) while it can, as the verifier does.
     auto run_pass = [&](bool trace) {
@@ -132,6 +461,7 @@ class AnalyticEngine final : public Engine {
       }
       std::fill(first_send.begin(), first_send.end(), std::numeric_limits<double>::infinity());
       std::fill(last_send.begin(), last_send.end(), 0.0);
+      std::fill(rhythm.begin(), rhythm.end(), 0);
       std::vector<std::size_t> next(slots, 0);
       std::vector<double> clock(slots, launch_s);
       std::vector<char> queued(slots, 1);
@@ -158,6 +488,8 @@ class AnalyticEngine final : public Engine {
             f.arrivals.push_back(f.free_at + f.latency_s);
             first_send[st.flow] = std::min(first_send[st.flow], start);
             last_send[st.flow] = std::max(last_send[st.flow], end);
+            rhythm[st.flow] = (rhythm[st.flow] * 1099511628211ull) ^ std::bit_cast<std::uint64_t>(start) ^
+                              (std::bit_cast<std::uint64_t>(end) * 0x9e3779b97f4a7c15ull);
             ++result.transfers;
             const std::size_t peer = slot(st.peer, ch);
             if (!queued[peer]) {
@@ -189,18 +521,67 @@ class AnalyticEngine final : public Engine {
       return result;
     };
 
-    // Pass 2: a flow shares a link only with the flows whose active span (first to last byte
-    // sent) overlaps its own in pass 1. Phases that do not overlap (a tree's reduce-up and
-    // broadcast-down, hierarchical's stages) then stop slowing each other down; flows that
-    // run together (a ring) keep their pass-1 share. An approximation of dynamic sharing:
-    // SimGrid's engine shares links exactly (max-min fairness at every event).
     SimResult result = run_pass(false);
-    assign_bandwidth([&](std::uint32_t f, const LinkDir& l) {
-      double n = 0;
-      for (std::uint32_t other : users[l])
-        if (first_send[other] < last_send[f] && first_send[f] < last_send[other]) n += 1;
-      return std::max(n, 1.0);
-    });
+    if (all_on_islands) {
+      // Pass 1 is exact when on every island all flows transfer at the same moments (their
+      // shares are then the dynamic ones at every instant: hierarchical's stages, a ring whose
+      // channels keep step). Otherwise the dynamic result lies between pass 1 (every transfer
+      // at its all-active share, the least it can get: water-filling on an island only gives
+      // more to fewer flows) and a pass with every transfer at its rate alone (the most); when
+      // the two meet, pass 1 is exact too. Else the time-ordered walk with dynamic shares.
+      bool lockstep = true;
+      std::vector<std::uint64_t> island_rhythm(islands.islands.size());
+      std::vector<char> seen(islands.islands.size(), 0);
+      for (std::size_t f = 0; f < flows.size() && lockstep; ++f) {
+        const std::uint32_t i = islands.island[f];
+        if (!seen[i]) seen[i] = 1, island_rhythm[i] = rhythm[f];
+        lockstep = island_rhythm[i] == rhythm[f];
+      }
+      if (lockstep) return result;
+      const std::vector<Flow> shared = flows;
+      for (Flow& flow : flows) {
+        double bw = std::numeric_limits<double>::infinity();
+        for (topo::Edge e : flow.route->links) bw = std::min(bw, c.rate_bytes_per_s(g, e));
+        if (const double cap = c.channel_cap_bytes_per_s(g, flow.route->links); cap > 0) bw = std::min(bw, cap);
+        flow.bw_bytes_per_s = bw;
+      }
+      const double alone = run_pass(false).time_s;
+      if (alone >= result.time_s) return result;  // the bounds meet (alone <= pass 1 always)
+      return IslandWalk(steps, p, K, flow_keys, shared, std::move(islands), c, false).run(name());
+    }
+    // Pass 2: a link constrains together only the flows whose active spans (first to last byte
+    // sent, in pass 1) overlap: one constraint per maximal set of spans that overlap at one
+    // moment (the maximal cliques of the link's interval graph, found by a sweep). Phases that
+    // do not overlap (a tree's reduce-up and broadcast-down) then stop slowing each other down;
+    // flows that run together (a ring) keep their pass-1 rates.
+    {
+      std::vector<Constraint> cons;
+      std::vector<std::pair<double, std::int64_t>> events;  // (time, +1 + f: start, -(1 + f): end)
+      std::vector<std::uint32_t> active;
+      for (const auto& [l, us] : users) {
+        const double capacity = c.rate_bytes_per_s(g, l.first);
+        events.clear();
+        for (std::uint32_t f : us) {
+          if (first_send[f] > last_send[f]) continue;  // sends nothing (not in the schedule's pass)
+          events.push_back({first_send[f], 1 + static_cast<std::int64_t>(f)});
+          events.push_back({last_send[f], -(1 + static_cast<std::int64_t>(f))});
+        }
+        std::sort(events.begin(), events.end());  // at equal times ends first: touching spans do not overlap
+        active.clear();
+        bool grown = false;  // a start since the last clique was emitted
+        for (const auto& [time, e] : events) {
+          if (e > 0) {
+            active.push_back(static_cast<std::uint32_t>(e - 1));
+            grown = true;
+            continue;
+          }
+          if (grown) cons.push_back({capacity, active});
+          grown = false;
+          active.erase(std::find(active.begin(), active.end(), static_cast<std::uint32_t>(-e - 1)));
+        }
+      }
+      max_min(cons);
+    }
     result = run_pass(o.trace);
     return result;
   }

@@ -225,18 +225,20 @@ Calibration parse_calibration(const std::string& text, const std::string& source
 }
 
 double Calibration::channel_cap_bytes_per_s(const topo::Graph& g, const std::vector<topo::Edge>& links) const {
-  double cap_bps = 0.0;
+  double cap_bps = schedule_block_cap_gbps > 0 ? schedule_block_cap_gbps * 1e9 : 0.0;
   for (topo::Edge e : links)
     if (const double k = cap(g[e].kind) * 1e9; k > 0) cap_bps = cap_bps > 0 ? std::min(cap_bps, k) : k;
   return cap_bps;
 }
 
-double Calibration::flow_cap_bytes_per_s(const topo::Graph& g, const std::vector<topo::Edge>& links,
-                                         algo::ChannelPattern p) const {
-  const double route = channel_cap_bytes_per_s(g, links);
-  const double block = block_cap_gbps[static_cast<std::size_t>(p)] * 1e9;
-  if (block <= 0) return route;
-  return route > 0 ? std::min(route, block) : block;
+Calibration Calibration::for_schedule(const algo::Schedule& s) const {
+  Calibration c = *this;
+  c.schedule_block_cap_gbps = 0.0;
+  const algo::ChannelPattern first = s.pattern(0);
+  for (int ch = 1; ch < s.num_channels(); ++ch)
+    if (s.pattern(ch) != first) return c;  // mixed patterns: no block cap
+  c.schedule_block_cap_gbps = block_cap_gbps[static_cast<std::size_t>(first)];
+  return c;
 }
 
 Calibration with_block_caps(Calibration c, int sm, int nodes) {

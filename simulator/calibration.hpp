@@ -49,6 +49,9 @@ struct Calibration {
   // of it per block); a calibration file that sets "block_cap_gbps" keeps its own.
   std::array<double, 2> block_cap_gbps{};
   bool block_cap_fixed = false;
+  // The block cap of the schedule being run (for_schedule), GB/s; 0 = none. Part of
+  // channel_cap_bytes_per_s, so every engine path that caps a channel caps it.
+  double schedule_block_cap_gbps = 0.0;
   // Fixed cost of one hop of a message (a send / recv step), paid like latency: kernel-side work
   // per step. `step_overhead_us` for every hop, unless `step_overhead_hw_us` sets the hop's class
   // (>= 0; index HopClass: nvlink, pci, net).
@@ -84,9 +87,10 @@ struct Calibration {
   // The per-channel cap of a route with these links, bytes per second: the smallest cap of
   // their kinds; 0 when none is capped.
   double channel_cap_bytes_per_s(const topo::Graph& g, const std::vector<topo::Edge>& links) const;
-  // The cap of one flow of a channel of pattern `p` on a route with these links, bytes per second:
-  // the smaller of the route's per-channel cap and the pattern's block cap; 0 when neither caps.
-  double flow_cap_bytes_per_s(const topo::Graph& g, const std::vector<topo::Edge>& links, algo::ChannelPattern p) const;
+  // This calibration for running `s`: schedule_block_cap_gbps = the block cap of s's channel
+  // pattern when every channel has the same one; none when they mix (docs/simulator.md). Engines
+  // call it once per run.
+  Calibration for_schedule(const algo::Schedule& s) const;
   // The per-hop overhead of a message on a route with these links (us).
   double step_overhead_for(const topo::Graph& g, const std::vector<topo::Edge>& links) const;
   // One link's calibrated latency, seconds: its own plus its kind's extra.

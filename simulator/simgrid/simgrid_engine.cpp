@@ -69,6 +69,7 @@
 #include "common/errors.hpp"
 #include "common/log.hpp"
 #include "simulator/engine.hpp"
+#include "simulator/islands.hpp"
 #include "simulator/routes.hpp"
 #include "simulator/simgrid/simgrid_adapter.hpp"
 
@@ -142,167 +143,6 @@ struct Channel {
   int rank = 0, channel = 0;
   double reached_s = 0.0;  // when the channel reached steps[next]
   bool blocked = false;    // steps[next] waits: for a message (recv) or a computation
-};
-
-// Engine-side events on the simulated clock.
-enum class EventKind : std::uint8_t {
-  Resume,  // channel `id` goes on
-  Land,    // connection `id` gets its next message
-  Route,   // island `id`'s next transfer pushes its last byte (if `version` is current)
-};
-struct Event {
-  double time;
-  std::uint64_t seq;  // FIFO among equal times: keeps messages of a connection in order
-  std::uint32_t id;
-  std::uint32_t version = 0;
-  EventKind kind;
-  bool operator>(const Event& o) const { return time != o.time ? time > o.time : seq > o.seq; }
-};
-
-// The engine's pending events, taken in (time, seq) order. A landing comes `latency` after a
-// departure, and departures come in time order, so the landings of all connections with the
-// same latency arrive sorted: each such lane is a FIFO; everything else (and landings beyond
-// kMaxLanes distinct latencies) goes to a heap. Taking an event compares the heap's top with the
-// lanes' heads. (Landings are half the events of a large run; a heap for all of them showed in
-// profiles.)
-class EventQueue {
- public:
-  static constexpr std::uint32_t kMaxLanes = 16;
-
-  // The lane for landings `latency` after a departure, or kNone: use push().
-  std::uint32_t lane_for(double latency) {
-    for (std::uint32_t i = 0; i < lanes_.size(); ++i)
-      if (lanes_[i].latency == latency) return i;
-    if (lanes_.size() == kMaxLanes) return kNone;
-    lanes_.push_back({latency, {}});
-    return static_cast<std::uint32_t>(lanes_.size() - 1);
-  }
-  void push(Event e) {
-    e.seq = seq_++;
-    heap_.push(e);
-  }
-  // A landing on `lane` (kNone: none). One earlier than the lane's last (the clocks of SimGrid's
-  // completions and of the engine's events can differ by a rounding) goes to the heap, so lanes
-  // stay sorted.
-  void push_landing(std::uint32_t lane, Event e) {
-    if (lane == kNone || (!lanes_[lane].events.empty() && e.time < lanes_[lane].events.back().time)) {
-      push(e);
-      return;
-    }
-    e.seq = seq_++;
-    lanes_[lane].events.push_back(e);
-  }
-  double next_time() const {
-    double t = heap_.empty() ? std::numeric_limits<double>::infinity() : heap_.top().time;
-    for (const Lane& l : lanes_)
-      if (!l.events.empty()) t = std::min(t, l.events.front().time);
-    return t;
-  }
-  // Moves the events due by `t` to `out`, in order.
-  void take_due(double t, std::vector<Event>& out) {
-    for (;;) {
-      const Event* best = heap_.empty() ? nullptr : &heap_.top();
-      Lane* from = nullptr;
-      for (Lane& l : lanes_)
-        if (!l.events.empty() && (best == nullptr || *best > l.events.front())) {
-          best = &l.events.front();
-          from = &l;
-        }
-      if (best == nullptr || best->time > t) return;
-      out.push_back(*best);
-      if (from != nullptr)
-        from->events.pop_front();
-      else
-        heap_.pop();
-    }
-  }
-
- private:
-  struct Lane {
-    double latency;
-    std::deque<Event> events;
-  };
-  std::priority_queue<Event, std::vector<Event>, std::greater<>> heap_;
-  std::vector<Lane> lanes_;
-  std::uint64_t seq_ = 0;
-};
-
-// An island: connections whose links no connection outside it crosses, all of them crossing
-// one common set of links (the hub), grouped by identical routes, and each group's links beyond
-// the hub crossed by that group alone. The channels of one GPU pair on a path of their own make
-// an island of one group (no links beyond the hub); a PXN route and an NVLink route that share
-// their NVLink hops make an island of two. SimGrid's max-min sharing (unit weights) of an
-// island's links involves its transfers alone and has a closed form, water-filling: each of the
-// n_g transfers in flight of group g is bounded by b_g = min(channel cap, narrowest link of g's
-// own / n_g), and all share the hub's narrowest link: groups in increasing b_g take b_g while
-// it is below an equal share of what is left, the rest take that equal share. The engine
-// computes this instead of making SimGrid comms. Per group, `work` counts the bytes each of its
-// transfers in flight has pushed (they all run at the group's rate), so a transfer ends when its
-// group's work reaches the target it got when it started.
-struct Island {
-  static constexpr double kInf = std::numeric_limits<double>::infinity();
-  struct Group {
-    double own = kInf;  // bytes/s of the narrowest link this group alone crosses; kInf: none
-    double cap = 0.0;   // per-channel cap, bytes/s; 0 when none
-    double work = 0.0;  // at the island's time `at`
-    double rate = 0.0;  // bytes/s of each transfer in flight
-    double due = kInf;  // when its earliest transfer ends
-    std::vector<std::pair<double, std::uint32_t>> flying;  // (work target, connection)
-
-    double bound() const {
-      const double b = own / static_cast<double>(flying.size());
-      return cap > 0 ? std::min(cap, b) : b;
-    }
-    double next_target() const {
-      double t = flying.front().first;
-      for (const auto& f : flying) t = std::min(t, f.first);
-      return t;
-    }
-  };
-  double hub = kInf;  // bytes/s of the narrowest link every group crosses
-  double at = 0.0;
-  std::vector<Group> groups;
-  // The next end of a transfer, and the live Route event (the latest pushed; older ones are
-  // stale). A change that makes `due` later keeps the live event, which then pushes a new one
-  // when it fires early; one that makes it earlier pushes a new live event. So a start on a busy
-  // island does not add an event to the queue.
-  double due = kInf;
-  double pending = kInf;      // the live event's time
-  std::uint32_t version = 0;  // the live event's
-
-  void advance_to(double t) {
-    for (Group& g : groups)
-      if (!g.flying.empty()) g.work += g.rate * (t - at);
-    at = t;
-  }
-  // Water-filling (above): every group's rate.
-  void share() {
-    busy.clear();
-    double flows = 0.0;
-    for (std::uint32_t k = 0; k < groups.size(); ++k)
-      if (!groups[k].flying.empty()) {
-        busy.push_back(k);
-        flows += static_cast<double>(groups[k].flying.size());
-      }
-    std::sort(busy.begin(), busy.end(),
-              [&](std::uint32_t a, std::uint32_t b) { return groups[a].bound() < groups[b].bound(); });
-    double left = hub;
-    for (std::size_t k = 0; k < busy.size(); ++k) {
-      Group& g = groups[busy[k]];
-      const double fair = left / flows, b = g.bound();
-      if (b <= fair) {
-        g.rate = b;
-        left -= b * static_cast<double>(g.flying.size());
-        flows -= static_cast<double>(g.flying.size());
-      } else {
-        for (std::size_t j = k; j < busy.size(); ++j) groups[busy[j]].rate = fair;
-        break;
-      }
-    }
-  }
-
- private:
-  std::vector<std::uint32_t> busy;  // share()'s groups with transfers in flight
 };
 
 // The result as it travels from the simulation process.
@@ -402,6 +242,8 @@ class Execution final : public sg::Listener {
           case EventKind::Route:
             island_done(e.id, e.version, e.time);
             break;
+          case EventKind::Computed:  // SimGrid runs computations (compute_done)
+            break;
         }
       }
     }
@@ -500,84 +342,16 @@ class Execution final : public sg::Listener {
                 islands_.size());
   }
 
-  // Finds the islands (above) among the connections: groups of identical routes (each direction
-  // of a link apart), connected through the links they share; a connected set is an island when
-  // every group crosses each link two groups cross.
+  // The islands (simulator/islands.hpp) among the connections.
   void find_islands(Router& router) {
-    const auto& g = t_.graph();
-    using LinkKey = std::pair<const topo::Link*, bool>;  // the edge's properties are unique per edge
-    const auto n = static_cast<std::uint32_t>(conns_.size());
-    std::vector<std::vector<LinkKey>> links(n);
-    std::vector<std::uint32_t> group(n);  // the first connection with the same links
-    std::map<std::vector<LinkKey>, std::uint32_t> group_of_links;
-    std::vector<std::uint32_t> parent(n);  // union-find over groups, through shared links
-    for (std::uint32_t i = 0; i < n; ++i) parent[i] = i;
-    auto find = [&](std::uint32_t x) {
-      while (parent[x] != x) x = parent[x] = parent[parent[x]];
-      return x;
-    };
-    struct LinkUse {
-      std::uint32_t group = kNone;
-      bool groups = false;  // crossed by two groups or more
-    };
-    std::map<LinkKey, LinkUse> use;
-    for (std::uint32_t i = 0; i < n; ++i) {
-      const Route& route = router.route(conns_[i].src, conns_[i].dst);
-      for (std::size_t k = 0; k < route.links.size(); ++k)
-        links[i].emplace_back(&g[route.links[k]], static_cast<bool>(route.forward[k]));
-      std::sort(links[i].begin(), links[i].end());
-      group[i] = group_of_links.try_emplace(links[i], i).first->second;
-      for (const LinkKey& key : links[i]) {
-        LinkUse& u = use[key];
-        if (u.group == kNone) {
-          u.group = group[i];
-        } else if (u.group != group[i]) {
-          u.groups = true;
-          parent[find(group[i])] = find(u.group);
-        }
-      }
-    }
-    // Per connected set: the links every group crosses (the hub), and whether each group's other
-    // links are its own.
-    std::map<std::uint32_t, std::vector<std::uint32_t>> groups_of_set;  // set -> its groups
-    for (std::uint32_t i = 0; i < n; ++i)
-      if (group[i] == i) groups_of_set[find(i)].push_back(i);
-    std::vector<std::uint32_t> island_of_group(n, kNone), index_in_island(n, 0);
-    for (const auto& [set, members] : groups_of_set) {
-      std::vector<LinkKey> hub = links[members.front()];
-      for (std::uint32_t m : members) {
-        std::vector<LinkKey> both;
-        std::set_intersection(hub.begin(), hub.end(), links[m].begin(), links[m].end(), std::back_inserter(both));
-        hub.swap(both);
-      }
-      if (hub.empty()) continue;
-      bool island = true;
-      for (std::uint32_t m : members)
-        for (const LinkKey& key : links[m])
-          if (use[key].groups && !std::binary_search(hub.begin(), hub.end(), key)) island = false;
-      if (!island) continue;
-      Island is;
-      for (std::uint32_t m : members) {
-        const Route& route = router.route(conns_[m].src, conns_[m].dst);
-        Island::Group gr;
-        gr.cap = c_.channel_cap_bytes_per_s(g, route.links);
-        for (std::size_t k = 0; k < route.links.size(); ++k) {
-          const LinkKey key(&g[route.links[k]], static_cast<bool>(route.forward[k]));
-          const double rate = c_.rate_bytes_per_s(g, route.links[k]);
-          if (std::binary_search(hub.begin(), hub.end(), key))
-            is.hub = std::min(is.hub, rate);
-          else
-            gr.own = std::min(gr.own, rate);
-        }
-        index_in_island[m] = static_cast<std::uint32_t>(is.groups.size());
-        island_of_group[m] = static_cast<std::uint32_t>(islands_.size());
-        is.groups.push_back(std::move(gr));
-      }
-      islands_.push_back(std::move(is));
-    }
-    for (std::uint32_t i = 0; i < n; ++i) {
-      conns_[i].island = island_of_group[group[i]];
-      conns_[i].group = index_in_island[group[i]];
+    std::vector<std::pair<int, int>> ends;
+    ends.reserve(conns_.size());
+    for (const Connection& conn : conns_) ends.emplace_back(conn.src, conn.dst);
+    IslandMap map = sim::find_islands(t_, router, c_, ends);
+    islands_ = std::move(map.islands);
+    for (std::size_t i = 0; i < conns_.size(); ++i) {
+      conns_[i].island = map.island[i] == kNoIsland ? kNone : map.island[i];
+      conns_[i].group = map.group[i];
     }
   }
 
@@ -773,7 +547,9 @@ class SimGridEngine final : public Engine {
  public:
   std::string name() const override { return "simgrid"; }
 
-  SimResult run(const topo::Topology& t, const algo::Schedule& s, const Calibration& c, const SimOptions& o) override {
+  SimResult run(const topo::Topology& t, const algo::Schedule& s, const Calibration& calibration,
+                const SimOptions& o) override {
+    const Calibration c = calibration.for_schedule(s);  // the schedule's block cap (calibration.hpp)
     // The answer's first byte: 'R' and a result, or 'S' and a ScheduleError (rank, channel, op
     // index and message), thrown again here as what it was.
     const std::string answer = sg::run_isolated([&](std::string& out) {
