@@ -90,7 +90,7 @@ class AnalyticEngine final : public Engine {
     using LinkDir = std::pair<topo::Edge, bool>;
     std::map<LinkDir, std::vector<std::uint32_t>> users;  // flows per link direction
     for (std::size_t f = 0; f < flows.size(); ++f) {
-      flows[f].route = &router.route(flow_keys[f].src, flow_keys[f].dst);
+      flows[f].route = &router.route(flow_keys[f].src, flow_keys[f].dst, flow_keys[f].channel);
       for (std::size_t k = 0; k < flows[f].route->links.size(); ++k)
         users[{flows[f].route->links[k], flows[f].route->forward[k]}].push_back(static_cast<std::uint32_t>(f));
     }

@@ -488,7 +488,7 @@ class Execution final : public sg::Listener {
     Router router(t_);
     const auto& g = t_.graph();
     for (Connection& conn : conns_) {
-      const Route& route = router.route(conn.src, conn.dst);
+      const Route& route = router.route(conn.src, conn.dst, conn.channel);
       conn.latency_s = c_.route_latency_s(g, route.links);
       if (conn.latency_s > 0) conn.lane = events_.lane_for(conn.latency_s);
     }
@@ -522,7 +522,7 @@ class Execution final : public sg::Listener {
     };
     std::map<LinkKey, LinkUse> use;
     for (std::uint32_t i = 0; i < n; ++i) {
-      const Route& route = router.route(conns_[i].src, conns_[i].dst);
+      const Route& route = router.route(conns_[i].src, conns_[i].dst, conns_[i].channel);
       for (std::size_t k = 0; k < route.links.size(); ++k)
         links[i].emplace_back(&g[route.links[k]], static_cast<bool>(route.forward[k]));
       std::sort(links[i].begin(), links[i].end());
@@ -558,7 +558,7 @@ class Execution final : public sg::Listener {
       if (!island) continue;
       Island is;
       for (std::uint32_t m : members) {
-        const Route& route = router.route(conns_[m].src, conns_[m].dst);
+        const Route& route = router.route(conns_[m].src, conns_[m].dst, conns_[m].channel);
         Island::Group gr;
         gr.cap = c_.channel_cap_bytes_per_s(g, route.links);
         for (std::size_t k = 0; k < route.links.size(); ++k) {
