@@ -18,6 +18,7 @@
 #include "experiments/runner/provenance.hpp"
 #include "simulator/calibration.hpp"
 #include "topologies/load.hpp"
+#include "topologies/transports.hpp"
 
 namespace fs = std::filesystem;
 
@@ -40,7 +41,7 @@ std::optional<int> int_in(const std::string& text, int lo, int hi) {
 
 constexpr const char* kTopKeys = "description, engine, repetitions, calibration, protocol, nccl_model, grid, real";
 constexpr const char* kGridKeys =
-    "topologies, nodes, fabric, oversubscription, algorithms, sizes, dtypes, channels, slice, op, ranks";
+    "topologies, nodes, fabric, oversubscription, transport, algorithms, sizes, dtypes, channels, slice, op, ranks";
 constexpr const char* kSizeKeys = "min, max, factor";
 constexpr const char* kRealKeys = "backend, mpirun, iters, warmup, check, timeout, bench";
 
@@ -239,6 +240,14 @@ ExpSpec load_exp_spec(const std::string& path) {
     s.nodes.emplace_back(std::nullopt);
   }
   if (g["oversubscription"]) s.oversubscription = r.number(g["oversubscription"], "grid.oversubscription", 1.0);
+  if (g["transport"]) {
+    const std::string name = r.scalar(g["transport"], "grid.transport");
+    try {
+      s.transport = std::string(topo::find_transport(name).name);
+    } catch (const InputError& e) {
+      r.fail(g["transport"], fmt::format("grid.transport: {}", e.what()));
+    }
+  }
   if (g["fabric"]) {
     for (const std::string& f : r.list(g["fabric"], "grid.fabric")) {
       try {
