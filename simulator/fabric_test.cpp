@@ -178,7 +178,7 @@ TEST_CASE("transports: ndr is today's default exactly; hdr halves a DGX H100's N
     }
 }
 
-TEST_CASE("nics per gpu: channels spread over a GPU's NICs, so two channels move twice as fast") {
+TEST_CASE("nics per gpu: channels spread over a GPU's NICs, G channels a NIC: 16 channels move twice as fast") {
   topo::NodeModel two = topo::merge_nvswitch_planes(topo::multiply_nics(topo::make_dgx_h100_node(), 2));
   topo::NodeModel one = topo::merge_nvswitch_planes(topo::make_dgx_h100_node());
   const topo::Topology t2 = topo::Topology::build(two, 2, spec(topo::FabricKind::RailFatTree));
@@ -191,13 +191,16 @@ TEST_CASE("nics per gpu: channels spread over a GPU's NICs, so two channels move
         if (t2.graph()[v].kind == topo::DeviceKind::Nic && t2.graph()[v].node == 1) return v;
     return topo::Vertex(-1);
   };
+  // 8 GPUs a node: channels 0-7 on the first NIC, 8-15 on the second, 16 on the first again.
   CHECK(lands_on(0) == t2.rank(8).nics[0]);
-  CHECK(lands_on(1) == t2.rank(8).nics[1]);
-  CHECK(lands_on(2) == t2.rank(8).nics[0]);
+  CHECK(lands_on(7) == t2.rank(8).nics[0]);
+  CHECK(lands_on(8) == t2.rank(8).nics[1]);
+  CHECK(lands_on(16) == t2.rank(8).nics[0]);
   const std::vector<std::pair<int, int>> flows = {{0, 8}};
   const double wire = static_cast<double>(kBytes) / 50e9;
-  CHECK(transfers(t1, flows, kBytes, sim::ideal_calibration(), 2) == doctest::Approx(wire).epsilon(0.01));
-  CHECK(transfers(t2, flows, kBytes, sim::ideal_calibration(), 2) == doctest::Approx(wire / 2).epsilon(0.01));
+  CHECK(transfers(t1, flows, kBytes, sim::ideal_calibration(), 16) == doctest::Approx(wire).epsilon(0.01));
+  CHECK(transfers(t2, flows, kBytes, sim::ideal_calibration(), 16) == doctest::Approx(wire / 2).epsilon(0.01));
+  CHECK(transfers(t2, flows, kBytes, sim::ideal_calibration(), 8) == doctest::Approx(wire).epsilon(0.01));
 }
 
 TEST_CASE("pxn: on, a GPU reaches another rail over NVLink and the peer's NIC; off, its own NIC and the spines") {

@@ -99,9 +99,14 @@ const Route& Router::route(int a, int b, int channel) {
   const auto& g = t_.graph();
   // The NIC of b this channel lands on (always the first on nodes with one NIC per GPU).
   constexpr std::uint64_t kSlots = 64;
+  // Channel c takes NIC (c / G) mod n of the receiver's n, G its node's GPU count: channels
+  // 0 .. G-1 keep the first NICs (a ring whose channel c leaves on rail c mod G), the next G take
+  // the second NICs, and so on.
   const std::size_t slot = ra.node == rb.node || rb.nics.size() < 2
                                ? 0
-                               : static_cast<std::size_t>(channel) % std::min<std::size_t>(rb.nics.size(), kSlots);
+                               : static_cast<std::size_t>(channel) /
+                                     static_cast<std::size_t>(std::max(1, t_.gpus_per_node(rb.node))) %
+                                     std::min<std::size_t>(rb.nics.size(), kSlots);
   const std::uint64_t key =
       (static_cast<std::uint64_t>(a) * static_cast<std::uint64_t>(t_.num_ranks()) + static_cast<std::uint64_t>(b)) *
           kSlots +
@@ -151,7 +156,7 @@ const Route& Router::route(int a, int b, int channel) {
         relay = nullptr;
     }
   }
-  if (!out_nic) out_nic = ra.nics.empty() ? ra.nic : ra.nics[static_cast<std::size_t>(channel) % ra.nics.size()];
+  if (!out_nic) out_nic = ra.nics.empty() ? ra.nic : ra.nics[slot % ra.nics.size()];
   const topo::RankInfo& out = relay ? *relay : ra;
   if (relay) walk(local_gpu_gpu(ra.node, ra.local, relay->local), t_.node_vertices(ra.node).first, false);
   walk(local_gpu_nic(ra.node, out.local, *out_nic), t_.node_vertices(ra.node).first, false);

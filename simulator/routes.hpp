@@ -3,11 +3,13 @@
 // A transfer from rank a to rank b follows:
 //   same node:    topo::find_path between the two GPUs (widest, then shortest), computed once
 //                 per node model and pair of local indices;
-//   other nodes:  channel c lands on b's NIC nics[c % |nics|] (topo::RankInfo::nics; the only one
-//                 on a node with at most one NIC per GPU), and travels on that NIC's rail: GPU a
+//   other nodes:  channel c lands on b's NIC nics[(c / G) % |nics|], G the GPUs of b's node
+//                 (topo::RankInfo::nics; the only one on a node with at most one NIC per GPU;
+//                 channels 0 .. G-1 keep the first NICs, as a ring leaving channel c on rail
+//                 c mod G expects, the next G the second NICs), and travels on that NIC's rail: GPU a
 //                 -> a's NIC on that rail when it has one; otherwise, as NCCL's PXN, GPU a ->
 //                 NVLink -> the GPU of a's node with a NIC on that rail -> that NIC (when there is
-//                 no NVLink way, or FabricSpec::pxn is off, a's own NIC nics[c % |nics|]). Then
+//                 no NVLink way, or FabricSpec::pxn is off, a's own NIC of the same slot). Then
 //                 NIC -> fabric -> b's NIC -> GPU b. In the fabric: NIC - leaf - NIC when both
 //                 NICs share a leaf; else on fat trees NIC - leaf - spine - leaf - NIC, the spine
 //                 picked by a hash of the two NICs (ECMP; one logical spine under ECMP ideal),

@@ -122,7 +122,8 @@ struct RankInfo {
   int rail = -1;   // local index of that NIC; -1 when the node has no NIC
   // Every NIC the GPU owns, `nic` first: one per round of the nearest-NIC assignment, with
   // floor(NICs / GPUs) rounds in its node (at least one). A node with 16 NICs on 8 GPUs gives
-  // each GPU two. Channel c of a transfer uses nics[c % nics.size()] (simulator/routes.hpp).
+  // each GPU two. Channel c of a transfer lands on nics[(c / G) % nics.size()], G the node's
+  // GPUs (simulator/routes.hpp).
   std::vector<Vertex> nics;
 };
 
