@@ -4,12 +4,15 @@
 #include <doctest/doctest.h>
 
 #include <set>
+#include <sstream>
 #include <string>
 
 #include "common/errors.hpp"
 #include "topologies/constants.hpp"
+#include "topologies/export.hpp"
 #include "topologies/load.hpp"
 #include "topologies/presets.hpp"
+#include "topologies/summary.hpp"
 #include "topologies/transform.hpp"
 #include "topologies/transports.hpp"
 
@@ -275,4 +278,39 @@ TEST_CASE("load: a YAML fabric names its transport, ECMP, PXN and dragonfly shap
   CHECK_THROWS_WITH_AS(
       parse_cluster_spec("node: dgx-a100\nfabric: {kind: dragonfly, global_links: 0}\n", "bad.yaml", "."),
       "bad.yaml:2: 'global_links' must be an integer from 1 to 65536, got 0", InputError);
+}
+
+TEST_CASE("exports and summaries name a transport, ECMP ideal and PXN off only when set") {
+  const Topology plain = Topology::build(make_dgx_h100_node(), 2, spec(FabricKind::RailFatTree));
+  const nlohmann::json p = to_json(plain);
+  CHECK_FALSE(p["fabric"].contains("transport"));
+  CHECK_FALSE(p["fabric"].contains("ecmp"));
+  for (const auto& l : p["links"]) CHECK_FALSE(l.contains("efficiency"));
+  std::ostringstream plain_text;
+  write_text(summarize(plain, false), plain_text);
+  CHECK(plain_text.str().find("fabric       rail-fat-tree (oversubscription 1:1, switch radix 64)\n") !=
+        std::string::npos);
+
+  FabricSpec f = spec(FabricKind::Dragonfly);
+  f.transport = "slingshot-11";
+  f.ecmp = EcmpMode::Ideal;
+  f.pxn = false;
+  const Topology named = Topology::build(make_dgx_h100_node(), 2, f);
+  const nlohmann::json n = to_json(named);
+  CHECK(n["fabric"]["transport"] == "slingshot-11");
+  CHECK(n["fabric"]["ecmp"] == "ideal");
+  CHECK(n["fabric"]["pxn"] == false);
+  CHECK(n["fabric"]["global_links"] == 1);
+  int with_efficiency = 0;
+  for (const auto& l : n["links"])
+    if (l.contains("efficiency")) {
+      ++with_efficiency;
+      CHECK(l["kind"] == "network");
+      CHECK(l["efficiency"] == find_transport("slingshot-11").efficiency);
+    }
+  CHECK(with_efficiency == 16);  // 16 NIC links, one switch: both nodes fit on 16 ports
+  std::ostringstream text;
+  write_text(summarize(named, false), text);
+  CHECK(text.str().find("dragonfly (oversubscription 1:1, switch radix 64, transport slingshot-11, ECMP ideal, "
+                        "PXN off)") != std::string::npos);
 }
