@@ -367,7 +367,7 @@ class AnalyticEngine final : public Engine {
     using LinkDir = std::pair<topo::Edge, bool>;
     std::map<LinkDir, std::vector<std::uint32_t>> users;  // flows per link direction
     for (std::size_t f = 0; f < flows.size(); ++f) {
-      flows[f].route = &router.route(flow_keys[f].src, flow_keys[f].dst);
+      flows[f].route = &router.route(flow_keys[f].src, flow_keys[f].dst, flow_keys[f].channel);
       flows[f].latency_s = c.route_latency_s(g, flows[f].route->links);
       for (std::size_t k = 0; k < flows[f].route->links.size(); ++k)
         users[{flows[f].route->links[k], flows[f].route->forward[k]}].push_back(static_cast<std::uint32_t>(f));
@@ -375,9 +375,9 @@ class AnalyticEngine final : public Engine {
     // Every flow on an island (islands.hpp: the channels of one GPU pair on a path of their own,
     // a PXN route beside NVLink routes, ...)? Then the dynamic sharing has a closed form and
     // the engine can run it exactly (IslandWalk) where the static shares are not exact (below).
-    std::vector<std::pair<int, int>> ends;
+    std::vector<IslandEnd> ends;
     ends.reserve(flows.size());
-    for (const auto& k : flow_keys) ends.emplace_back(k.src, k.dst);
+    for (const auto& k : flow_keys) ends.push_back({k.src, k.dst, k.channel});
     IslandMap islands = find_islands(t, router, c, ends);
     const bool all_on_islands =
         std::none_of(islands.island.begin(), islands.island.end(), [](std::uint32_t i) { return i == kNoIsland; });

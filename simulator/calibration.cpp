@@ -266,7 +266,8 @@ Calibration with_block_caps(Calibration c, int sm, int nodes) {
 double Calibration::rate_bytes_per_s(const topo::Graph& g, topo::Edge e) const {
   const topo::Link& l = g[e];
   const LinkCalibration& lc = of(l.kind);
-  double eff = lc.efficiency;
+  // A link of a named transport carries its own efficiency (topologies/transports.hpp).
+  double eff = l.efficiency > 0.0 ? l.efficiency : lc.efficiency;
   if (lc.by_gpu_generation && l.kind == topo::LinkKind::NvLink) {
     // The GPU end of the link tells the generation (either end for GPU-to-GPU links).
     int sm = 0;

@@ -9,7 +9,7 @@ namespace topocoll::sim {
 // of a link apart), connected through the links they share; a connected set is an island when
 // every group crosses each link two groups cross.
 IslandMap find_islands(const topo::Topology& t, Router& router, const Calibration& c,
-                       const std::vector<std::pair<int, int>>& connections) {
+                       const std::vector<IslandEnd>& connections) {
   const auto& g = t.graph();
   IslandMap out;
   using LinkKey = std::pair<const topo::Link*, bool>;  // the edge's properties are unique per edge
@@ -29,7 +29,7 @@ IslandMap find_islands(const topo::Topology& t, Router& router, const Calibratio
   };
   std::map<LinkKey, LinkUse> use;
   for (std::uint32_t i = 0; i < n; ++i) {
-    const Route& route = router.route(connections[i].first, connections[i].second);
+    const Route& route = router.route(connections[i].src, connections[i].dst, connections[i].channel);
     for (std::size_t k = 0; k < route.links.size(); ++k)
       links[i].emplace_back(&g[route.links[k]], static_cast<bool>(route.forward[k]));
     std::sort(links[i].begin(), links[i].end());
@@ -65,7 +65,7 @@ IslandMap find_islands(const topo::Topology& t, Router& router, const Calibratio
     if (!island) continue;
     Island is;
     for (std::uint32_t m : members) {
-      const Route& route = router.route(connections[m].first, connections[m].second);
+      const Route& route = router.route(connections[m].src, connections[m].dst, connections[m].channel);
       Island::Group gr;
       gr.cap = c.channel_cap_bytes_per_s(g, route.links);
       for (std::size_t k = 0; k < route.links.size(); ++k) {

@@ -183,13 +183,18 @@ struct Island {
   std::vector<std::uint32_t> busy;  // share()'s groups with transfers in flight
 };
 
-// The islands among connections (source rank, destination rank), and per connection its island
+// One connection as the islands see it: its route is the Router's for (src, dst, channel).
+struct IslandEnd {
+  int src = 0, dst = 0, channel = 0;
+};
+
+// The islands among connections (source rank, destination rank, channel), and per connection its island
 // (kNoIsland: none) and its group in it.
 struct IslandMap {
   std::vector<Island> islands;
   std::vector<std::uint32_t> island, group;  // per connection
 };
 IslandMap find_islands(const topo::Topology& t, Router& router, const Calibration& c,
-                       const std::vector<std::pair<int, int>>& connections);
+                       const std::vector<IslandEnd>& connections);
 
 }  // namespace topocoll::sim

@@ -3,11 +3,21 @@
 // A transfer from rank a to rank b follows:
 //   same node:    topo::find_path between the two GPUs (widest, then shortest), computed once
 //                 per node model and pair of local indices;
-//   other nodes:  on the receiver's rail: GPU a -> a's NIC when a is on b's rail; otherwise, as
-//                 NCCL's PXN, GPU a -> NVLink -> the GPU of a's node on b's rail -> its NIC
-//                 (when there is no NVLink way, a's own NIC). Then NIC -> fabric -> b's NIC ->
-//                 GPU b. In the fabric: NIC - leaf - NIC when both NICs share a leaf, else NIC -
-//                 leaf - spine - leaf - NIC, the spine picked by a hash of the two NICs (ECMP).
+//   other nodes:  channel c lands on b's NIC nics[(c / G) % |nics|], G the GPUs of b's node
+//                 (topo::RankInfo::nics; the only one on a node with at most one NIC per GPU;
+//                 channels 0 .. G-1 keep the first NICs, as a ring leaving channel c on rail
+//                 c mod G expects, the next G the second NICs), and travels on that NIC's rail: GPU a
+//                 -> a's NIC on that rail when it has one; otherwise, as NCCL's PXN, GPU a ->
+//                 NVLink -> the GPU of a's node with a NIC on that rail -> that NIC (when there is
+//                 no NVLink way, or FabricSpec::pxn is off, a's own NIC of the same slot). Then
+//                 NIC -> fabric -> b's NIC -> GPU b. In the fabric: NIC - leaf - NIC when both
+//                 NICs share a leaf; else on fat trees NIC - leaf - spine - leaf - NIC, the spine
+//                 picked by a hash of the two NICs (ECMP; one logical spine under ECMP ideal),
+//                 among the spines of the leaves' plane (multi-plane: planes never meet, an
+//                 InputError); on a dragonfly, minimal routing: NIC - switch [- switch of the
+//                 group pair's global link] - global link - [switch -] switch - NIC, the global
+//                 link picked by the same hash among the group pair's, or the one local link
+//                 when both switches are in one group.
 // Built in O(nodes + fabric) and answering each query in O(route length) after the first query
 // of a pair of local indices, so 16,384-GPU clusters route in milliseconds.
 #pragma once
@@ -29,8 +39,9 @@ struct Route {
 class Router {
  public:
   explicit Router(const topo::Topology& t);
-  // The route from rank a's GPU to rank b's GPU (a != b). Cached per pair.
-  const Route& route(int a, int b);
+  // The route of channel `channel` from rank a's GPU to rank b's GPU (a != b). Cached per pair
+  // and NIC of b the channel lands on.
+  const Route& route(int a, int b, int channel = 0);
   const topo::Topology& topology() const { return t_; }
 
  private:
@@ -39,15 +50,18 @@ class Router {
   // vertex), and local GPU i -> its NIC.
   struct LocalPaths {
     std::unordered_map<std::uint64_t, std::vector<topo::Vertex>> gpu_gpu;  // key i * 4096 + j
-    std::unordered_map<int, std::vector<topo::Vertex>> gpu_nic;            // key i
+    std::unordered_map<std::uint64_t, std::vector<topo::Vertex>> gpu_nic;  // key i * 2^32 + NIC offset
   };
   std::unordered_map<std::string, LocalPaths> local_;
   std::unordered_map<std::uint64_t, Route> cache_;
-  std::vector<topo::Vertex> leaf_of_nic_;  // indexed by vertex (only NICs set)
-  std::vector<topo::Vertex> spines_;
+  std::vector<topo::Vertex> leaf_of_nic_;                      // indexed by vertex (only NICs set)
+  std::unordered_map<int, std::vector<topo::Vertex>> spines_;  // by plane (Device::group; -1: one)
+  // Dragonfly: the global links of every ordered group pair (g, h), as (switch of g, switch of h).
+  std::unordered_map<std::uint64_t, std::vector<std::pair<topo::Vertex, topo::Vertex>>> globals_;
+  bool dragonfly_ = false;
 
   const std::vector<topo::Vertex>& local_gpu_gpu(int node, int i, int j);
-  const std::vector<topo::Vertex>& local_gpu_nic(int node, int i);
+  const std::vector<topo::Vertex>& local_gpu_nic(int node, int i, topo::Vertex nic);
   void append(Route& r, topo::Vertex from, topo::Vertex to);
 };
 

@@ -47,6 +47,13 @@ expect_error "--nodes 4096: expected a node count from 1 to 2048" topo show --to
 expect_error "--nodes" topo show --topology dgx-h100 --nodes -3
 expect_error "--nodes" topo show --topology dgx-h100 --nodes many
 expect_error "--oversubscription 0.5: expected a ratio >= 1" topo show --topology dgx-h100 --nodes 2 --oversubscription 0.5
+expect_error "unknown transport 'ib': expected one of hdr, ndr, xdr" sim --topology dgx-h100 --nodes 2 --transport ib
+expect_error "unknown ECMP mode 'spray': expected hash or ideal" sim --topology dgx-h100 --nodes 2 --ecmp spray
+expect_error "--nics-per-gpu 0: expected 1 to 16" topo show --topology dgx-h100 --nodes 2 --nics-per-gpu 0
+expect_ok sim --topology dgx-h100 --nodes 4 --fabric dragonfly --transport slingshot-11 --ecmp ideal -a ring -b 1M -e 1M --no-nccl-model &&
+  contains "dragonfly 1:1, transport slingshot-11, ECMP ideal" "sim --fabric dragonfly --transport slingshot-11"
+expect_ok sim --topology dgx-h100 --nodes 2 --fabric multi-plane --nics-per-gpu 2 -a ring -b 1M -e 1M --no-nccl-model
+expect_error "planes never meet" sim --topology dgx-h100 --nodes 2 --fabric multi-plane --no-pxn -a ring -b 1M -e 1M --no-nccl-model
 expect_error "--oversubscription" topo show --topology dgx-h100 --nodes 2 --oversubscription lots
 expect_error "--format yaml: expected text or json" topo show --topology dgx-h100 --format yaml
 expect_error "--format png: expected dot, simgrid or json" topo export --topology dgx-h100 --format png

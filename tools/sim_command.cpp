@@ -90,7 +90,10 @@ int sim_command(const SimArgs& a, std::ostream& out) {
     *sink << fmt::format(
         "# topocoll sim: {} x {} node{} ({} GPUs){}, engine {}, calibration {}\n", a.topo.topology, t.nodes(),
         t.nodes() == 1 ? "" : "s", t.num_ranks(),
-        t.fabric() ? fmt::format(", {} {:g}:1", topo::to_string(t.fabric()->kind), t.fabric()->oversubscription) : "",
+        t.fabric() ? fmt::format(", {} {:g}:1{}{}", topo::to_string(t.fabric()->kind), t.fabric()->oversubscription,
+                                 t.fabric()->transport.empty() ? "" : ", transport " + t.fabric()->transport,
+                                 t.fabric()->ecmp == topo::EcmpMode::Hash ? "" : ", ECMP ideal")
+                   : "",
         engine->name(), calib.source);
     *sink << (protocols.protocols.size() == 1
                   ? fmt::format("# protocol {} (NCCL's, as a derived calibration)\n", protocol_note)

@@ -33,6 +33,10 @@ topo::TopologyOptions topology_options(const TopoArgs& a) {
   o.nodes = a.nodes;
   if (a.fabric) o.fabric = topo::parse_fabric(*a.fabric);
   o.oversubscription = a.oversubscription;
+  o.transport = a.transport;
+  if (a.ecmp) o.ecmp = topo::parse_ecmp(*a.ecmp);
+  if (a.no_pxn) o.pxn = false;
+  o.nics_per_gpu = a.nics_per_gpu;
   return o;
 }
 

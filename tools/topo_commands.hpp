@@ -17,6 +17,10 @@ struct TopoArgs {
   std::optional<int> nodes;
   std::optional<std::string> fabric;
   std::optional<double> oversubscription;
+  std::optional<std::string> transport;  // topologies/transports.hpp
+  std::optional<std::string> ecmp;       // hash | ideal
+  std::optional<int> nics_per_gpu;
+  bool no_pxn = false;
   std::string format = "text";
   std::string output;
   std::string from, to;

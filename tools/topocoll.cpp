@@ -23,6 +23,7 @@
 #include "tools/exp_command.hpp"
 #include "tools/sim_command.hpp"
 #include "tools/topo_commands.hpp"
+#include "topologies/transports.hpp"
 
 namespace {
 
@@ -48,8 +49,14 @@ void add_topology_flags(CLI::App* cmd, topocoll::tools::TopoArgs& a, bool requir
   auto* t = cmd->add_option("--topology,-t", a.topology, "preset name, NCCL topology XML file or YAML cluster spec");
   if (required) t->required();
   cmd->add_option("--nodes,-N", a.nodes, "number of nodes (1..2048); default 1 or the spec's");
-  cmd->add_option("--fabric", a.fabric, "single-switch | rail-fat-tree | fat-tree (default rail-fat-tree)");
+  cmd->add_option("--fabric", a.fabric,
+                  "single-switch | rail-fat-tree | fat-tree | multi-plane | dragonfly (default rail-fat-tree)");
   cmd->add_option("--oversubscription", a.oversubscription, "leaf down:up bandwidth ratio, >= 1 (default 1)");
+  cmd->add_option("--transport", a.transport,
+                  "network technology: " + topocoll::topo::transport_names() + " (default: the node's NICs)");
+  cmd->add_option("--ecmp", a.ecmp, "equal-cost paths: hash (per-flow hash, collisions) | ideal (default hash)");
+  cmd->add_option("--nics-per-gpu", a.nics_per_gpu, "make each NIC of the node this many (1..16; default 1)");
+  cmd->add_flag("--no-pxn", a.no_pxn, "no PXN: a GPU sends through its own NIC (NCCL_PXN_DISABLE=1)");
 }
 
 // The malloc this process runs with, as found at run time: jemalloc when its API is linked in

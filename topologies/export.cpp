@@ -123,6 +123,7 @@ nlohmann::json to_json(const Topology& t) {
                      {"bw_gbps", l.bw_gbps},
                      {"latency_us", l.latency_us},
                      {"lanes", l.lanes}});
+    if (l.efficiency > 0.0) links.back()["efficiency"] = l.efficiency;  // a named transport's
   }
   json ranks = json::array();
   for (const RankInfo& r : t.ranks())
@@ -141,6 +142,17 @@ nlohmann::json to_json(const Topology& t) {
               {"radix", f->switch_radix},
               {"link_gbps", f->link_gbps},
               {"latency_us", f->latency_us}};
+  // Only when set, so exports without them stay as they were.
+  if (const auto& f = t.fabric()) {
+    if (!f->transport.empty()) fabric["transport"] = f->transport;
+    if (f->ecmp != EcmpMode::Hash) fabric["ecmp"] = std::string(to_string(f->ecmp));
+    if (!f->pxn) fabric["pxn"] = false;
+    if (f->kind == FabricKind::Dragonfly) {
+      fabric["group_switches"] = f->group_switches;
+      fabric["nics_per_switch"] = f->nics_per_switch;
+      fabric["global_links"] = f->global_links;
+    }
+  }
   return {{"nodes", t.nodes()},
           {"node_models", node_models},
           {"cpu_vendor", t.cpu_vendor()},

@@ -14,6 +14,7 @@
 #include "topologies/nccl_xml.hpp"
 #include "topologies/presets.hpp"
 #include "topologies/transform.hpp"
+#include "topologies/transports.hpp"
 
 namespace topocoll::topo {
 
@@ -89,7 +90,33 @@ FabricSpec parse_fabric_node(const YAML::Node& n, const std::string& source) {
     return f;
   }
   if (!n.IsMap()) throw InputError(fmt::format("{}:{}: 'fabric' must be a name or a map", source, n.Mark().line + 1));
-  reject_unknown_keys(n, source, {"kind", "oversubscription", "switch_radix", "link_gbps", "latency_us"}, "fabric");
+  reject_unknown_keys(n, source,
+                      {"kind", "oversubscription", "switch_radix", "link_gbps", "latency_us", "transport", "ecmp",
+                       "pxn", "group_switches", "nics_per_switch", "global_links"},
+                      "fabric");
+  auto named = [&](const char* key, auto parse) {
+    const YAML::Node k = n[key];
+    const std::string value = scalar<std::string>(k, source, key, "a name");
+    try {
+      return parse(value);
+    } catch (const InputError& e) {
+      throw InputError(fmt::format("{}:{}: {}", source, k.Mark().line + 1, e.what()));
+    }
+  };
+  if (n["transport"])
+    f.transport = named("transport", [](const std::string& v) { return std::string(find_transport(v).name); });
+  if (n["ecmp"]) f.ecmp = named("ecmp", [](const std::string& v) { return parse_ecmp(v); });
+  if (n["pxn"]) f.pxn = scalar<bool>(n["pxn"], source, "pxn", "true or false");
+  auto count = [&](const char* key, int lo, int hi) {
+    const int v = scalar<int>(n[key], source, key, "an integer");
+    if (v < lo || v > hi)
+      throw InputError(fmt::format("{}:{}: '{}' must be an integer from {} to {}, got {}", source,
+                                   n[key].Mark().line + 1, key, lo, hi, v));
+    return v;
+  };
+  if (n["group_switches"]) f.group_switches = count("group_switches", 1, kMaxSwitchRadix);
+  if (n["nics_per_switch"]) f.nics_per_switch = count("nics_per_switch", 1, kMaxSwitchRadix);
+  if (n["global_links"]) f.global_links = count("global_links", 1, kMaxSwitchRadix);
   if (n["kind"]) f.kind = kind(n["kind"]);
   if (n["oversubscription"]) {
     f.oversubscription = scalar<double>(n["oversubscription"], source, "oversubscription", "a number >= 1");
@@ -153,7 +180,8 @@ ClusterSpec parse_cluster_spec(const std::string& text, const std::string& sourc
   if (root["fabric"]) spec.fabric = parse_fabric_node(root["fabric"], source);
   if (const YAML::Node o = root["overrides"]) {
     if (!o.IsMap()) throw InputError(fmt::format("{}:{}: 'overrides' must be a map", source, o.Mark().line + 1));
-    reject_unknown_keys(o, source, {"nic_gbps"}, "overrides");
+    reject_unknown_keys(o, source, {"nic_gbps", "nics_per_gpu"}, "overrides");
+    if (o["nics_per_gpu"]) spec.nics_per_gpu = scalar<int>(o["nics_per_gpu"], source, "nics_per_gpu", "an integer");
     if (o["nic_gbps"])
       spec.nic_gbps = positive(scalar<double>(o["nic_gbps"], source, "nic_gbps", "a number (GB/s)"), o["nic_gbps"],
                                source, "nic_gbps", kMaxSpecGbps, "kMaxSpecGbps");
@@ -233,12 +261,17 @@ Topology load_topology(const TopologyOptions& options) {
   if (options.nodes) spec.nodes = *options.nodes;
   if (options.fabric) spec.fabric.kind = *options.fabric;
   if (options.oversubscription) spec.fabric.oversubscription = *options.oversubscription;
+  if (options.transport) spec.fabric.transport = find_transport(*options.transport).name;
+  if (options.ecmp) spec.fabric.ecmp = *options.ecmp;
+  if (options.pxn) spec.fabric.pxn = *options.pxn;
+  if (options.nics_per_gpu) spec.nics_per_gpu = *options.nics_per_gpu;
 
   NodeModel base = node_model_of(spec.node_path.empty() ? spec.node : spec.node_path);
   if (spec.nic_gbps) {
     set_nic_rate(base, *spec.nic_gbps);
     base.notes.push_back(fmt::format("NIC port rate set to {} GB/s by the cluster spec", *spec.nic_gbps));
   }
+  if (spec.nics_per_gpu) base = multiply_nics(base, *spec.nics_per_gpu);
   if (!spec.name.empty()) base.description = spec.name + ": " + base.description;
   if (options.merge_nvswitch_planes) base = merge_nvswitch_planes(base);
   if (spec.node_overrides.empty()) return Topology::build(base, spec.nodes, spec.fabric);

@@ -16,6 +16,10 @@ struct TopologyOptions {
   std::optional<int> nodes;
   std::optional<FabricKind> fabric;
   std::optional<double> oversubscription;
+  std::optional<std::string> transport;  // topologies/transports.hpp
+  std::optional<EcmpMode> ecmp;
+  std::optional<bool> pxn;
+  std::optional<int> nics_per_gpu;     // transform.hpp multiply_nics
   bool merge_nvswitch_planes = false;  // see transform.hpp (the simulator's view)
 };
 
@@ -23,8 +27,10 @@ struct TopologyOptions {
 //   name: my-cluster              # optional
 //   node: dgx-h100                # a preset or an NCCL XML file (relative to the spec)
 //   nodes: 16
-//   fabric: rail-fat-tree         # or {kind, oversubscription, switch_radix, link_gbps, latency_us}
-//   overrides: {nic_gbps: 50}     # applied to every node
+//   fabric: rail-fat-tree         # or {kind, oversubscription, switch_radix, link_gbps, latency_us,
+//                                 #     transport, ecmp, pxn, group_switches, nics_per_switch,
+//                                 #     global_links}
+//   overrides: {nic_gbps: 50, nics_per_gpu: 2}   # applied to every node
 //   node_overrides:               # applied to some nodes (a degraded node, a slower NIC)
 //     - {nodes: [3], nic_gbps: 25}
 struct ClusterSpec {
@@ -34,6 +40,7 @@ struct ClusterSpec {
   int nodes = 1;
   FabricSpec fabric;
   std::optional<double> nic_gbps;
+  std::optional<int> nics_per_gpu;
   struct NodeOverride {
     std::vector<int> nodes;
     std::optional<double> nic_gbps;

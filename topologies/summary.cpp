@@ -95,8 +95,11 @@ nlohmann::json to_json(const Summary& s) {
     j["fabric"] = {{"kind", std::string(to_string(s.fabric->kind))},
                    {"oversubscription", s.fabric->oversubscription},
                    {"switch_radix", s.fabric->switch_radix}};
-  else
-    j["fabric"] = nullptr;
+  // Only when set, so outputs without them stay as they were.
+  if (s.fabric && !s.fabric->transport.empty()) j["fabric"]["transport"] = s.fabric->transport;
+  if (s.fabric && s.fabric->ecmp != EcmpMode::Hash) j["fabric"]["ecmp"] = std::string(to_string(s.fabric->ecmp));
+  if (s.fabric && !s.fabric->pxn) j["fabric"]["pxn"] = false;
+  if (!s.fabric) j["fabric"] = nullptr;
   nlohmann::json matrix = nlohmann::json::array();
   for (const auto& row : s.path_types) {
     nlohmann::json r = nlohmann::json::array();
@@ -120,8 +123,10 @@ void write_text(const Summary& s, std::ostream& out) {
   for (const auto& m : s.node_models) models += (models.empty() ? "" : ", ") + m;
   out << fmt::format("nodes        {} (node model: {})\n", s.nodes, models);
   if (s.fabric)
-    out << fmt::format("fabric       {} (oversubscription {:g}:1, switch radix {})\n", to_string(s.fabric->kind),
-                       s.fabric->oversubscription, s.fabric->switch_radix);
+    out << fmt::format("fabric       {} (oversubscription {:g}:1, switch radix {}{}{}{})\n", to_string(s.fabric->kind),
+                       s.fabric->oversubscription, s.fabric->switch_radix,
+                       s.fabric->transport.empty() ? "" : ", transport " + s.fabric->transport,
+                       s.fabric->ecmp == EcmpMode::Hash ? "" : ", ECMP ideal", s.fabric->pxn ? "" : ", PXN off");
   else
     out << "fabric       none (one node)\n";
   out << fmt::format("gpus         {} ({} per node; rank r = node * {} + local GPU index)\n", s.gpus, s.gpus_per_node,

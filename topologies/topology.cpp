@@ -8,6 +8,7 @@
 
 #include "common/errors.hpp"
 #include "topologies/constants.hpp"
+#include "topologies/transports.hpp"
 
 namespace topocoll::topo {
 
@@ -55,14 +56,30 @@ std::string_view to_string(FabricKind kind) {
       return "rail-fat-tree";
     case FabricKind::FatTree:
       return "fat-tree";
+    case FabricKind::MultiPlane:
+      return "multi-plane";
+    case FabricKind::Dragonfly:
+      return "dragonfly";
   }
   return "?";
 }
 
 FabricKind parse_fabric(std::string_view name) {
-  for (FabricKind k : {FabricKind::SingleSwitch, FabricKind::RailFatTree, FabricKind::FatTree})
+  for (FabricKind k : {FabricKind::SingleSwitch, FabricKind::RailFatTree, FabricKind::FatTree, FabricKind::MultiPlane,
+                       FabricKind::Dragonfly})
     if (to_string(k) == name) return k;
-  throw InputError(fmt::format("unknown fabric '{}': expected one of single-switch, rail-fat-tree, fat-tree", name));
+  throw InputError(fmt::format(
+      "unknown fabric '{}': expected one of single-switch, rail-fat-tree, fat-tree, multi-plane, dragonfly", name));
+}
+
+std::string_view to_string(EcmpMode mode) {
+  return mode == EcmpMode::Hash ? "hash" : "ideal";
+}
+
+EcmpMode parse_ecmp(std::string_view name) {
+  if (name == "hash") return EcmpMode::Hash;
+  if (name == "ideal") return EcmpMode::Ideal;
+  throw InputError(fmt::format("unknown ECMP mode '{}': expected hash or ideal", name));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -139,27 +156,50 @@ std::size_t NodeModel::count(DeviceKind kind) const {
 //
 //   fat-tree        NICs in node order fill leaves `down` ports at a time, regardless of rail
 //                   (a node's NICs share a leaf when they fit).
+//
+//   multi-plane     one rail-fat-tree per rail ("plane"), each with spines of its own: NIC r of
+//                   every node is on plane r, and planes never meet (a transfer between rails
+//                   must change rail inside a node, over NVLink: PXN). Switches carry their
+//                   plane in Device::group.
+//
+//   dragonfly       switches of `nics_per_switch` NIC ports (filled in node order like a
+//                   fat-tree's leaves) in groups of `group_switches`; the switches of a group are
+//                   joined all-to-all by one link each, and every pair of groups by
+//                   `global_links` links, each between its own pair of switches (link k of groups
+//                   (g, h) leaves g's switch (h + k) mod |g| and lands on h's switch (g + k) mod
+//                   |h|). Switches are LeafSwitch devices with their group in Device::group; no
+//                   spines. Routing is minimal (simulator/routes.cpp): local, global, local.
+//
+// ECMP ideal (FabricSpec::ecmp) aggregates every set of equal-cost links into one of their summed
+// rate: the spine layer becomes one logical spine, and a group pair's global links one link.
 namespace {
 
-Link make_link(LinkKind kind, double bw, double lat, int lanes = 0) {
+Link make_link(LinkKind kind, double bw, double lat, int lanes = 0, double efficiency = 0.0) {
   Link l;
   l.kind = kind;
   l.bw_gbps = bw;
   l.latency_us = lat;
   l.lanes = lanes;
+  l.efficiency = efficiency;
   return l;
 }
 
-Vertex add_switch(Graph& g, DeviceKind kind, int index) {
+Vertex add_switch(Graph& g, DeviceKind kind, int index, int group = -1) {
   Device d;
   d.kind = kind;
   d.node = -1;
   d.local_index = index;
+  d.group = group;
   return boost::add_vertex(d, g);
 }
 
 void build_fabric(Graph& g, const FabricSpec& spec, const std::vector<std::vector<Vertex>>& nics_by_node) {
-  const double latency = spec.latency_us > 0.0 ? spec.latency_us : constants::kNetworkLinkLatencyUs;
+  const TransportProfile* transport = spec.transport.empty() ? nullptr : &find_transport(spec.transport);
+  const double latency = spec.latency_us > 0.0 ? spec.latency_us
+                         : transport           ? transport->hop_latency_us
+                                               : constants::kNetworkLinkLatencyUs;
+  const double efficiency = transport ? transport->efficiency : 0.0;  // 0: the calibration's
+  auto network = [&](double bw) { return make_link(LinkKind::Network, bw, latency, 0, efficiency); };
   std::size_t total_nics = 0;
   double max_port = 0.0;
   for (const auto& nics : nics_by_node) {
@@ -171,7 +211,7 @@ void build_fabric(Graph& g, const FabricSpec& spec, const std::vector<std::vecto
 
   auto connect_nic = [&](Vertex nic, Vertex leaf) {
     // A NIC runs at its own port rate; a faster switch port does not speed it up.
-    boost::add_edge(nic, leaf, make_link(LinkKind::Network, std::min(g[nic].port_gbps, port_rate), latency), g);
+    boost::add_edge(nic, leaf, network(std::min(g[nic].port_gbps, port_rate)), g);
   };
 
   if (spec.kind == FabricKind::SingleSwitch) {
@@ -181,90 +221,161 @@ void build_fabric(Graph& g, const FabricSpec& spec, const std::vector<std::vecto
     return;
   }
 
-  const double r = spec.oversubscription;
-  const int down = std::max(1, static_cast<int>(std::floor(spec.switch_radix * r / (r + 1.0))));
   std::vector<Vertex> leaves;
-  auto leaf_at = [&](std::size_t index) {
+  auto leaf_at = [&](std::size_t index, int group = -1) {
     while (leaves.size() <= index)
-      leaves.push_back(add_switch(g, DeviceKind::LeafSwitch, static_cast<int>(leaves.size())));
+      leaves.push_back(add_switch(g, DeviceKind::LeafSwitch, static_cast<int>(leaves.size()), group));
     return leaves[index];
   };
-
-  if (spec.kind == FabricKind::RailFatTree) {
-    std::size_t rails = 0;
-    for (const auto& nics : nics_by_node) rails = std::max(rails, nics.size());
-    for (std::size_t n = 0; n < nics_by_node.size(); ++n) {
-      const std::size_t unit = n / static_cast<std::size_t>(down);
-      for (std::size_t rail = 0; rail < nics_by_node[n].size(); ++rail)
-        connect_nic(nics_by_node[n][rail], leaf_at(unit * rails + rail));
-    }
-  } else {  // FatTree
+  // NICs in node order, `per` ports a switch; a node's NICs share a switch when they fit.
+  auto fill = [&](std::size_t per) {
     std::size_t port = 0;
     for (const auto& nics : nics_by_node) {
-      // Keep a node's NICs on one leaf when they fit in what is left of it.
-      const std::size_t left = static_cast<std::size_t>(down) - port % static_cast<std::size_t>(down);
-      if (nics.size() <= static_cast<std::size_t>(down) && nics.size() > left) port += left;
+      const std::size_t left = per - port % per;
+      if (nics.size() <= per && nics.size() > left) port += left;
       for (Vertex nic : nics) {
-        connect_nic(nic, leaf_at(port / static_cast<std::size_t>(down)));
+        connect_nic(nic, leaf_at(port / per));
         ++port;
       }
     }
+  };
+
+  if (spec.kind == FabricKind::Dragonfly) {
+    const int radix = spec.switch_radix;
+    const std::size_t per =
+        static_cast<std::size_t>(spec.nics_per_switch > 0 ? spec.nics_per_switch : std::max(1, radix / 4));
+    const std::size_t a =
+        static_cast<std::size_t>(spec.group_switches > 0 ? spec.group_switches : std::max(1, radix / 2));
+    fill(per);
+    const std::size_t groups = (leaves.size() + a - 1) / a;
+    auto size_of = [&](std::size_t grp) { return std::min(a, leaves.size() - grp * a); };
+    for (std::size_t i = 0; i < leaves.size(); ++i) g[leaves[i]].group = static_cast<std::int32_t>(i / a);
+    for (std::size_t grp = 0; grp < groups; ++grp)
+      for (std::size_t i = 0; i < size_of(grp); ++i)
+        for (std::size_t j = i + 1; j < size_of(grp); ++j)
+          boost::add_edge(leaves[grp * a + i], leaves[grp * a + j], network(port_rate), g);
+    const int links = spec.ecmp == EcmpMode::Ideal ? 1 : spec.global_links;
+    const double rate = spec.ecmp == EcmpMode::Ideal ? spec.global_links * port_rate : port_rate;
+    for (std::size_t x = 0; x < groups; ++x)
+      for (std::size_t y = x + 1; y < groups; ++y)
+        for (int k = 0; k < links; ++k) {
+          const Vertex u = leaves[x * a + (y + static_cast<std::size_t>(k)) % size_of(x)];
+          const Vertex v = leaves[y * a + (x + static_cast<std::size_t>(k)) % size_of(y)];
+          // A group smaller than global_links puts two global links on one switch pair: one
+          // link of their summed rate (a bundle), as routing sees one edge per switch pair.
+          if (auto [e, found] = boost::edge(u, v, g); found)
+            g[e].bw_gbps += rate;
+          else
+            boost::add_edge(u, v, network(rate), g);
+        }
+    return;
   }
 
-  if (leaves.size() < 2) return;  // one leaf: no spine layer needed
-  const int spines = std::max(1, static_cast<int>(std::ceil(down / r)));
+  const double r = spec.oversubscription;
+  const int down = std::max(1, static_cast<int>(std::floor(spec.switch_radix * r / (r + 1.0))));
+
+  std::size_t rails = 0;
+  for (const auto& nics : nics_by_node) rails = std::max(rails, nics.size());
+  const std::size_t units = (nics_by_node.size() + static_cast<std::size_t>(down) - 1) / static_cast<std::size_t>(down);
+  if (spec.kind == FabricKind::RailFatTree || spec.kind == FabricKind::MultiPlane) {
+    const bool planes = spec.kind == FabricKind::MultiPlane;
+    for (std::size_t n = 0; n < nics_by_node.size(); ++n) {
+      const std::size_t unit = n / static_cast<std::size_t>(down);
+      for (std::size_t rail = 0; rail < nics_by_node[n].size(); ++rail) {
+        // Multi-plane: plane by plane (rail-major), so a plane's leaves are consecutive.
+        const std::size_t index = planes ? rail * units + unit : unit * rails + rail;
+        connect_nic(nics_by_node[n][rail], leaf_at(index, planes ? static_cast<int>(rail) : -1));
+      }
+    }
+    if (planes)
+      for (std::size_t i = 0; i < leaves.size(); ++i) g[leaves[i]].group = static_cast<std::int32_t>(i / units);
+  } else {  // FatTree
+    fill(static_cast<std::size_t>(down));
+  }
+
+  const int spines = spec.ecmp == EcmpMode::Ideal ? 1 : std::max(1, static_cast<int>(std::ceil(down / r)));
   const double uplink_total = down * port_rate / r;
   const double per_spine = uplink_total / spines;
-  std::vector<Vertex> spine_vertices;
-  for (int s = 0; s < spines; ++s) spine_vertices.push_back(add_switch(g, DeviceKind::SpineSwitch, s));
-  for (Vertex leaf : leaves)
-    for (Vertex spine : spine_vertices)
-      boost::add_edge(leaf, spine, make_link(LinkKind::Network, per_spine, latency), g);
+  auto spine_layer = [&](const std::vector<Vertex>& of_leaves, int group) {
+    if (of_leaves.size() < 2) return;  // one leaf: no spine layer needed
+    std::vector<Vertex> spine_vertices;
+    for (int s = 0; s < spines; ++s) spine_vertices.push_back(add_switch(g, DeviceKind::SpineSwitch, s, group));
+    for (Vertex leaf : of_leaves)
+      for (Vertex spine : spine_vertices) boost::add_edge(leaf, spine, network(per_spine), g);
+  };
+  if (spec.kind == FabricKind::MultiPlane) {
+    int spine_index = 0;
+    for (std::size_t plane = 0; plane < rails; ++plane) {
+      std::vector<Vertex> of_plane;
+      for (Vertex leaf : leaves)
+        if (g[leaf].group == static_cast<int>(plane)) of_plane.push_back(leaf);
+      const std::size_t before = boost::num_vertices(g);
+      spine_layer(of_plane, static_cast<int>(plane));
+      for (Vertex v = before; v < boost::num_vertices(g); ++v) g[v].local_index = spine_index++;
+    }
+  } else {
+    const std::size_t before = boost::num_vertices(g);
+    spine_layer(leaves, -1);
+    for (Vertex v = before; v < boost::num_vertices(g); ++v) g[v].local_index = static_cast<int>(v - before);
+  }
 }
 
-// Nearest NIC of every GPU in one node: the NIC with the fewest PCIe hops (same switch first),
-// ties broken by the NIC serving the fewest GPUs so far (rails balance). Returns NIC vertices
-// indexed by local GPU, or an empty vector when the node has no NIC.
-std::vector<Vertex> nearest_nics(const Graph& g, const std::vector<Vertex>& gpus, const std::vector<Vertex>& nics,
-                                 Vertex first, Vertex last) {
-  if (nics.empty()) return {};
+// The NICs of every GPU in one node, by rounds: in each round every GPU takes the NIC with the
+// fewest PCIe hops (same switch first) that it does not have yet, ties broken by the NIC serving
+// the fewest GPUs so far (rails balance). floor(NICs / GPUs) rounds, at least one: a node with one
+// NIC per GPU gives each its nearest, one with 16 NICs on 8 GPUs two each. Returns the NIC lists
+// indexed by local GPU (the first round's NIC first), or empty lists when the node has no NIC.
+std::vector<std::vector<Vertex>> nearest_nics(const Graph& g, const std::vector<Vertex>& gpus,
+                                              const std::vector<Vertex>& nics, Vertex first, Vertex last) {
+  std::vector<std::vector<Vertex>> result(gpus.size());
+  if (nics.empty()) return result;
   // BFS from each GPU over non-NVLink links inside the node, not crossing other GPUs.
   const std::size_t n = last - first;
-  std::vector<int> dist(n);
-  std::vector<int> load(nics.size(), 0);
-  std::vector<Vertex> result;
+  std::vector<std::vector<int>> dist(gpus.size(), std::vector<int>(n, -1));
   std::vector<Vertex> queue;
-  for (Vertex gpu : gpus) {
-    std::fill(dist.begin(), dist.end(), -1);
+  for (std::size_t gi = 0; gi < gpus.size(); ++gi) {
+    const Vertex gpu = gpus[gi];
+    std::vector<int>& d = dist[gi];
     queue.clear();
     queue.push_back(gpu);
-    dist[gpu - first] = 0;
+    d[gpu - first] = 0;
     for (std::size_t head = 0; head < queue.size(); ++head) {
       Vertex u = queue[head];
       if (u != gpu && g[u].kind == DeviceKind::Gpu) continue;
       for (auto e : boost::make_iterator_range(boost::out_edges(u, g))) {
         if (g[e].kind == LinkKind::NvLink || g[e].kind == LinkKind::Network) continue;
         Vertex w = boost::target(e, g);
-        if (w < first || w >= last || dist[w - first] >= 0) continue;
-        dist[w - first] = dist[u - first] + 1;
+        if (w < first || w >= last || d[w - first] >= 0) continue;
+        d[w - first] = d[u - first] + 1;
         queue.push_back(w);
       }
     }
-    std::size_t best = nics.size();
-    for (std::size_t i = 0; i < nics.size(); ++i) {
-      int d = dist[nics[i] - first];
-      if (d < 0) continue;
-      if (best == nics.size()) {
-        best = i;
-        continue;
-      }
-      int bd = dist[nics[best] - first];
-      if (d < bd || (d == bd && load[i] < load[best])) best = i;
-    }
-    if (best == nics.size()) best = 0;  // no PCIe route: use NIC 0 (diagnostics report it)
-    ++load[best];
-    result.push_back(nics[best]);
   }
+  std::vector<int> load(nics.size(), 0);
+  const std::size_t rounds = gpus.empty() ? 1 : std::max<std::size_t>(1, nics.size() / gpus.size());
+  for (std::size_t round = 0; round < rounds; ++round)
+    for (std::size_t gi = 0; gi < gpus.size(); ++gi) {
+      auto taken = [&](std::size_t i) {
+        return std::find(result[gi].begin(), result[gi].end(), nics[i]) != result[gi].end();
+      };
+      std::size_t best = nics.size();
+      for (std::size_t i = 0; i < nics.size(); ++i) {
+        int d = dist[gi][nics[i] - first];
+        if (d < 0 || taken(i)) continue;
+        if (best == nics.size()) {
+          best = i;
+          continue;
+        }
+        int bd = dist[gi][nics[best] - first];
+        if (d < bd || (d == bd && load[i] < load[best])) best = i;
+      }
+      if (best == nics.size()) {
+        if (round > 0) continue;  // no further NIC reachable
+        best = 0;                 // no PCIe route: use NIC 0 (diagnostics report it)
+      }
+      ++load[best];
+      result[gi].push_back(nics[best]);
+    }
   return result;
 }
 
@@ -286,6 +397,18 @@ Topology Topology::build(const std::vector<const NodeModel*>& node_models, const
         fmt::format("--oversubscription {}: expected a ratio >= 1 (1 = non-blocking)", fabric.oversubscription));
   if (fabric.switch_radix < 2)
     throw InputError(fmt::format("switch_radix {}: expected at least 2 ports", fabric.switch_radix));
+  const TransportProfile* transport = fabric.transport.empty() ? nullptr : &find_transport(fabric.transport);
+  if (fabric.group_switches < 0 || fabric.nics_per_switch < 0)
+    throw InputError(fmt::format("dragonfly group_switches {} / nics_per_switch {}: expected counts >= 1 (0 = default)",
+                                 fabric.group_switches, fabric.nics_per_switch));
+  if (fabric.kind == FabricKind::Dragonfly) {
+    const int a = fabric.group_switches > 0 ? fabric.group_switches : std::max(1, fabric.switch_radix / 2);
+    if (fabric.global_links < 1 || fabric.global_links > a)
+      throw InputError(fmt::format(
+          "dragonfly global_links {}: expected 1 to {} (the switches of a group: each global link of a group "
+          "pair has its own switch)",
+          fabric.global_links, a));
+  }
 
   Topology t;
   t.nodes_ = nodes;
@@ -318,6 +441,8 @@ Topology Topology::build(const std::vector<const NodeModel*>& node_models, const
     for (auto v : boost::make_iterator_range(boost::vertices(m.graph))) {
       Device d = m.graph[v];
       d.node = n;
+      // A named transport is the NICs' technology: its port rate (0: the node's own).
+      if (d.kind == DeviceKind::Nic && transport && transport->port_gbps > 0.0) d.port_gbps = transport->port_gbps;
       if (d.model >= 0) d.model = label_map[static_cast<std::size_t>(d.model)];
       Vertex nv = boost::add_vertex(d, t.graph_);
       if (d.kind == DeviceKind::Gpu) gpus.push_back(nv);
@@ -328,16 +453,17 @@ Topology Topology::build(const std::vector<const NodeModel*>& node_models, const
 
     const Vertex last = boost::num_vertices(t.graph_);
     const auto& nics = nics_by_node[static_cast<std::size_t>(n)];
-    std::vector<Vertex> nic_of = nearest_nics(t.graph_, gpus, nics, base, last);
+    std::vector<std::vector<Vertex>> nic_of = nearest_nics(t.graph_, gpus, nics, base, last);
     for (std::size_t i = 0; i < gpus.size(); ++i) {
       RankInfo ri;
       ri.rank = static_cast<int>(t.ranks_.size());
       ri.node = n;
       ri.local = static_cast<int>(i);
       ri.gpu = gpus[i];
-      if (!nic_of.empty()) {
-        ri.nic = nic_of[i];
-        ri.rail = t.graph_[nic_of[i]].local_index;
+      if (!nic_of[i].empty()) {
+        ri.nic = nic_of[i].front();
+        ri.rail = t.graph_[ri.nic].local_index;
+        ri.nics = nic_of[i];
       }
       t.ranks_.push_back(ri);
     }

@@ -41,6 +41,7 @@ struct Device {
   std::int32_t model = -1;       // index into Topology::labels() / NodeModel::labels (e.g. "H100")
   double port_gbps = 0.0;        // NICs: network port rate per direction (GB/s); else 0
   std::int32_t sm = 0;           // GPUs: compute capability (90 = Hopper), 0 unknown
+  std::int32_t group = -1;       // fabric switches: dragonfly group or fabric plane; -1 none
 };
 
 struct Link {
@@ -48,6 +49,9 @@ struct Link {
   double bw_gbps = 0.0;     // per direction, GB/s
   double latency_us = 0.0;  // one way
   std::int32_t lanes = 0;   // NVLink count or PCIe width; 0 when not meaningful
+  // Network links of a named transport (topologies/transports.hpp): the fraction of bw_gbps a
+  // transfer gets. 0 = not set: the calibration's efficiency for the link's kind applies.
+  double efficiency = 0.0;
 };
 
 using Graph = boost::adjacency_list<boost::vecS, boost::vecS, boost::undirectedS, Device, Link>;
@@ -72,16 +76,40 @@ struct NodeModel {
   std::size_t count(DeviceKind kind) const;
 };
 
-enum class FabricKind : std::uint8_t { SingleSwitch, RailFatTree, FatTree };
+enum class FabricKind : std::uint8_t { SingleSwitch, RailFatTree, FatTree, MultiPlane, Dragonfly };
 std::string_view to_string(FabricKind kind);
 FabricKind parse_fabric(std::string_view name);  // throws InputError naming the accepted values
+
+// How a flow between two leaves picks one of the equal-cost ways (spines, or a dragonfly group
+// pair's global links):
+//   Hash   a deterministic hash of (source NIC, destination NIC) picks one, as a switch's ECMP
+//          does: two flows may land on the same way and share it while another stays idle;
+//   Ideal  the equal-cost ways are one aggregated link of their summed rate (perfect spreading:
+//          packet spraying or ideal adaptive routing), so no collision can happen.
+enum class EcmpMode : std::uint8_t { Hash, Ideal };
+std::string_view to_string(EcmpMode mode);
+EcmpMode parse_ecmp(std::string_view name);  // throws InputError naming the accepted values
 
 struct FabricSpec {
   FabricKind kind = FabricKind::RailFatTree;
   double oversubscription = 1.0;  // leaf down:up bandwidth ratio, >= 1
   int switch_radix = 64;          // ports per switch (NDR Quantum-2 QM9700: 64 x 400 Gb/s)
   double link_gbps = 0.0;         // switch-to-switch port rate per direction; 0 = the NICs' rate
-  double latency_us = 0.0;        // per network link; 0 = constants::kNetworkLinkLatencyUs
+  double latency_us = 0.0;        // per network link; 0 = the transport's, else kNetworkLinkLatencyUs
+  // A transport profile (topologies/transports.hpp: "ndr", "efa-gen2", ...); empty = none: NIC
+  // rates as the node gives them, kNetworkLinkLatencyUs, the calibration's network efficiency.
+  std::string transport;
+  EcmpMode ecmp = EcmpMode::Hash;
+  // Dragonfly: switches per group (0 = switch_radix / 2, Rosetta's 32), NIC ports per switch
+  // (0 = switch_radix / 4, Rosetta's 16 edge ports) and global links between every pair of
+  // groups (each on its own pair of switches; at most the group size).
+  int group_switches = 0;
+  int nics_per_switch = 0;
+  int global_links = 1;
+  // NCCL's PXN (PCI x NVLink, src/graph/paths.cc; off with NCCL_PXN_DISABLE=1): a GPU sending to
+  // a NIC on another rail first crosses NVLink to the node's GPU on that rail and leaves through
+  // its NIC. Off: it leaves through its own NIC and the fabric changes rail.
+  bool pxn = true;
 };
 
 // What a rank knows about where it sits.
@@ -92,6 +120,11 @@ struct RankInfo {
   Vertex gpu = 0;
   Vertex nic = 0;  // the NIC it uses for the network (nearest; ties balanced)
   int rail = -1;   // local index of that NIC; -1 when the node has no NIC
+  // Every NIC the GPU owns, `nic` first: one per round of the nearest-NIC assignment, with
+  // floor(NICs / GPUs) rounds in its node (at least one). A node with 16 NICs on 8 GPUs gives
+  // each GPU two. Channel c of a transfer lands on nics[(c / G) % nics.size()], G the node's
+  // GPUs (simulator/routes.hpp).
+  std::vector<Vertex> nics;
 };
 
 class Topology {

@@ -1,6 +1,10 @@
 #include "topologies/transform.hpp"
 
+#include <fmt/format.h>
+
 #include <map>
+
+#include "common/errors.hpp"
 
 namespace topocoll::topo {
 
@@ -49,6 +53,27 @@ NodeModel merge_nvswitch_planes(const NodeModel& m) {
     boost::add_edge(renumber[a], renumber[b], g[e], out.graph);
   }
   for (const auto& [v, l] : bundles) boost::add_edge(renumber[v], nvs, l, out.graph);
+  return out;
+}
+
+NodeModel multiply_nics(const NodeModel& m, int copies) {
+  if (copies < 1 || copies > 16)
+    throw InputError(fmt::format("--nics-per-gpu {}: expected 1 to 16 NICs for each NIC of the node", copies));
+  NodeModel out = m;
+  if (copies == 1) return out;
+  std::vector<Vertex> nics;
+  for (auto v : boost::make_iterator_range(boost::vertices(m.graph)))
+    if (m.graph[v].kind == DeviceKind::Nic) nics.push_back(v);
+  for (int c = 1; c < copies; ++c)
+    for (Vertex nic : nics) {
+      const Device& d = m.graph[nic];
+      const Vertex copy = out.add_nic(d.numa, d.port_gbps, d.model);
+      for (auto e : boost::make_iterator_range(boost::out_edges(nic, m.graph))) {
+        const Link& l = m.graph[e];
+        out.add_link(boost::target(e, m.graph), copy, l.kind, l.bw_gbps, l.latency_us, l.lanes);
+      }
+    }
+  out.notes.push_back(fmt::format("each NIC made {} NICs (--nics-per-gpu)", copies));
   return out;
 }
 

@@ -13,4 +13,11 @@ namespace topocoll::topo {
 // merged switch comes last.
 NodeModel merge_nvswitch_planes(const NodeModel& m);
 
+// Every NIC of the node made `copies` NICs: the copies have the NIC's rate, NUMA node and model
+// and the same PCIe links (to the same switch or root port), and come after every device, so the
+// node's first NICs keep their local indices (rails). 16 x 200 G on 8 GPUs: a DGX with 8 NICs,
+// copies = 2, at a 200 G transport. copies = 1 returns the node unchanged; InputError outside
+// 1..16.
+NodeModel multiply_nics(const NodeModel& m, int copies);
+
 }  // namespace topocoll::topo

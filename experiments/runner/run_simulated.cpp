@@ -52,6 +52,7 @@ void run_simulated(const ExpSpec& s, const std::string& commit, const Existing& 
         o.nodes = nodes;
         if (fabric) o.fabric = topo::parse_fabric(*fabric);
         o.oversubscription = s.oversubscription;
+        o.transport = s.transport;
         o.merge_nvswitch_planes = true;  // as `topocoll sim`: the hardware stripes NVLink traffic over the planes
         topo::Topology t = [&] {
           try {

@@ -18,6 +18,7 @@
 #include "experiments/runner/provenance.hpp"
 #include "simulator/calibration.hpp"
 #include "topologies/load.hpp"
+#include "topologies/transports.hpp"
 
 namespace fs = std::filesystem;
 
@@ -42,7 +43,7 @@ constexpr const char* kTopKeys =
     "description, engine, repetitions, calibration, protocol, nccl_model, nccl_version, nccl_env, grid, real";
 constexpr const char* kNcclEnvKeys = "NCCL_ALGO, NCCL_PROTO, NCCL_MIN_NCHANNELS, NCCL_MAX_NCHANNELS, NCCL_NVLS_ENABLE";
 constexpr const char* kGridKeys =
-    "topologies, nodes, fabric, oversubscription, algorithms, sizes, dtypes, channels, slice, op, ranks";
+    "topologies, nodes, fabric, oversubscription, transport, algorithms, sizes, dtypes, channels, slice, op, ranks";
 constexpr const char* kSizeKeys = "min, max, factor";
 constexpr const char* kRealKeys = "backend, mpirun, iters, warmup, check, timeout, bench";
 
@@ -265,6 +266,14 @@ ExpSpec load_exp_spec(const std::string& path) {
     s.nodes.emplace_back(std::nullopt);
   }
   if (g["oversubscription"]) s.oversubscription = r.number(g["oversubscription"], "grid.oversubscription", 1.0);
+  if (g["transport"]) {
+    const std::string name = r.scalar(g["transport"], "grid.transport");
+    try {
+      s.transport = std::string(topo::find_transport(name).name);
+    } catch (const InputError& e) {
+      r.fail(g["transport"], fmt::format("grid.transport: {}", e.what()));
+    }
+  }
   if (g["fabric"]) {
     for (const std::string& f : r.list(g["fabric"], "grid.fabric")) {
       try {

@@ -41,6 +41,7 @@ struct ExpSpec {
   std::vector<std::optional<int>> nodes;    // nullopt: the topology's own
   std::vector<std::optional<std::string>> fabrics;
   std::optional<double> oversubscription;
+  std::optional<std::string> transport;  // topologies/transports.hpp; one value, like oversubscription
   std::vector<std::string> algorithms;
   std::string min_bytes, max_bytes, factor;  // -b / -e / -f
   std::vector<std::string> dtypes;

@@ -52,6 +52,10 @@ TEST_CASE("spec: a valid spec, its defaults and its hash") {
   CHECK(!s.nodes[0]);
   REQUIRE(s.fabrics.size() == 1);
   CHECK(!s.fabrics[0]);
+  CHECK(!s.transport);
+  const experiments::ExpSpec named =
+      experiments::load_exp_spec(d.write("named.yaml", std::string(kTiny) + "  transport: hdr\n"));
+  CHECK(named.transport == "hdr");
   CHECK(s.algorithms == std::vector<std::string>{"ring", "dbt"});
   CHECK(s.min_bytes == "8");
   CHECK(s.max_bytes == "1K");
@@ -96,8 +100,8 @@ TEST_CASE("spec: errors name the file and the line") {
   SUBCASE("unknown key") {
     CHECK(load_error(d, "engine: analytic\ngrid:\n  topologies: pcie-8gpu\n  colour: blue\n") ==
           path +
-              ":4: unknown key 'colour' in grid (allowed: topologies, nodes, fabric, oversubscription, algorithms, "
-              "sizes, dtypes, channels, slice, op, ranks)");
+              ":4: unknown key 'colour' in grid (allowed: topologies, nodes, fabric, oversubscription, transport, "
+              "algorithms, sizes, dtypes, channels, slice, op, ranks)");
   }
   SUBCASE("missing key") {
     CHECK(load_error(d, "grid: {}\n") == path + ": missing key 'engine' (required: engine, grid)");
@@ -114,6 +118,12 @@ TEST_CASE("spec: errors name the file and the line") {
     t += "  fabric: torus\n";
     const std::string e = load_error(d, t);
     CHECK(e.rfind(path + ":8: grid.fabric: ", 0) == 0);
+  }
+  SUBCASE("unknown transport") {
+    std::string t = kTiny;
+    t += "  transport: ib\n";
+    const std::string e = load_error(d, t);
+    CHECK(e.rfind(path + ":8: grid.transport: unknown transport 'ib': expected one of hdr, ndr", 0) == 0);
   }
   SUBCASE("no such file") {
     CHECK_THROWS_AS(experiments::load_exp_spec(d.path() + "/none.yaml"), InputError);

@@ -139,7 +139,7 @@ class Writer {
         router = std::make_unique<Router>(t_);
         router_src = k.src;
       }
-      const Route& route = router->route(k.src, k.dst);
+      const Route& route = router->route(k.src, k.dst, k.channel);
       f(i, k, route, steps_of(t_, catalog_, k.src, route));
     }
   }

@@ -20,6 +20,7 @@
 #include "simulator/simgrid/simgrid_adapter.hpp"
 #include "topologies/constants.hpp"
 #include "topologies/presets.hpp"
+#include "topologies/transform.hpp"
 
 namespace topocoll::sim::sg {
 
@@ -130,6 +131,19 @@ TEST_CASE("platform xml: every GPU pair's route in the file is the Router's (lin
                    Topology::build(topo::make_dgx_h100_node(), 3, fabric(FabricKind::RailFatTree, 4))});
   cases.push_back(
       {"dgx-a100 x2 fat-tree", Topology::build(topo::make_dgx_a100_node(), 2, fabric(FabricKind::FatTree, 4))});
+  // The fabrics beyond fat trees, a named transport (its efficiency on the links) and two NICs
+  // per GPU.
+  FabricSpec df = fabric(FabricKind::Dragonfly);
+  df.nics_per_switch = 8;
+  df.group_switches = 2;
+  df.global_links = 2;
+  df.transport = "slingshot-11";
+  cases.push_back({"dgx-a100 x4 dragonfly (2 groups of 2 switches, 2 global links)",
+                   Topology::build(topo::make_dgx_a100_node(), 4, df)});
+  cases.push_back({"dgx-h100 x3 multi-plane radix 4",
+                   Topology::build(topo::make_dgx_h100_node(), 3, fabric(FabricKind::MultiPlane, 4))});
+  cases.push_back({"dgx-h100 x2 two NICs per GPU", Topology::build(topo::multiply_nics(topo::make_dgx_h100_node(), 2),
+                                                                   2, fabric(FabricKind::RailFatTree))});
   const Calibration c = ideal_calibration();
   for (Case& k : cases) {
     CAPTURE(k.name);

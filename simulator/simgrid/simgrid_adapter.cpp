@@ -367,7 +367,7 @@ struct Simulation::Impl {
       const int a = conn.src, b = conn.dst, ch = conn.channel;
       TOPOCOLL_ASSERT(a != b && a >= 0 && b >= 0 && a < p && b < p && ch >= 0 && ch < channels,
                       fmt::format("bad connection {} -> {} channel {}", a, b, ch));
-      const Route& route = router.route(a, b);
+      const Route& route = router.route(a, b, ch);
       const std::vector<Step> steps = steps_of(t, catalog, a, route);
       // A private link caps this connection's transfers (one at a time) at the channel rate.
       sg4::Link* cap = nullptr;

@@ -330,7 +330,7 @@ class Execution final : public sg::Listener {
     Router router(t_);
     const auto& g = t_.graph();
     for (Connection& conn : conns_) {
-      const Route& route = router.route(conn.src, conn.dst);
+      const Route& route = router.route(conn.src, conn.dst, conn.channel);
       conn.latency_s = c_.route_latency_s(g, route.links);
       if (conn.latency_s > 0) conn.lane = events_.lane_for(conn.latency_s);
     }
@@ -344,9 +344,9 @@ class Execution final : public sg::Listener {
 
   // The islands (simulator/islands.hpp) among the connections.
   void find_islands(Router& router) {
-    std::vector<std::pair<int, int>> ends;
+    std::vector<IslandEnd> ends;
     ends.reserve(conns_.size());
-    for (const Connection& conn : conns_) ends.emplace_back(conn.src, conn.dst);
+    for (const Connection& conn : conns_) ends.push_back({conn.src, conn.dst, conn.channel});
     IslandMap map = sim::find_islands(t_, router, c_, ends);
     islands_ = std::move(map.islands);
     for (std::size_t i = 0; i < conns_.size(); ++i) {

@@ -581,10 +581,56 @@ TEST_CASE("simgrid: protocols as calibrations: LL beats Simple on a ring at 8 B,
           doctest::Approx(make_analytic_engine()->run(t, large, c, SimOptions{}).time_s).epsilon(1e-6));
 }
 
-}  // namespace topocoll::sim
-
-TEST_CASE("make_engine(\"simgrid\") after register_simgrid_engine()") {
-  topocoll::sim::register_simgrid_engine();
-  CHECK(topocoll::sim::make_engine("simgrid")->name() == "simgrid");
-  CHECK(topocoll::sim::make_engine("analytic")->name() == "analytic");
+// Every (source, destination) pair moves `bytes` at once, sends first (none waits for another).
+algo::Schedule pair_transfers(int ranks, const std::vector<std::pair<int, int>>& pairs, std::uint64_t bytes) {
+  const std::uint64_t count = bytes / 4;
+  std::vector<Program> programs(static_cast<std::size_t>(ranks));
+  for (const auto& [a, b] : pairs)
+    algo::ProgramBuilder(programs[static_cast<std::size_t>(a)]).send(b, {BufferId::Input, 0, count}, 0);
+  for (const auto& [a, b] : pairs)
+    algo::ProgramBuilder(programs[static_cast<std::size_t>(b)]).recv(a, {BufferId::Output, 0, count}, 0);
+  return algo::Schedule::from_programs(
+      "pairs", algo::CollectiveArgs::allreduce(count, algo::DataType::Float32, algo::ReduceOp::Sum, ranks), 1, 0,
+      std::move(programs));
 }
+
+TEST_CASE("simgrid: dragonfly global-link contention and hashed ECMP collisions, as the analytic engine sees them") {
+  // One GPU and one 50 GB/s NIC per node behind a fast PCIe switch.
+  topo::NodeModel m;
+  m.name = "one-gpu";
+  const auto cpu = m.add_device(DeviceKind::Cpu, 0);
+  const auto sw = m.add_device(DeviceKind::PcieSwitch, 0);
+  const auto gpu = m.add_gpu(0, 90);
+  const auto nic = m.add_nic(0, 50.0);
+  m.add_link(cpu, sw, LinkKind::Pcie, 500.0, 0.5, 16);
+  m.add_link(sw, gpu, LinkKind::Pcie, 500.0, 0.5, 16);
+  m.add_link(sw, nic, LinkKind::Pcie, 500.0, 0.5, 16);
+  const std::uint64_t bytes = std::uint64_t{64} << 20;
+  const double wire = static_cast<double>(bytes) / 50e9;
+  const Calibration c = ideal_calibration();
+  auto both = [&](const topo::Topology& t, const std::vector<std::pair<int, int>>& pairs) {
+    const algo::Schedule s = pair_transfers(t.num_ranks(), pairs, bytes);
+    const double sg = simulate(t, s, c).time_s;
+    CHECK(sg == doctest::Approx(make_analytic_engine()->run(t, s, c, SimOptions{}).time_s).epsilon(1e-6));
+    return sg;
+  };
+  topo::FabricSpec df;
+  df.kind = topo::FabricKind::Dragonfly;
+  df.nics_per_switch = 1;
+  const std::vector<std::pair<int, int>> ring = {{0, 2}, {2, 1}, {1, 3}, {3, 0}};
+  df.group_switches = 4;
+  CHECK(both(topo::Topology::build(m, 4, df), ring) == doctest::Approx(wire).epsilon(0.01));
+  df.group_switches = 2;  // two groups, one global link: 0 -> 2 and 1 -> 3 share it
+  CHECK(both(topo::Topology::build(m, 4, df), ring) == doctest::Approx(2 * wire).epsilon(0.01));
+  // 256 nodes on radix-64 fat-tree leaves, each sending to its peer on the next leaf: hashed
+  // ECMP puts two flows on one uplink somewhere; ideal spreading does not.
+  std::vector<std::pair<int, int>> shift;
+  for (int a = 0; a < 256; ++a) shift.emplace_back(a, (a + 32) % 256);
+  topo::FabricSpec ft;
+  ft.kind = topo::FabricKind::FatTree;
+  CHECK(both(topo::Topology::build(m, 256, ft), shift) >= 1.9 * wire);
+  ft.ecmp = topo::EcmpMode::Ideal;
+  CHECK(both(topo::Topology::build(m, 256, ft), shift) == doctest::Approx(wire).epsilon(0.01));
+}
+
+}  // namespace topocoll::sim
