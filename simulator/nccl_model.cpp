@@ -722,6 +722,11 @@ void set_nccl_env(NcclModelOptions& o, const std::string& key, const std::string
     o.max_channels = parse_int(key, value, what);
   } else if (key == "NCCL_NVLS_ENABLE") {
     o.nvls_enable = parse_int(key, value, what);
+  } else if (key == "NCCL_COLLNET_ENABLE") {
+    // The model never enables CollNet (it needs the SHARP plugin): 0 says what it does anyway.
+    if (parse_int(key, value, what) != 0)
+      throw InputError(fmt::format("{} {}={}: CollNet is not modelled; expected NCCL_COLLNET_ENABLE=0", what, key,
+                                   value));
   } else {
     std::string keys;
     for (std::string_view k : kNcclEnvKeys) keys += (keys.empty() ? "" : ", ") + std::string(k);

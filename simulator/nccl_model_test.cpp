@@ -603,4 +603,12 @@ TEST_CASE("nccl_model: bad NCCL environment and versions are input errors naming
   CHECK(from.min_channels == -2);
 }
 
+TEST_CASE("nccl model: NCCL_COLLNET_ENABLE=0 is accepted (CollNet is never modelled), 1 is an input error") {
+  NcclModelOptions o;
+  set_nccl_env(o, "NCCL_COLLNET_ENABLE=0", "--nccl-env");
+  CHECK_THROWS_WITH_AS(set_nccl_env(o, "NCCL_COLLNET_ENABLE=1", "--nccl-env"),
+                       "--nccl-env NCCL_COLLNET_ENABLE=1: CollNet is not modelled; expected NCCL_COLLNET_ENABLE=0",
+                       InputError);
+}
+
 }  // namespace topocoll::sim
