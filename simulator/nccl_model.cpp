@@ -725,8 +725,8 @@ void set_nccl_env(NcclModelOptions& o, const std::string& key, const std::string
   } else if (key == "NCCL_COLLNET_ENABLE") {
     // The model never enables CollNet (it needs the SHARP plugin): 0 says what it does anyway.
     if (parse_int(key, value, what) != 0)
-      throw InputError(fmt::format("{} {}={}: CollNet is not modelled; expected NCCL_COLLNET_ENABLE=0", what, key,
-                                   value));
+      throw InputError(
+          fmt::format("{} {}={}: CollNet is not modelled; expected NCCL_COLLNET_ENABLE=0", what, key, value));
   } else {
     std::string keys;
     for (std::string_view k : kNcclEnvKeys) keys += (keys.empty() ? "" : ", ") + std::string(k);
