@@ -274,22 +274,7 @@ class IslandWalk {
       if (is.due < Island::kInf) push_island_event(id);
       return;
     }
-    done_.clear();
-    is.advance_to(time);
-    for (Island::Group& gr : is.groups) {
-      if (gr.flying.empty() || gr.due > time) continue;
-      gr.work = gr.next_target();  // exactly: due was computed to reach it
-      for (std::size_t k = 0; k < gr.flying.size();) {
-        if (gr.flying[k].first <= gr.work) {
-          done_.push_back(gr.flying[k].second);
-          gr.flying[k] = gr.flying.back();
-          gr.flying.pop_back();
-        } else {
-          ++k;
-        }
-      }
-    }
-    is.share();
+    is.finish_due(time, done_);
     schedule(id);
     for (std::uint32_t f : done_) depart(f, time);
   }

@@ -153,6 +153,26 @@ struct Island {
       if (!g.flying.empty()) g.work += g.rate * (t - at);
     at = t;
   }
+  // At `time` (the island's due event): advance, and move the transfers that reached their work
+  // target into `done` (their connections), then re-share the rates.
+  void finish_due(double time, std::vector<std::uint32_t>& done) {
+    done.clear();
+    advance_to(time);
+    for (Group& gr : groups) {
+      if (gr.flying.empty() || gr.due > time) continue;
+      gr.work = gr.next_target();  // exactly: due was computed to reach it
+      for (std::size_t k = 0; k < gr.flying.size();) {
+        if (gr.flying[k].first <= gr.work) {
+          done.push_back(gr.flying[k].second);
+          gr.flying[k] = gr.flying.back();
+          gr.flying.pop_back();
+        } else {
+          ++k;
+        }
+      }
+    }
+    share();
+  }
   // Water-filling (above): every group's rate.
   void share() {
     busy.clear();

@@ -416,22 +416,7 @@ class Execution final : public sg::Listener {
       return;
     }
     std::vector<std::uint32_t>& done = done_scratch_;
-    done.clear();
-    is.advance_to(time);
-    for (Island::Group& gr : is.groups) {
-      if (gr.flying.empty() || gr.due > time) continue;
-      gr.work = gr.next_target();  // exactly: due was computed to reach it
-      for (std::size_t k = 0; k < gr.flying.size();) {
-        if (gr.flying[k].first <= gr.work) {
-          done.push_back(gr.flying[k].second);
-          gr.flying[k] = gr.flying.back();
-          gr.flying.pop_back();
-        } else {
-          ++k;
-        }
-      }
-    }
-    is.share();
+    is.finish_due(time, done);
     schedule(id);
     for (std::uint32_t conn : done) depart(conn, time);
   }
