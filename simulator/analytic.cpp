@@ -252,14 +252,7 @@ class IslandWalk {
   // when it comes earlier than the live one (a later one is pushed when the live one fires).
   void schedule(std::uint32_t id) {
     Island& is = map_.islands[id];
-    is.due = Island::kInf;
-    for (Island::Group& gr : is.groups) {
-      gr.due = Island::kInf;
-      if (gr.flying.empty()) continue;
-      gr.due = is.at + (gr.next_target() - gr.work) / gr.rate;
-      is.due = std::min(is.due, gr.due);
-    }
-    if (is.due < is.pending) push_island_event(id);
+    if (is.reschedule()) push_island_event(id);
   }
   void push_island_event(std::uint32_t id) {
     Island& is = map_.islands[id];

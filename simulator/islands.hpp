@@ -173,6 +173,18 @@ struct Island {
     }
     share();
   }
+  // Sets every group's and the island's next end of a transfer (rates as share() left them);
+  // true when it comes before the live event (pending): the caller pushes a new one.
+  bool reschedule() {
+    due = kInf;
+    for (Group& gr : groups) {
+      gr.due = kInf;
+      if (gr.flying.empty()) continue;
+      gr.due = at + (gr.next_target() - gr.work) / gr.rate;
+      due = std::min(due, gr.due);
+    }
+    return due < pending;
+  }
   // Water-filling (above): every group's rate.
   void share() {
     busy.clear();
