@@ -241,45 +241,35 @@ TEST_CASE("platform xml: a ring step on the file takes the time it takes on the 
       out = fmt::format("{:.17g}", listener.end);
     });
 
+    // One ring step (every connection sends `bytes` at once) on a platform file: its end time.
+    auto ring_step_on = [&](const std::string& path) {
+      return run_isolated([&](std::string& out) {
+        auto engine = load(path);
+        double end = -1.0;
+        sg4::Actor::create("ring-step", sg4::Host::by_name(host_of(t, 0)), [&] {
+          std::vector<sg4::CommPtr> comms;
+          for (const Connection& k : spec.connections)
+            comms.push_back(sg4::Comm::sendto_async(sg4::Host::by_name(host_of(t, k.src)),
+                                                    sg4::Host::by_name(host_of(t, k.dst)),
+                                                    static_cast<std::uint64_t>(bytes)));
+          for (auto& comm : comms) comm->wait();
+          end = sg4::Engine::get_clock();
+        });
+        engine->run();
+        out = fmt::format("{:.17g}", end);
+      });
+    };
     // The same connections' platform written as XML, loaded, and the same step run on it.
     std::ostringstream xml;
     write_platform_xml(spec, xml);
     const PlatformFile file(xml.str(), fmt::format("ring{}", nodes));
-    const std::string file_text = run_isolated([&](std::string& out) {
-      auto engine = load(file.path());
-      double end = -1.0;
-      sg4::Actor::create("ring-step", sg4::Host::by_name(host_of(t, 0)), [&] {
-        std::vector<sg4::CommPtr> comms;
-        for (const Connection& k : spec.connections)
-          comms.push_back(sg4::Comm::sendto_async(sg4::Host::by_name(host_of(t, k.src)),
-                                                  sg4::Host::by_name(host_of(t, k.dst)),
-                                                  static_cast<std::uint64_t>(bytes)));
-        for (auto& comm : comms) comm->wait();
-        end = sg4::Engine::get_clock();
-      });
-      engine->run();
-      out = fmt::format("{:.17g}", end);
-    });
+    const std::string file_text = ring_step_on(file.path());
     const double on_engine = std::stod(engine_text), on_file = std::stod(file_text);
     CHECK(on_engine > 0.0);
     CHECK(on_file == doctest::Approx(on_engine).epsilon(1e-9));
     // The whole ring step on the file, from the export of every pair, takes the same time too.
     const PlatformFile all(xml_of(t), fmt::format("ringall{}", nodes));
-    const std::string all_text = run_isolated([&](std::string& out) {
-      auto engine = load(all.path());
-      double end = -1.0;
-      sg4::Actor::create("ring-step", sg4::Host::by_name(host_of(t, 0)), [&] {
-        std::vector<sg4::CommPtr> comms;
-        for (const Connection& k : spec.connections)
-          comms.push_back(sg4::Comm::sendto_async(sg4::Host::by_name(host_of(t, k.src)),
-                                                  sg4::Host::by_name(host_of(t, k.dst)),
-                                                  static_cast<std::uint64_t>(bytes)));
-        for (auto& comm : comms) comm->wait();
-        end = sg4::Engine::get_clock();
-      });
-      engine->run();
-      out = fmt::format("{:.17g}", end);
-    });
+    const std::string all_text = ring_step_on(all.path());
     CHECK(std::stod(all_text) == doctest::Approx(on_engine).epsilon(1e-9));
   }
 }
