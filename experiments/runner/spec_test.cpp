@@ -70,6 +70,17 @@ TEST_CASE("spec: a valid spec, its defaults and its hash") {
   CHECK(s.sha256 == experiments::sha256_hex(kTiny));
 }
 
+TEST_CASE("spec: without grid.channels, simulated engines run with NCCL's channels, the real engine with 2") {
+  TempDir d;
+  std::string text = kTiny;
+  text.replace(text.find("  channels: [1, 2]\n"), std::string("  channels: [1, 2]\n").size(), "");
+  CHECK(experiments::load_exp_spec(d.write("sim.yaml", text)).channels == std::vector<std::string>{"nccl"});
+  text.replace(text.find("engine: analytic"), std::string("engine: analytic").size(), "engine: real");
+  text.replace(text.find("topologies: pcie-8gpu"), std::string("topologies: pcie-8gpu").size(),
+               "topologies: local\n  ranks: [2]");
+  CHECK(experiments::load_exp_spec(d.write("real.yaml", text)).channels == std::vector<std::string>{"2"});
+}
+
 TEST_CASE("spec: nccl_version and nccl_env set the NCCL model's release and environment") {
   TempDir d;
   const std::string ok =
