@@ -114,6 +114,13 @@ expect_error "--count 1Q: unknown suffix 'Q'" verify --topology dgx-h100 --nodes
 expect_error "--count -5" verify --topology dgx-h100 --nodes 2 --count -5
 expect_error "--channels 0: expected 1 to 64" verify --topology dgx-h100 --nodes 2 --channels 0
 expect_error "unknown data type 'float7'" verify --topology dgx-h100 --nodes 2 --dtype float7
+expect_error "--channels x: expected nccl (what stock NCCL runs with here) or 1 to 64" sim --topology pcie-8gpu -b 1K -e 1K --channels x
+expect_error "--channels 65: expected nccl" sim --topology pcie-8gpu -b 1K -e 1K --channels 65
+expect_error "CollNet is not modelled" sim --topology pcie-8gpu -b 1K -e 1K --nccl-env NCCL_COLLNET_ENABLE=1
+# --channels nccl (the default) runs schedules with NCCL's channels: 24 on one DGX H100.
+if expect_ok sim --topology dgx-h100 -a ring -b 1M -e 1M --format jsonl; then
+  grep -q '"engine":"analytic".*' "$tmp/out" && grep '"engine":"analytic"' "$tmp/out" | grep -q '"channels":24' ||
+    fail "sim default channels: expected 24 on dgx-h100: $(head -c 400 "$tmp/out")"; fi
 expect_error "--root 99: expected a rank from 0 to 15" verify --topology dgx-h100 --nodes 2 --root 99
 expect_error "verify needs --topology" verify
 expect_error "not valid JSON" verify --schedule "$src/README.md"
