@@ -92,7 +92,7 @@ FabricSpec parse_fabric_node(const YAML::Node& n, const std::string& source) {
   if (!n.IsMap()) throw InputError(fmt::format("{}:{}: 'fabric' must be a name or a map", source, n.Mark().line + 1));
   reject_unknown_keys(n, source,
                       {"kind", "oversubscription", "switch_radix", "link_gbps", "latency_us", "transport", "ecmp",
-                       "pxn", "group_switches", "nics_per_switch", "global_links"},
+                       "pxn", "sharp", "group_switches", "nics_per_switch", "global_links"},
                       "fabric");
   auto named = [&](const char* key, auto parse) {
     const YAML::Node k = n[key];
@@ -107,6 +107,7 @@ FabricSpec parse_fabric_node(const YAML::Node& n, const std::string& source) {
     f.transport = named("transport", [](const std::string& v) { return std::string(find_transport(v).name); });
   if (n["ecmp"]) f.ecmp = named("ecmp", [](const std::string& v) { return parse_ecmp(v); });
   if (n["pxn"]) f.pxn = scalar<bool>(n["pxn"], source, "pxn", "true or false");
+  if (n["sharp"]) f.sharp = scalar<bool>(n["sharp"], source, "sharp", "true or false");
   auto count = [&](const char* key, int lo, int hi) {
     const int v = scalar<int>(n[key], source, key, "an integer");
     if (v < lo || v > hi)

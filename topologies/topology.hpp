@@ -110,6 +110,9 @@ struct FabricSpec {
   // a NIC on another rail first crosses NVLink to the node's GPU on that rail and leaves through
   // its NIC. Off: it leaves through its own NIC and the fabric changes rail.
   bool pxn = true;
+  // The switches reduce in the network (NVIDIA SHARP on Quantum InfiniBand switches; NCCL's
+  // CollNet with the SHARP plugin): schedules with SwitchKind::Sharp groups can run here.
+  bool sharp = false;
 };
 
 // What a rank knows about where it sits.

@@ -31,8 +31,16 @@ std::string_view to_string(OpKind k) {
       return "copy";
     case OpKind::Reduce:
       return "reduce";
+    case OpKind::SwitchSend:
+      return "switch_send";
+    case OpKind::SwitchRecv:
+      return "switch_recv";
   }
   return "?";
+}
+
+std::string_view to_string(SwitchKind k) {
+  return k == SwitchKind::Sharp ? "sharp" : "nvls";
 }
 
 namespace {
@@ -51,6 +59,10 @@ std::string describe(const Op& op) {
     case OpKind::Copy:
     case OpKind::Reduce:
       return fmt::format("{}({} -> {}) ch {}", to_string(op.kind), chunk_text(op.src), chunk_text(op.dst), op.channel);
+    case OpKind::SwitchSend:
+      return fmt::format("switch_send(group {}, {}) ch {}", op.peer, chunk_text(op.src), op.channel);
+    case OpKind::SwitchRecv:
+      return fmt::format("switch_recv(group {}, {}) ch {}", op.peer, chunk_text(op.dst), op.channel);
   }
   return "?";
 }
@@ -83,6 +95,13 @@ void ProgramBuilder::copy(Chunk src, Chunk dst, int channel) {
 void ProgramBuilder::reduce(Chunk src, Chunk dst, int channel) {
   TOPOCOLL_ASSERT(src.count == dst.count, fmt::format("reduce of {} into {} elements", src.count, dst.count));
   if (src.count > 0) out_.push_back(make(OpKind::Reduce, -1, src, dst, channel));
+}
+
+void ProgramBuilder::switch_send(int group, Chunk src, int channel) {
+  if (src.count > 0) out_.push_back(make(OpKind::SwitchSend, group, src, Chunk{}, channel));
+}
+void ProgramBuilder::switch_recv(int group, Chunk dst, int channel) {
+  if (dst.count > 0) out_.push_back(make(OpKind::SwitchRecv, group, Chunk{}, dst, channel));
 }
 
 void validate_header(const std::string& name, const CollectiveArgs& a, int channels, std::uint64_t scratch_count) {
@@ -142,6 +161,29 @@ void Schedule::set_pattern(int ch, ChannelPattern p) {
   TOPOCOLL_ASSERT(ch >= 0 && ch < channels_, fmt::format("channel {} of a schedule of {} channels", ch, channels_));
   if (patterns_.empty()) patterns_.assign(static_cast<std::size_t>(channels_), ChannelPattern::Pipeline);
   patterns_[static_cast<std::size_t>(ch)] = p;
+}
+
+int Schedule::add_switch_group(SwitchGroup g) {
+  const int index = static_cast<int>(switch_groups_.size());
+  auto check = [&](const std::vector<int>& ranks, std::string_view role) {
+    if (ranks.empty())
+      throw InputError(fmt::format("schedule '{}': switch group {} has no {}: expected at least one rank", name_,
+                                   index, role));
+    std::vector<bool> seen(static_cast<std::size_t>(args_.ranks), false);
+    for (int r : ranks) {
+      if (r < 0 || r >= args_.ranks)
+        throw InputError(fmt::format("schedule '{}': switch group {} names {} {}, not a rank of 0..{}", name_, index,
+                                     role, r, args_.ranks - 1));
+      if (seen[static_cast<std::size_t>(r)])
+        throw InputError(
+            fmt::format("schedule '{}': switch group {} names rank {} twice among its {}", name_, index, r, role));
+      seen[static_cast<std::size_t>(r)] = true;
+    }
+  };
+  check(g.contributors, "contributors");
+  check(g.receivers, "receivers");
+  switch_groups_.push_back(std::move(g));
+  return index;
 }
 
 std::uint64_t Schedule::buffer_count(BufferId b) const {

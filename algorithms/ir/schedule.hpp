@@ -13,6 +13,13 @@
 //   6. Channels of one rank do not race: an output or scratch element written by one channel
 //      is neither written nor read by another (the read-only input may be read by all).
 //   7-10. In place aliasing, avg, local-op overlap and errors: see docs/schedule.md.
+//  11. In-network reduction (NVSwitch multicast NVLS, SHARP in an InfiniBand switch): a schedule
+//      declares switch groups (contributors, receivers, the switch kind). `switch_send(g, src)`
+//      by a contributor of g is non-blocking and gives src to the next instance of (g, channel);
+//      `switch_recv(g, dst)` by a receiver of g blocks its channel until every contributor has
+//      given its part of that instance: dst = the reduction (op) of the contributions, in
+//      contributor order. Instances of (g, channel) match in FIFO order on every member; all
+//      parts of one instance have one element count. See docs/schedule.md.
 // Per-rank programs are generated on demand (program(rank)); nothing O(ranks^2) is stored.
 #pragma once
 
@@ -28,7 +35,7 @@
 namespace topocoll::algo {
 
 enum class BufferId : std::uint8_t { Input, Output, Scratch };
-enum class OpKind : std::uint8_t { Send, Recv, RecvReduce, Copy, Reduce };
+enum class OpKind : std::uint8_t { Send, Recv, RecvReduce, Copy, Reduce, SwitchSend, SwitchRecv };
 std::string_view to_string(BufferId b);
 std::string_view to_string(OpKind k);
 
@@ -43,11 +50,14 @@ struct Chunk {
 struct Op {
   OpKind kind = OpKind::Send;
   std::uint16_t channel = 0;
-  std::int32_t peer = -1;  // Send / Recv / RecvReduce
-  Chunk src;               // Send, Copy, Reduce
-  Chunk dst;               // Recv, RecvReduce, Copy, Reduce
+  std::int32_t peer = -1;  // Send / Recv / RecvReduce: the peer rank; SwitchSend / SwitchRecv: the group
+  Chunk src;               // Send, Copy, Reduce, SwitchSend
+  Chunk dst;               // Recv, RecvReduce, Copy, Reduce, SwitchRecv
   bool operator==(const Op&) const = default;
-  std::uint64_t count() const { return kind == OpKind::Send ? src.count : dst.count; }
+  std::uint64_t count() const {
+    return kind == OpKind::Send || kind == OpKind::SwitchSend ? src.count : dst.count;
+  }
+  bool is_switch() const { return kind == OpKind::SwitchSend || kind == OpKind::SwitchRecv; }
 };
 std::string describe(const Op& op);  // "send(peer 3, output[0:128]) ch 1"
 
@@ -63,6 +73,8 @@ class ProgramBuilder {
   void recv_reduce(int peer, Chunk dst, int channel);
   void copy(Chunk src, Chunk dst, int channel);
   void reduce(Chunk src, Chunk dst, int channel);
+  void switch_send(int group, Chunk src, int channel);
+  void switch_recv(int group, Chunk dst, int channel);
 
  private:
   Program& out_;
@@ -86,6 +98,22 @@ void validate_header(const std::string& name, const CollectiveArgs& args, int ch
 enum class ChannelPattern : std::uint8_t { Pipeline, Tree };
 std::string_view to_string(ChannelPattern p);
 
+// Where a switch group's reduction happens: the NVSwitch fabric of the members' NVLink domain
+// (NVLS: multimem.ld_reduce / multimem.st through NVSwitch multicast, Hopper and later) or the
+// InfiniBand switches of the network (SHARP, NCCL's CollNet).
+enum class SwitchKind : std::uint8_t { Nvls, Sharp };
+std::string_view to_string(SwitchKind k);
+
+// The ranks of one in-network reduction: every instance reduces one part from each contributor
+// and delivers the result to every receiver (a receiver may also contribute). One contributor
+// and several receivers is a multicast store (NVLS all-gather).
+struct SwitchGroup {
+  SwitchKind kind = SwitchKind::Nvls;
+  std::vector<int> contributors;  // distinct ranks, the reduction order
+  std::vector<int> receivers;     // distinct ranks
+  bool operator==(const SwitchGroup&) const = default;
+};
+
 class Schedule {
  public:
   using Generator = std::function<void(int rank, Program& out)>;  // appends rank's program
@@ -106,6 +134,12 @@ class Schedule {
   ChannelPattern pattern(int ch) const;
   // Marks channel ch (0 <= ch < num_channels()) as running `p`; generators call it.
   void set_pattern(int ch, ChannelPattern p);
+  // In-network reduction groups (empty for point-to-point schedules). add_switch_group returns the
+  // index an op's `peer` names; it throws InputError when a member is not a rank, is repeated, or
+  // a list is empty.
+  const std::vector<SwitchGroup>& switch_groups() const { return switch_groups_; }
+  int add_switch_group(SwitchGroup g);
+  bool uses_switch() const { return !switch_groups_.empty(); }
 
  private:
   std::string name_;
@@ -114,6 +148,7 @@ class Schedule {
   std::uint64_t scratch_count_ = 0;
   Generator generator_;
   std::vector<ChannelPattern> patterns_;  // empty: every channel Pipeline
+  std::vector<SwitchGroup> switch_groups_;
 };
 
 }  // namespace topocoll::algo
