@@ -113,7 +113,7 @@ int topo_path(const TopoArgs& a, std::ostream& out) {
 }
 
 int topo_presets(std::ostream& out) {
-  for (const auto& p : topo::presets()) out << fmt::format("{:<10} {}\n", p.name, p.description);
+  for (const auto& p : topo::presets()) out << fmt::format("{:<16} {}\n", p.name, p.description);
   return 0;
 }
 

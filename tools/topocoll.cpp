@@ -35,7 +35,7 @@ Examples:
   topocoll topo export --topology dgx-a100 --nodes 4 --format dot -o cluster.dot
   topocoll topo path   --topology dgx-h100 --nodes 2 --from n0/gpu0 --to n1/gpu3
   topocoll topo presets
-T is a preset (dgx-a100, dgx-h100, pcie-8gpu, local), an NCCL topology .xml file or a .yaml spec.)";
+T is a preset (`topocoll topo presets`), an NCCL topology .xml file, a node .yaml or a .yaml cluster spec.)";
 
 constexpr const char* kAlgoExamples = R"(
 Examples:

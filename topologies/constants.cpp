@@ -15,6 +15,36 @@ double nvlink_gbps_per_link(int sm) {
   return kNvlink1GbpsPerLink;
 }
 
+std::optional<double> nvlink_generation_gbps_per_link(int generation) {
+  switch (generation) {
+    case 1:
+      return kNvlink1GbpsPerLink;
+    case 2:
+      return kNvlink2GbpsPerLink;
+    case 3:
+      return kNvlink3GbpsPerLink;
+    case 4:
+      return kNvlink4GbpsPerLink;
+    case 5:
+      return kNvlink5GbpsPerLink;
+    default:
+      return std::nullopt;
+  }
+}
+
+std::optional<double> pcie_generation_gts(int generation) {
+  static constexpr double kGts[] = {2.5, 5.0, 8.0, 16.0, 32.0, 64.0};
+  if (generation < 1 || generation > 6) return std::nullopt;
+  return kGts[generation - 1];
+}
+
+std::optional<double> inter_socket_gbps_of_vendor(std::string_view vendor) {
+  if (vendor == "intel") return kInterSocketIntelSapphireRapidsGbps;
+  if (vendor == "amd") return kInterSocketAmdGbps;
+  if (vendor == "arm") return kInterSocketArmGbps;
+  return std::nullopt;
+}
+
 double nccl_nvlink_gbps_per_link(int sm) {
   if (sm >= 100) return 40.1;
   if (sm >= 90) return 20.6;

@@ -29,6 +29,31 @@ inline constexpr double kNvlink5GbpsPerLink = 50.0;
 // SM86 (A40/A10 class) NVLink bridges: 112.5 GB/s over 4 links -> 14.0625 per link per direction
 // (NVIDIA A40 datasheet: "112.5 GB/s bidirectional" over the bridge).
 double nvlink_gbps_per_link(int sm);
+// The per-link rate of an NVLink generation 1..5 (the figures above); nullopt for another number.
+std::optional<double> nvlink_generation_gbps_per_link(int generation);
+// H200 SXM: NVLink 4, 900 GB/s bidirectional over 18 links (NVIDIA H200 Tensor Core GPU
+//   datasheet) -> 25 GB/s per link per direction, as H100 SXM5.
+// H100 PCIe: NVLink bridge, "NVLink: 600 GB/s" bidirectional between a bridged pair (NVIDIA
+//   H100 PCIe product brief PB-11133-001) -> 12 NVLink 4 links at 25 GB/s per direction.
+// B200 (HGX B200 / DGX B200) and GB200: NVLink 5, 1.8 TB/s bidirectional over 18 links (NVIDIA
+//   Blackwell architecture technical brief; DGX B200 user guide: 2 fifth-generation NVLink
+//   switches, 14.4 TB/s aggregate) -> 50 GB/s per link per direction.
+// L40S: no NVLink; PCIe Gen4 x16, 64 GB/s bidirectional (NVIDIA L40S datasheet).
+inline constexpr int kH100PcieBridgeLinks = 12;
+// GB200 NVL72: 72 GPUs in one NVLink domain, 18 compute trays of 4 GPUs and 2 Grace CPUs, 9
+// NVLink switch trays of 2 NVLink switch chips; each GPU's 18 NVLink 5 links go one to each of
+// the 18 chips (NVIDIA multi-node NVLink tuning guide, "Understanding Your Grace-Blackwell
+// Systems": 18x 1RU compute trays, 4 GPUs per tray, 9x NVL72 NVLink switch trays).
+inline constexpr int kNvl72Gpus = 72;
+inline constexpr int kNvl72SwitchChips = 18;
+
+// --- NVLink-C2C (Grace) ------------------------------------------------------------------
+// Grace Hopper GH200: NVLink-C2C 900 GB/s bidirectional between the Grace CPU and its H100 ->
+// 450 GB/s per direction (NVIDIA Grace Hopper Superchip datasheet). GB200 superchip: one Grace
+// and two B200 joined by NVLink-C2C, 900 GB/s bidirectional for the superchip (NVIDIA GB200 NVL72
+// product page) -> modelled as 225 GB/s per direction on each GPU's C2C link.
+inline constexpr double kGh200C2CGbps = 450.0;
+inline constexpr double kGb200C2CGbpsPerGpu = 225.0;
 
 // NCCL's own per-link NVLink figures (src/graph/topo.h, NCCL 2.2x): SM60 18, SM70 20, SM80 20,
 // SM86 12, SM90 20.6, SM100 40.1 GB/s. Effective rates, used by the NCCL reference model only.
@@ -46,6 +71,9 @@ std::optional<double> pcie_gbps_per_lane(double gts);
 // Returns the GT/s figure, nullopt when the text is not of that form.
 std::optional<double> parse_pcie_link_speed(std::string_view text);
 inline constexpr int kPcieDefaultWidth = 16;  // NCCL: "if (width == 0) width = 16" (topo.cc)
+// The transfer rate of PCIe generation 1..6 in GT/s (2.5, 5, 8, 16, 32, 64; PCI-SIG base
+// specifications); nullopt for another number.
+std::optional<double> pcie_generation_gts(int generation);
 
 // --- CPU interconnect, per direction -------------------------------------------------------
 // NCCL's published inter-socket figures (src/graph/topo.h): BDW_QPI 6, SKL_QPI 10, SRP_QPI 22
@@ -56,6 +84,8 @@ inline constexpr double kInterSocketIntelSkylakeGbps = 10.0;
 inline constexpr double kInterSocketIntelSapphireRapidsGbps = 22.0;
 inline constexpr double kInterSocketAmdGbps = 16.0;
 inline constexpr double kInterSocketArmGbps = 6.0;
+// The figure above for a vendor name ("intel" -> Sapphire Rapids, "amd", "arm"); nullopt else.
+std::optional<double> inter_socket_gbps_of_vendor(std::string_view vendor);
 // CPU-to-root-port bandwidth inside a socket is not a bottleneck in the model (NCCL: LOC_BW 5000).
 inline constexpr double kLocalGbps = 5000.0;
 
@@ -65,6 +95,15 @@ inline constexpr double kLocalGbps = 5000.0;
 // Mb/s (200000 = 200 Gb/s).
 inline constexpr double kHdrGbps = 25.0;
 inline constexpr double kNdrGbps = 50.0;
+// ConnectX-8 SuperNIC XDR: 800 Gb/s = 100 GB/s (NVIDIA ConnectX-8 SuperNIC product brief).
+inline constexpr double kXdrGbps = 100.0;
+// HPE Slingshot 11 (Cassini NIC): 200 Gb/s = 25 GB/s (HPE Slingshot interconnect data sheet;
+// ALCF Polaris machine overview: "a pair of Slingshot 11 network adapters" per node).
+inline constexpr double kSlingshot11Gbps = 25.0;
+// Gb/s as vendors write a port rate -> GB/s per direction.
+inline constexpr double gbit_to_gbps(double gbit) {
+  return gbit / 8.0;
+}
 // Quantum-2 QM9700 switch: 64 ports of 400 Gb/s NDR. Source: NVIDIA Quantum-2 QM9700 datasheet.
 inline constexpr int kQuantum2Radix = 64;
 

@@ -11,14 +11,19 @@
 #include "common/errors.hpp"
 #include "common/json_input.hpp"
 #include "common/log.hpp"
+#include "topologies/constants.hpp"
 #include "topologies/nccl_xml.hpp"
 #include "topologies/presets.hpp"
 #include "topologies/transform.hpp"
 #include "topologies/transports.hpp"
+#include "topologies/yaml_input.hpp"
 
 namespace topocoll::topo {
 
 namespace fs = std::filesystem;
+using yaml_input::positive;
+using yaml_input::reject_unknown_keys;
+using yaml_input::scalar;
 
 namespace {
 
@@ -39,41 +44,6 @@ std::string read_file(const std::string& path) {
   std::ostringstream os;
   os << in.rdbuf();
   return os.str();
-}
-
-// Reads a YAML scalar as T; a wrong type names the file, line and expectation.
-template <typename T>
-T scalar(const YAML::Node& n, const std::string& source, const std::string& key, const char* expected) {
-  try {
-    if (!n.IsScalar()) throw YAML::BadConversion(n.Mark());
-    return n.as<T>();
-  } catch (const YAML::Exception&) {
-    throw InputError(fmt::format("{}:{}: '{}' must be {}", source, n.Mark().line + 1, key, expected));
-  }
-}
-
-void reject_unknown_keys(const YAML::Node& map, const std::string& source,
-                         std::initializer_list<std::string_view> known, const std::string& where) {
-  for (const auto& kv : map) {
-    if (!kv.first.IsScalar())
-      throw InputError(fmt::format("{}:{}: a key of {} is not a name", source, kv.first.Mark().line + 1, where));
-    const std::string key = kv.first.as<std::string>();
-    if (std::find(known.begin(), known.end(), key) != known.end()) continue;
-    std::string list;
-    for (auto k : known) list += (list.empty() ? "" : ", ") + std::string(k);
-    throw InputError(fmt::format("{}:{}: unknown key '{}' in {}: expected one of {}", source, kv.first.Mark().line + 1,
-                                 json_input::escaped(key), where, list));
-  }
-}
-
-double positive(double v, const YAML::Node& n, const std::string& source, const std::string& key, double max,
-                const char* limit) {
-  if (!(v > 0.0))
-    throw InputError(fmt::format("{}:{}: '{}' must be a positive number, got {}", source, n.Mark().line + 1, key, v));
-  if (!(v <= max))
-    throw InputError(
-        fmt::format("{}:{}: '{}' {} is more than {:g} (the limit {})", source, n.Mark().line + 1, key, v, max, limit));
-  return v;
 }
 
 FabricSpec parse_fabric_node(const YAML::Node& n, const std::string& source) {
@@ -147,6 +117,49 @@ FabricSpec parse_fabric_node(const YAML::Node& n, const std::string& source) {
   return f;
 }
 
+// The node fields of `overrides:` (gpu, nvlink_gbps, nvlink, p2p).
+void parse_node_overrides(const YAML::Node& o, const std::string& source, ClusterSpec& spec) {
+  if (const YAML::Node g = o["gpu"]) {
+    if (g.IsScalar()) {
+      spec.gpu_model = scalar<std::string>(g, source, "gpu", "a GPU model name or {model, sm}");
+    } else if (g.IsMap()) {
+      reject_unknown_keys(g, source, {"model", "sm"}, "overrides.gpu");
+      if (g["model"]) spec.gpu_model = scalar<std::string>(g["model"], source, "model", "a GPU model name");
+      if (g["sm"]) spec.gpu_sm = yaml_input::integer(g["sm"], source, "sm", 10, 199);
+    } else {
+      throw InputError(fmt::format("{}:{}: 'gpu' must be a GPU model name or {{model, sm}}", source,
+                                   yaml_input::line_of(g)));
+    }
+  }
+  if (o["nvlink_gbps"])
+    spec.nvlink_gbps =
+        positive(scalar<double>(o["nvlink_gbps"], source, "nvlink_gbps", "a number (GB/s per GPU per direction)"),
+                 o["nvlink_gbps"], source, "nvlink_gbps", kMaxSpecGbps, "kMaxSpecGbps");
+  if (o["p2p"]) spec.p2p = scalar<bool>(o["p2p"], source, "p2p", "true or false");
+  if (const YAML::Node n = o["nvlink"]) {
+    if (!n.IsMap())
+      throw InputError(fmt::format("{}:{}: 'nvlink' must be a map like {{generation: 4, switches: [5, 4, 4, 5]}}",
+                                   source, yaml_input::line_of(n)));
+    reject_unknown_keys(n, source, {"generation", "gbps_per_link", "switches"}, "overrides.nvlink");
+    if (n["generation"])
+      spec.nvswitch_gbps_per_link =
+          *constants::nvlink_generation_gbps_per_link(yaml_input::integer(n["generation"], source, "generation", 1, 5));
+    if (n["gbps_per_link"])
+      spec.nvswitch_gbps_per_link =
+          positive(scalar<double>(n["gbps_per_link"], source, "gbps_per_link", "a number (GB/s per direction)"),
+                   n["gbps_per_link"], source, "gbps_per_link", kMaxSpecGbps, "kMaxSpecGbps");
+    const YAML::Node s = n["switches"];
+    if (!s || !s.IsSequence() || s.size() == 0)
+      throw InputError(fmt::format(
+          "{}:{}: 'overrides.nvlink' needs 'switches: [...]', the links from each GPU to each NVSwitch", source,
+          yaml_input::line_of(n)));
+    for (const YAML::Node& k : s) spec.nvswitch_links.push_back(yaml_input::integer(k, source, "switches", 1, 64));
+    if (spec.nvswitch_gbps_per_link == 0.0)
+      throw InputError(fmt::format("{}:{}: 'overrides.nvlink' needs 'generation' or 'gbps_per_link'", source,
+                                   yaml_input::line_of(n)));
+  }
+}
+
 }  // namespace
 
 ClusterSpec parse_cluster_spec(const std::string& text, const std::string& source, const std::string& base_dir) {
@@ -162,13 +175,21 @@ ClusterSpec parse_cluster_spec(const std::string& text, const std::string& sourc
   ClusterSpec spec;
   if (root["name"]) spec.name = scalar<std::string>(root["name"], source, "name", "a string");
   if (!root["node"])
-    throw InputError(fmt::format("{}: missing 'node': expected a preset name or an NCCL topology XML file", source));
-  spec.node = scalar<std::string>(root["node"], source, "node", "a preset name or an XML file");
-  if (!is_preset(spec.node)) {
-    if (!ends_with(spec.node, ".xml"))
+    throw InputError(fmt::format(
+        "{}: missing 'node': expected a preset name, an NCCL topology XML file, a node .yaml file or a node map",
+        source));
+  if (root["node"].IsMap()) {
+    spec.inline_node = yaml_input::parse_node_map(root["node"], source);
+    if (spec.inline_node->name.empty()) spec.inline_node->name = source + ":node";
+    spec.node = spec.inline_node->name;
+  } else {
+    spec.node = scalar<std::string>(root["node"], source, "node", "a preset name, a file or a node map");
+  }
+  if (!spec.inline_node && !is_preset(spec.node)) {
+    if (!ends_with(spec.node, ".xml") && !ends_with(spec.node, ".yaml") && !ends_with(spec.node, ".yml"))
       throw InputError(
-          fmt::format("{}:{}: 'node: {}' is neither a preset (dgx-a100, dgx-h100, pcie-8gpu, local) nor an .xml file",
-                      source, root["node"].Mark().line + 1, spec.node));
+          fmt::format("{}:{}: 'node: {}' is neither a preset ({}) nor an .xml or .yaml file, nor a node map", source,
+                      root["node"].Mark().line + 1, spec.node, preset_names()));
     fs::path p(spec.node);
     spec.node_path = p.is_absolute() ? p.string() : (fs::path(base_dir) / p).string();
   }
@@ -181,7 +202,8 @@ ClusterSpec parse_cluster_spec(const std::string& text, const std::string& sourc
   if (root["fabric"]) spec.fabric = parse_fabric_node(root["fabric"], source);
   if (const YAML::Node o = root["overrides"]) {
     if (!o.IsMap()) throw InputError(fmt::format("{}:{}: 'overrides' must be a map", source, o.Mark().line + 1));
-    reject_unknown_keys(o, source, {"nic_gbps", "nics_per_gpu"}, "overrides");
+    reject_unknown_keys(o, source, {"nic_gbps", "nics_per_gpu", "gpu", "nvlink_gbps", "nvlink", "p2p"}, "overrides");
+    parse_node_overrides(o, source, spec);
     if (o["nics_per_gpu"]) spec.nics_per_gpu = scalar<int>(o["nics_per_gpu"], source, "nics_per_gpu", "an integer");
     if (o["nic_gbps"])
       spec.nic_gbps = positive(scalar<double>(o["nic_gbps"], source, "nic_gbps", "a number (GB/s)"), o["nic_gbps"],
@@ -225,7 +247,27 @@ namespace {
 
 NodeModel node_model_of(const std::string& name_or_path) {
   if (is_preset(name_or_path)) return make_preset_node(name_or_path);
+  if (ends_with(name_or_path, ".yaml") || ends_with(name_or_path, ".yml"))
+    return build_node(load_node_spec(name_or_path));
   return load_nccl_xml(name_or_path);
+}
+
+// The node fields of the spec's `overrides:`, applied to any node source.
+void apply_node_overrides(const ClusterSpec& spec, NodeModel& m) {
+  if (spec.gpu_model || spec.gpu_sm) {
+    set_gpu_model(m, spec.gpu_model, spec.gpu_sm);
+    m.notes.push_back(fmt::format("GPU set to {}{} by the cluster spec", spec.gpu_model.value_or("its model"),
+                                  spec.gpu_sm ? fmt::format(" (sm{})", *spec.gpu_sm) : ""));
+  }
+  if (!spec.nvswitch_links.empty()) {
+    add_nvswitches(m, spec.nvswitch_links, spec.nvswitch_gbps_per_link);
+    m.notes.push_back(fmt::format("{} NVLink switches added by the cluster spec", spec.nvswitch_links.size()));
+  }
+  if (spec.nvlink_gbps) set_nvlink_gbps(m, *spec.nvlink_gbps);
+  if (spec.p2p && !*spec.p2p) {
+    disable_p2p(m);
+    m.notes.push_back("P2P off by the cluster spec (as NCCL_P2P_DISABLE=1): no NVLink");
+  }
 }
 
 void set_nic_rate(NodeModel& m, double gbps) {
@@ -239,7 +281,7 @@ Topology load_topology(const TopologyOptions& options) {
   const std::string& t = options.topology;
   if (t.empty())
     throw InputError(
-        "--topology is required: a preset (dgx-a100, dgx-h100, pcie-8gpu, local), an .xml or a .yaml file");
+        fmt::format("--topology is required: a preset ({}), an .xml or a .yaml file", preset_names()));
   if (options.nodes && (*options.nodes < 1 || *options.nodes > Topology::kMaxNodes))
     throw InputError(
         fmt::format("--nodes {}: expected a node count from 1 to {}", *options.nodes, Topology::kMaxNodes));
@@ -252,8 +294,11 @@ Topology load_topology(const TopologyOptions& options) {
 
   const bool yaml = ends_with(t, ".yaml") || ends_with(t, ".yml");
   ClusterSpec spec;
-  if (yaml) {
+  if (yaml && !is_node_spec_text(read_file(t))) {
     spec = load_cluster_spec(t);
+  } else if (yaml) {
+    spec.node = t;
+    spec.node_path = t;
   } else {
     if (!is_preset(t) && !ends_with(t, ".xml")) make_preset_node(t);  // throws: unknown preset, lists the known
     spec.node = t;
@@ -267,7 +312,9 @@ Topology load_topology(const TopologyOptions& options) {
   if (options.pxn) spec.fabric.pxn = *options.pxn;
   if (options.nics_per_gpu) spec.nics_per_gpu = *options.nics_per_gpu;
 
-  NodeModel base = node_model_of(spec.node_path.empty() ? spec.node : spec.node_path);
+  NodeModel base =
+      spec.inline_node ? build_node(*spec.inline_node) : node_model_of(spec.node_path.empty() ? spec.node : spec.node_path);
+  apply_node_overrides(spec, base);
   if (spec.nic_gbps) {
     set_nic_rate(base, *spec.nic_gbps);
     base.notes.push_back(fmt::format("NIC port rate set to {} GB/s by the cluster spec", *spec.nic_gbps));

@@ -5,6 +5,7 @@
 #include <optional>
 #include <string>
 
+#include "topologies/node_spec.hpp"
 #include "topologies/topology.hpp"
 
 namespace topocoll::topo {
@@ -12,7 +13,7 @@ namespace topocoll::topo {
 // The typed configuration of a topology request. Unset fields take the spec's value (YAML), then
 // the defaults: 1 node, rail-fat-tree, oversubscription 1.
 struct TopologyOptions {
-  std::string topology;  // preset | FILE.xml | FILE.yaml / FILE.yml
+  std::string topology;  // preset | FILE.xml | FILE.yaml / FILE.yml (cluster spec or node description)
   std::optional<int> nodes;
   std::optional<FabricKind> fabric;
   std::optional<double> oversubscription;
@@ -25,22 +26,34 @@ struct TopologyOptions {
 
 // YAML cluster spec, documented in docs/topologies.md:
 //   name: my-cluster              # optional
-//   node: dgx-h100                # a preset or an NCCL XML file (relative to the spec)
+//   node: dgx-h100                # a preset, an NCCL XML file or a node .yaml file (relative to
+//                                 # the spec), or an inline map in the node language
+//                                 # (topologies/node_spec.hpp)
 //   nodes: 16
 //   fabric: rail-fat-tree         # or {kind, oversubscription, switch_radix, link_gbps, latency_us,
 //                                 #     transport, ecmp, pxn, group_switches, nics_per_switch,
 //                                 #     global_links}
-//   overrides: {nic_gbps: 50, nics_per_gpu: 2}   # applied to every node
+//   overrides: {nic_gbps: 50, nics_per_gpu: 2}   # applied to every node; also gpu (a model name
+//                                 # or {model, sm}), nvlink_gbps (per GPU per direction),
+//                                 # nvlink: {generation | gbps_per_link, switches: [...]} (adds
+//                                 # NVLink switches to a node without NVLink), p2p
 //   node_overrides:               # applied to some nodes (a degraded node, a slower NIC)
 //     - {nodes: [3], nic_gbps: 25}
 struct ClusterSpec {
   std::string name;
   std::string node;       // as written
   std::string node_path;  // resolved path when `node` is a file
+  std::optional<NodeSpec> inline_node;  // `node:` given as a map in the node language
   int nodes = 1;
   FabricSpec fabric;
   std::optional<double> nic_gbps;
   std::optional<int> nics_per_gpu;
+  std::optional<std::string> gpu_model;
+  std::optional<int> gpu_sm;
+  std::optional<double> nvlink_gbps;  // per GPU per direction
+  std::vector<int> nvswitch_links;    // overrides.nvlink.switches: NVLink switches to add
+  double nvswitch_gbps_per_link = 0.0;
+  std::optional<bool> p2p;
   struct NodeOverride {
     std::vector<int> nodes;
     std::optional<double> nic_gbps;
