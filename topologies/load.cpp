@@ -127,8 +127,8 @@ void parse_node_overrides(const YAML::Node& o, const std::string& source, Cluste
       if (g["model"]) spec.gpu_model = scalar<std::string>(g["model"], source, "model", "a GPU model name");
       if (g["sm"]) spec.gpu_sm = yaml_input::integer(g["sm"], source, "sm", 10, 199);
     } else {
-      throw InputError(fmt::format("{}:{}: 'gpu' must be a GPU model name or {{model, sm}}", source,
-                                   yaml_input::line_of(g)));
+      throw InputError(
+          fmt::format("{}:{}: 'gpu' must be a GPU model name or {{model, sm}}", source, yaml_input::line_of(g)));
     }
   }
   if (o["nvlink_gbps"])
@@ -150,9 +150,9 @@ void parse_node_overrides(const YAML::Node& o, const std::string& source, Cluste
                    n["gbps_per_link"], source, "gbps_per_link", kMaxSpecGbps, "kMaxSpecGbps");
     const YAML::Node s = n["switches"];
     if (!s || !s.IsSequence() || s.size() == 0)
-      throw InputError(fmt::format(
-          "{}:{}: 'overrides.nvlink' needs 'switches: [...]', the links from each GPU to each NVSwitch", source,
-          yaml_input::line_of(n)));
+      throw InputError(
+          fmt::format("{}:{}: 'overrides.nvlink' needs 'switches: [...]', the links from each GPU to each NVSwitch",
+                      source, yaml_input::line_of(n)));
     for (const YAML::Node& k : s) spec.nvswitch_links.push_back(yaml_input::integer(k, source, "switches", 1, 64));
     if (spec.nvswitch_gbps_per_link == 0.0)
       throw InputError(fmt::format("{}:{}: 'overrides.nvlink' needs 'generation' or 'gbps_per_link'", source,
@@ -280,8 +280,7 @@ void set_nic_rate(NodeModel& m, double gbps) {
 Topology load_topology(const TopologyOptions& options) {
   const std::string& t = options.topology;
   if (t.empty())
-    throw InputError(
-        fmt::format("--topology is required: a preset ({}), an .xml or a .yaml file", preset_names()));
+    throw InputError(fmt::format("--topology is required: a preset ({}), an .xml or a .yaml file", preset_names()));
   if (options.nodes && (*options.nodes < 1 || *options.nodes > Topology::kMaxNodes))
     throw InputError(
         fmt::format("--nodes {}: expected a node count from 1 to {}", *options.nodes, Topology::kMaxNodes));
@@ -312,8 +311,8 @@ Topology load_topology(const TopologyOptions& options) {
   if (options.pxn) spec.fabric.pxn = *options.pxn;
   if (options.nics_per_gpu) spec.nics_per_gpu = *options.nics_per_gpu;
 
-  NodeModel base =
-      spec.inline_node ? build_node(*spec.inline_node) : node_model_of(spec.node_path.empty() ? spec.node : spec.node_path);
+  NodeModel base = spec.inline_node ? build_node(*spec.inline_node)
+                                    : node_model_of(spec.node_path.empty() ? spec.node : spec.node_path);
   apply_node_overrides(spec, base);
   if (spec.nic_gbps) {
     set_nic_rate(base, *spec.nic_gbps);

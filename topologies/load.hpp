@@ -41,8 +41,8 @@ struct TopologyOptions {
 //     - {nodes: [3], nic_gbps: 25}
 struct ClusterSpec {
   std::string name;
-  std::string node;       // as written
-  std::string node_path;  // resolved path when `node` is a file
+  std::string node;                     // as written
+  std::string node_path;                // resolved path when `node` is a file
   std::optional<NodeSpec> inline_node;  // `node:` given as a map in the node language
   int nodes = 1;
   FabricSpec fabric;

@@ -2,8 +2,8 @@
 
 #include <fmt/format.h>
 
-#include <functional>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <set>
 #include <sstream>
@@ -24,12 +24,12 @@ namespace {
 
 // What a node description may give (InputError beyond): sizes that keep a node, and an NVLink
 // domain of trays, within what the rest of the model handles.
-constexpr int kMaxGpus = 1024;     // GPUs per node or tray
-constexpr int kMaxDomain = 1024;   // GPUs in one NVLink domain (NVL72 is 72; NVL576 576)
-constexpr int kMaxSockets = 64;    // per node or tray
-constexpr int kMaxNics = 256;      // in one PCIe group
-constexpr int kMaxLinks = 64;      // NVLink links in one bundle
-constexpr double kMaxGbps = 1e5;   // any rate, GB/s
+constexpr int kMaxGpus = 1024;    // GPUs per node or tray
+constexpr int kMaxDomain = 1024;  // GPUs in one NVLink domain (NVL72 is 72; NVL576 576)
+constexpr int kMaxSockets = 64;   // per node or tray
+constexpr int kMaxNics = 256;     // in one PCIe group
+constexpr int kMaxLinks = 64;     // NVLink links in one bundle
+constexpr double kMaxGbps = 1e5;  // any rate, GB/s
 constexpr int kMaxCores = 1 << 20;
 
 // Compute capability of a GPU model name, by its leading product name (CUDA GPUs list,
@@ -40,9 +40,9 @@ std::optional<int> sm_of_model(std::string_view model) {
     std::string_view prefix;
     int sm;
   };
-  static constexpr Known kKnown[] = {{"V100", 70}, {"A100", 80}, {"A40", 86},   {"A10", 86},   {"L40", 89},
-                                     {"L4", 89},   {"RTX-4090", 89}, {"H100", 90}, {"H200", 90}, {"GH200", 90},
-                                     {"B200", 100}, {"GB200", 100}};
+  static constexpr Known kKnown[] = {{"V100", 70}, {"A100", 80},  {"A40", 86},      {"A10", 86},
+                                     {"L40", 89},  {"L4", 89},    {"RTX-4090", 89}, {"H100", 90},
+                                     {"H200", 90}, {"GH200", 90}, {"B200", 100},    {"GB200", 100}};
   std::string upper(model);
   for (char& ch : upper) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
   for (const Known& k : kKnown)
@@ -71,8 +71,8 @@ double parse_gbit(const YAML::Node& n, const std::string& source, const std::str
   std::string unit = text.substr(pos);
   while (!unit.empty() && unit.front() == ' ') unit.erase(0, 1);
   if (pos == 0 || (unit != "Gb/s" && unit != "Gbps"))
-    throw InputError(fmt::format("{}:{}: '{}: {}' must be a rate in Gb/s as vendors write it, like '400 Gb/s'",
-                                 source, line_of(n), key, json_input::escaped(text)));
+    throw InputError(fmt::format("{}:{}: '{}: {}' must be a rate in Gb/s as vendors write it, like '400 Gb/s'", source,
+                                 line_of(n), key, json_input::escaped(text)));
   if (!(v > 0.0) || v / 8.0 > kMaxGbps)
     throw InputError(fmt::format("{}:{}: '{}: {}' must be a positive rate of at most {:g} Gb/s", source, line_of(n),
                                  key, json_input::escaped(text), kMaxGbps * 8.0));
@@ -80,8 +80,8 @@ double parse_gbit(const YAML::Node& n, const std::string& source, const std::str
 }
 
 double gbps(const YAML::Node& n, const std::string& source, const std::string& key) {
-  return yaml_input::positive(scalar<double>(n, source, key, "a number (GB/s per direction)"), n, source, key,
-                              kMaxGbps, "kMaxGbps");
+  return yaml_input::positive(scalar<double>(n, source, key, "a number (GB/s per direction)"), n, source, key, kMaxGbps,
+                              "kMaxGbps");
 }
 
 std::string name_of(const YAML::Node& n, const std::string& source, const std::string& key) {
@@ -96,8 +96,8 @@ struct Parser {
   PcieGroup group(const YAML::Node& n, bool is_switch, std::optional<int> socket) {
     const char* where = is_switch ? "a PCIe switch" : "a root-port group";
     if (!n.IsMap())
-      throw InputError(fmt::format("{}:{}: {} must be a map like {{socket: 0, gpus: 2, nics: 1}}", source,
-                                   line_of(n), where));
+      throw InputError(
+          fmt::format("{}:{}: {} must be a map like {{socket: 0, gpus: 2, nics: 1}}", source, line_of(n), where));
     if (is_switch)
       reject_unknown_keys(n, source, {"socket", "gpus", "nics", "width", "switches"}, where);
     else
@@ -112,8 +112,8 @@ struct Parser {
     } else if (socket) {
       g.socket = *socket;
     } else {
-      throw InputError(fmt::format("{}:{}: {} needs 'socket: N' (the CPU socket it hangs off)", source, line_of(n),
-                                   where));
+      throw InputError(
+          fmt::format("{}:{}: {} needs 'socket: N' (the CPU socket it hangs off)", source, line_of(n), where));
     }
     if (const YAML::Node k = n["gpus"]; k && k.IsSequence()) {
       // `gpus: [4, 5]`: the indices the walk gives (checked in validate).
@@ -157,8 +157,8 @@ struct Parser {
 
 void Parser::parse_gpu(const YAML::Node& n) {
   if (!n.IsMap())
-    throw InputError(fmt::format("{}:{}: 'gpu' must be a map like {{model: H100-SXM5, sm: 90, count: 8}}", source,
-                                 line_of(n)));
+    throw InputError(
+        fmt::format("{}:{}: 'gpu' must be a map like {{model: H100-SXM5, sm: 90, count: 8}}", source, line_of(n)));
   reject_unknown_keys(n, source, {"model", "sm", "count"}, "gpu");
   if (n["model"]) spec.gpu_model = name_of(n["model"], source, "model");
   if (n["sm"]) {
@@ -167,8 +167,8 @@ void Parser::parse_gpu(const YAML::Node& n) {
     spec.sm = *sm;
   }
   if (!n["count"])
-    throw InputError(fmt::format("{}:{}: 'gpu' needs 'count' (GPUs per node, or per tray with nvlink_domain)", source,
-                                 line_of(n)));
+    throw InputError(
+        fmt::format("{}:{}: 'gpu' needs 'count' (GPUs per node, or per tray with nvlink_domain)", source, line_of(n)));
   spec.gpus = integer(n["count"], source, "count", 1, kMaxGpus);
 }
 
@@ -191,9 +191,8 @@ void Parser::parse_cpu(const YAML::Node& n) {
 
 void Parser::parse_pcie(const YAML::Node& n) {
   if (!n.IsMap())
-    throw InputError(
-        fmt::format("{}:{}: 'pcie' must be a map like {{generation: 5, width: 16, switches: [...]}}", source,
-                    line_of(n)));
+    throw InputError(fmt::format("{}:{}: 'pcie' must be a map like {{generation: 5, width: 16, switches: [...]}}",
+                                 source, line_of(n)));
   reject_unknown_keys(n, source, {"generation", "width", "switches", "root_ports"}, "pcie");
   if (n["generation"]) spec.pcie_gts = *c::pcie_generation_gts(integer(n["generation"], source, "generation", 1, 6));
   if (n["width"]) {
@@ -220,12 +219,13 @@ void Parser::parse_nvlink(const YAML::Node& n) {
     return;
   }
   if (!n.IsMap())
-    throw InputError(fmt::format(
-        "{}:{}: 'nvlink' must be none or a map like {{generation: 4, switches: [5, 4, 4, 5]}}", source, line_of(n)));
+    throw InputError(fmt::format("{}:{}: 'nvlink' must be none or a map like {{generation: 4, switches: [5, 4, 4, 5]}}",
+                                 source, line_of(n)));
   reject_unknown_keys(n, source, {"generation", "gbps_per_link", "links_per_gpu", "switches", "bridges", "mesh"},
                       "nvlink");
   if (n["generation"])
-    spec.nvlink_gbps_per_link = *c::nvlink_generation_gbps_per_link(integer(n["generation"], source, "generation", 1, 5));
+    spec.nvlink_gbps_per_link =
+        *c::nvlink_generation_gbps_per_link(integer(n["generation"], source, "generation", 1, 5));
   if (n["gbps_per_link"]) spec.nvlink_gbps_per_link = gbps(n["gbps_per_link"], source, "gbps_per_link");
   int shapes = 0;
   if (const YAML::Node s = n["switches"]) {
@@ -241,8 +241,8 @@ void Parser::parse_nvlink(const YAML::Node& n) {
     ++shapes;
     spec.nvlink = NodeSpec::Nvlink::Bridges;
     if (!b.IsSequence() || b.size() == 0)
-      throw InputError(fmt::format("{}:{}: 'nvlink.bridges' must be a list like [{{gpus: [0, 1], links: 12}}]", source,
-                                   line_of(b)));
+      throw InputError(
+          fmt::format("{}:{}: 'nvlink.bridges' must be a list like [{{gpus: [0, 1], links: 12}}]", source, line_of(b)));
     for (const YAML::Node& item : b) {
       if (!item.IsMap())
         throw InputError(
@@ -257,8 +257,8 @@ void Parser::parse_nvlink(const YAML::Node& n) {
       br.b = scalar<int>(g[1], source, "gpus", "GPU indices");
       for (int idx : {br.a, br.b})
         if (idx < 0 || idx >= spec.gpus)
-          throw InputError(fmt::format("{}:{}: bridge GPU index {} is outside 0..{} (gpu.count {})", source,
-                                       line_of(g), idx, spec.gpus - 1, spec.gpus));
+          throw InputError(fmt::format("{}:{}: bridge GPU index {} is outside 0..{} (gpu.count {})", source, line_of(g),
+                                       idx, spec.gpus - 1, spec.gpus));
       if (br.a == br.b)
         throw InputError(fmt::format("{}:{}: a bridge joins GPU {} to itself: expected two different GPUs", source,
                                      line_of(g), br.a));
@@ -278,8 +278,8 @@ void Parser::parse_nvlink(const YAML::Node& n) {
         source, line_of(n), shapes));
   if (spec.nvlink_gbps_per_link == 0.0) {
     if (spec.sm == 0)
-      throw InputError(fmt::format(
-          "{}:{}: 'nvlink' needs 'generation' or 'gbps_per_link' when the GPU's sm is unknown", source, line_of(n)));
+      throw InputError(fmt::format("{}:{}: 'nvlink' needs 'generation' or 'gbps_per_link' when the GPU's sm is unknown",
+                                   source, line_of(n)));
     spec.nvlink_gbps_per_link = c::nvlink_gbps_per_link(spec.sm);
   }
   if (n["links_per_gpu"]) {
@@ -300,7 +300,7 @@ void Parser::parse_nvlink(const YAML::Node& n) {
     if (have != want)
       throw InputError(fmt::format("{}:{}: 'links_per_gpu: {}' but the {} give a GPU {} links", source,
                                    line_of(n["links_per_gpu"]), want,
-                                   spec.nvlink == NodeSpec::Nvlink::Switch   ? "switches"
+                                   spec.nvlink == NodeSpec::Nvlink::Switch ? "switches"
                                    : spec.nvlink == NodeSpec::Nvlink::Mesh ? "mesh"
                                                                            : "bridges",
                                    have));
@@ -309,8 +309,8 @@ void Parser::parse_nvlink(const YAML::Node& n) {
 
 void Parser::parse_nic(const YAML::Node& n) {
   if (!n.IsMap())
-    throw InputError(fmt::format("{}:{}: 'nic' must be a map like {{model: ConnectX-7-NDR, speed: 400 Gb/s}}", source,
-                                 line_of(n)));
+    throw InputError(
+        fmt::format("{}:{}: 'nic' must be a map like {{model: ConnectX-7-NDR, speed: 400 Gb/s}}", source, line_of(n)));
   reject_unknown_keys(n, source, {"model", "speed", "count"}, "nic");
   if (n["model"]) spec.nic_model = name_of(n["model"], source, "model");
   if (n["speed"]) spec.nic_gbps = c::gbit_to_gbps(parse_gbit(n["speed"], source, "speed"));
@@ -340,9 +340,10 @@ void Parser::validate(const YAML::Node& root) {
         throw InputError(fmt::format("{}:{}: GPU index {} is outside 0..{} (gpu.count {})", source, g.line, idx,
                                      spec.gpus - 1, spec.gpus));
       if (idx != next)
-        throw InputError(fmt::format("{}:{}: lists GPU {} where the walk places GPU {}: GPUs are numbered switch by "
-                                     "switch (depth first), then root ports; list them in that order",
-                                     source, g.line, idx, next));
+        throw InputError(
+            fmt::format("{}:{}: lists GPU {} where the walk places GPU {}: GPUs are numbered switch by "
+                        "switch (depth first), then root ports; list them in that order",
+                        source, g.line, idx, next));
       ++next;
     }
     if (g.gpu_list.empty()) next += g.gpus;
@@ -363,13 +364,15 @@ void Parser::validate(const YAML::Node& root) {
     c2c = c2c || g.attach == GpuAttach::C2C;
   }
   if (gpus != spec.gpus)
-    throw InputError(fmt::format("{}:{}: gpu.count is {} but the PCIe tree (pcie.switches, pcie.root_ports) places {} "
-                                 "GPUs: expected every GPU under a switch or a socket",
-                                 source, line_of(root["gpu"]), spec.gpus, gpus));
+    throw InputError(
+        fmt::format("{}:{}: gpu.count is {} but the PCIe tree (pcie.switches, pcie.root_ports) places {} "
+                    "GPUs: expected every GPU under a switch or a socket",
+                    source, line_of(root["gpu"]), spec.gpus, gpus));
   if (nics > 0 && spec.nic_gbps == 0.0)
-    throw InputError(fmt::format("{}:{}: the PCIe tree places {} NICs but 'nic.speed' is not given (e.g. 'nic: "
-                                 "{{speed: 400 Gb/s}}')",
-                                 source, line_of(root), nics));
+    throw InputError(
+        fmt::format("{}:{}: the PCIe tree places {} NICs but 'nic.speed' is not given (e.g. 'nic: "
+                    "{{speed: 400 Gb/s}}')",
+                    source, line_of(root), nics));
   if (const YAML::Node n = root["nic"]; n && n["count"]) {
     const int want = integer(n["count"], source, "count", 0, kMaxNics * 64);
     if (want != nics)
@@ -384,19 +387,19 @@ void Parser::validate(const YAML::Node& root) {
       throw InputError(fmt::format("{}:{}: 'nvlink_domain: {}' is not a multiple of the tray's {} GPUs (gpu.count)",
                                    source, line_of(d), spec.nvlink_domain, spec.gpus));
     if (spec.nvlink != NodeSpec::Nvlink::Switch)
-      throw InputError(fmt::format("{}:{}: 'nvlink_domain' needs NVLink switches ('nvlink.switches'): the trays of "
-                                   "a domain meet only there",
-                                   source, line_of(d)));
+      throw InputError(
+          fmt::format("{}:{}: 'nvlink_domain' needs NVLink switches ('nvlink.switches'): the trays of "
+                      "a domain meet only there",
+                      source, line_of(d)));
   }
 }
 
 void Parser::parse(const YAML::Node& root) {
   if (!root.IsMap())
     throw InputError(fmt::format("{}: expected a YAML map describing a node (at least 'gpu' and 'pcie')", source));
-  reject_unknown_keys(root, source,
-                      {"name", "description", "gpu", "cpu", "pcie", "nvlink", "nic", "c2c_gbps", "p2p",
-                       "nvlink_domain"},
-                      "the node description");
+  reject_unknown_keys(
+      root, source, {"name", "description", "gpu", "cpu", "pcie", "nvlink", "nic", "c2c_gbps", "p2p", "nvlink_domain"},
+      "the node description");
   if (root["name"]) spec.name = scalar<std::string>(root["name"], source, "name", "a string");
   if (root["description"])
     spec.description = scalar<std::string>(root["description"], source, "description", "a string");
@@ -410,9 +413,10 @@ void Parser::parse(const YAML::Node& root) {
   if (root["nvlink_domain"])
     spec.nvlink_domain = integer(root["nvlink_domain"], source, "nvlink_domain", 1, kMaxDomain);
   if (!root["pcie"])
-    throw InputError(fmt::format("{}:{}: missing 'pcie': expected {{generation, width, switches, root_ports}} placing "
-                                 "the GPUs and NICs",
-                                 source, line_of(root)));
+    throw InputError(
+        fmt::format("{}:{}: missing 'pcie': expected {{generation, width, switches, root_ports}} placing "
+                    "the GPUs and NICs",
+                    source, line_of(root)));
   parse_pcie(root["pcie"]);
   if (root["nvlink"]) parse_nvlink(root["nvlink"]);
   validate(root);
@@ -537,7 +541,10 @@ NodeSpec load_node_spec(const std::string& path) {
 bool is_node_spec_text(const std::string& text) {
   try {
     const YAML::Node root = YAML::Load(text);
-    return root.IsMap() && root["gpu"] && !root["node"];
+    if (!root.IsMap() || root["node"]) return false;
+    for (const char* key : {"gpu", "cpu", "pcie", "nvlink", "nic", "nvlink_domain"})
+      if (root[key]) return true;
+    return false;
   } catch (const YAML::Exception&) {
     return false;
   }
@@ -563,8 +570,7 @@ NodeModel build_node(const NodeSpec& spec) {
         trays, spec.gpus));
   if (!spec.p2p) {
     disable_p2p(b.m);
-    b.m.notes.push_back(
-        "p2p: false (as NCCL_P2P_DISABLE=1): no NVLink, GPU-to-GPU traffic takes the PCIe / CPU path");
+    b.m.notes.push_back("p2p: false (as NCCL_P2P_DISABLE=1): no NVLink, GPU-to-GPU traffic takes the PCIe / CPU path");
   }
   return b.m;
 }
@@ -616,8 +622,8 @@ void add_nvswitches(NodeModel& m, const std::vector<int>& links, double gbps_per
     if (m.graph[v].kind == DeviceKind::Gpu) gpus.push_back(v);
     for (auto e : boost::make_iterator_range(boost::out_edges(v, m.graph)))
       if (m.graph[e].kind == LinkKind::NvLink)
-        throw InputError(fmt::format("{}: already has NVLink: an NVLink switch override applies to a node without",
-                                     m.name));
+        throw InputError(
+            fmt::format("{}: already has NVLink: an NVLink switch override applies to a node without", m.name));
   }
   if (gpus.empty()) throw InputError(fmt::format("{}: has no GPU to join by NVLink switches", m.name));
   for (int k : links) {

@@ -54,9 +54,9 @@ struct NodeSpec {
   int gpus = 0;           // GPUs per node (per tray when nvlink_domain > 0)
 
   std::string cpu_model;
-  std::string cpu_vendor;  // intel | amd | arm | ""
-  int sockets = 1;         // per node (per tray)
-  int cores = 0;           // per node (per tray)
+  std::string cpu_vendor;                   // intel | amd | arm | ""
+  int sockets = 1;                          // per node (per tray)
+  int cores = 0;                            // per node (per tray)
   std::optional<double> inter_socket_gbps;  // unset: NCCL's figure for the vendor
 
   double pcie_gts = 16.0;  // transfer rate of the generation (Gen4 16 GT/s)
@@ -85,8 +85,9 @@ struct NodeSpec {
 // "SOURCE:LINE: ..." naming what was given and what was expected.
 NodeSpec parse_node_spec(const std::string& text, const std::string& source);
 NodeSpec load_node_spec(const std::string& path);
-// True when the YAML text holds a node description (top-level key `gpu`) rather than a cluster
-// spec (top-level key `node`). Not YAML, or neither: false.
+// True when the YAML text holds a node description (a top-level key of the node language: gpu,
+// cpu, pcie, nvlink, nic, nvlink_domain) rather than a cluster spec (top-level key `node`). Not
+// YAML, or neither: false.
 bool is_node_spec_text(const std::string& text);
 
 // The node model of a spec: devices in the order of the walk above, then NVSwitches.

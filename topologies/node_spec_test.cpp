@@ -182,15 +182,16 @@ TEST_CASE("load: overrides change node fields of any source") {
     CHECK(noted);
   }
   SUBCASE("gpu and nvlink_gbps on a preset") {
-    const ClusterSpec spec = parse_cluster_spec(
-        "node: dgx-h100\noverrides: {gpu: H200-SXM, nvlink_gbps: 300}\n", "spec.yaml", ".");
+    const ClusterSpec spec =
+        parse_cluster_spec("node: dgx-h100\noverrides: {gpu: H200-SXM, nvlink_gbps: 300}\n", "spec.yaml", ".");
     CHECK(spec.gpu_model == std::optional<std::string>("H200-SXM"));
     CHECK(spec.nvlink_gbps == std::optional<double>(300.0));
   }
   SUBCASE("p2p off removes NVLink; nvlink_gbps scales it") {
     NodeModel m = make_preset_node("dgx-h100");
     set_nvlink_gbps(m, 300.0);
-    for (Vertex gpu : of_kind(m.graph, DeviceKind::Gpu)) CHECK(bw_of(m.graph, gpu, LinkKind::NvLink) == doctest::Approx(300.0));
+    for (Vertex gpu : of_kind(m.graph, DeviceKind::Gpu))
+      CHECK(bw_of(m.graph, gpu, LinkKind::NvLink) == doctest::Approx(300.0));
     NodeModel bridged = make_preset_node("h100-pcie-nvlink");
     set_nvlink_gbps(bridged, 150.0);
     for (Vertex gpu : of_kind(bridged.graph, DeviceKind::Gpu))
@@ -204,10 +205,10 @@ TEST_CASE("load: overrides change node fields of any source") {
     CHECK_THROWS_WITH_AS(set_nvlink_gbps(m, 100.0), doctest::Contains("has no NVLink"), InputError);
   }
   SUBCASE("p2p: false in a node description") {
-    const NodeModel m = build_node(parse_node_spec(
-        "gpu: {model: H100-SXM5, count: 2}\npcie: {root_ports: [{socket: 0, gpus: 2}]}\n"
-        "nvlink: {generation: 4, mesh: 18}\np2p: false\n",
-        "n.yaml"));
+    const NodeModel m =
+        build_node(parse_node_spec("gpu: {model: H100-SXM5, count: 2}\npcie: {root_ports: [{socket: 0, gpus: 2}]}\n"
+                                   "nvlink: {generation: 4, mesh: 18}\np2p: false\n",
+                                   "n.yaml"));
     CHECK(m.count(DeviceKind::Gpu) == 2);
     CHECK(boost::num_edges(m.graph) == 2);
   }
@@ -247,7 +248,8 @@ TEST_CASE("node spec: bad descriptions give one line with file:line") {
   check_node_error(gpu2 + "pcie:\n  switches:\n    - {socket: 1, gpus: 2, nics: 1}\nnic: {speed: 200 Gb/s}\n",
                    "node.yaml:4: 'socket: 1' names a socket the node does not have (cpu.sockets 1: 0..0)");
   check_node_error(gpu2 + "pcie:\n  switches:\n    - {gpus: 2}\n", "node.yaml:4: a PCIe switch needs 'socket: N'");
-  check_node_error(gpu2 + kPcie + "nic: {speed: -400 Gb/s}\n", "node.yaml:3: 'speed: -400 Gb/s' must be a positive rate");
+  check_node_error(gpu2 + kPcie + "nic: {speed: -400 Gb/s}\n",
+                   "node.yaml:3: 'speed: -400 Gb/s' must be a positive rate");
   check_node_error(gpu2 + kPcie + "nic: {speed: 400}\n", "node.yaml:3: 'speed: 400' must be a rate in Gb/s");
   check_node_error(gpu2 + kPcie + "cpu: {inter_socket_gbps: -3}\n",
                    "node.yaml:3: 'inter_socket_gbps' must be a positive number, got -3");
@@ -292,6 +294,14 @@ TEST_CASE("load: bad node fields in a cluster spec name the spec's file and line
   check("node: dgx-z9\n", "'node: dgx-z9' is neither a preset (dgx-a100, dgx-h100, hgx-h200");
   // An NVLink switch override on a node that has NVLink already.
   NodeModel h100 = make_preset_node("dgx-h100");
-  CHECK_THROWS_WITH_AS(add_nvswitches(h100, {1}, 25.0),
-                       doctest::Contains("already has NVLink"), InputError);
+  CHECK_THROWS_WITH_AS(add_nvswitches(h100, {1}, 25.0), doctest::Contains("already has NVLink"), InputError);
+}
+
+TEST_CASE("node spec: a node file is told from a cluster spec by its keys") {
+  CHECK(is_node_spec_text("gpu: {count: 1}\n"));
+  CHECK(is_node_spec_text("pcie: {}\n"));  // a node file missing 'gpu' still reads as one (and says so)
+  CHECK_FALSE(is_node_spec_text("node: dgx-h100\nnodes: 2\n"));
+  CHECK_FALSE(is_node_spec_text("node:\n  gpu: {count: 1}\n"));
+  CHECK_FALSE(is_node_spec_text("- a\n"));
+  CHECK_FALSE(is_node_spec_text("gpu: [1\n"));
 }

@@ -39,7 +39,8 @@ bool is_preset(std::string_view name) {
 
 std::string preset_names() {
   std::string known;
-  for (const EmbeddedPreset& p : embedded_presets()) known += std::string(known.empty() ? "" : ", ") + std::string(p.name);
+  for (const EmbeddedPreset& p : embedded_presets())
+    known += std::string(known.empty() ? "" : ", ") + std::string(p.name);
   return known + (known.empty() ? "" : ", ") + "local";
 }
 

@@ -3,7 +3,6 @@
 // description), or every golden output of the simulator would move. The builders below are the
 // ones of topologies/presets.cpp before the presets became YAML, kept only here.
 #include <doctest/doctest.h>
-
 #include <fmt/format.h>
 
 #include "topologies/constants.hpp"
@@ -27,7 +26,6 @@ void link_sockets(NodeModel& m, const std::vector<Vertex>& cpus, double gbps) {
     for (std::size_t j = i + 1; j < cpus.size(); ++j)
       m.add_link(cpus[i], cpus[j], LinkKind::InterSocket, gbps, c::kInterSocketLatencyUs);
 }
-
 
 // DGX A100 (NVIDIA DGX A100 System Architecture white paper; DGX A100 User Guide):
 //
@@ -152,11 +150,10 @@ NodeModel reference_pcie_8gpu() {
   return m;
 }
 
-
 // Every vertex and every edge (in graph order) as text.
 std::string dump(const NodeModel& m) {
-  std::string s = fmt::format("name={} description={} vendor={} cores={}\n", m.name, m.description, m.cpu_vendor,
-                              m.cores);
+  std::string s =
+      fmt::format("name={} description={} vendor={} cores={}\n", m.name, m.description, m.cpu_vendor, m.cores);
   for (const auto& l : m.labels) s += "label " + l + "\n";
   for (const auto& n : m.notes) s += "note " + n + "\n";
   const Graph& g = m.graph;

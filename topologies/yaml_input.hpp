@@ -61,8 +61,8 @@ inline int integer(const YAML::Node& n, const std::string& source, const std::st
   const std::string expected = fmt::format("an integer from {} to {}", lo, hi);
   const int v = scalar<int>(n, source, key, expected.c_str());
   if (v < lo || v > hi)
-    throw InputError(fmt::format("{}:{}: '{}' must be an integer from {} to {}, got {}", source, line_of(n), key, lo,
-                                 hi, v));
+    throw InputError(
+        fmt::format("{}:{}: '{}' must be an integer from {} to {}, got {}", source, line_of(n), key, lo, hi, v));
   return v;
 }
 
