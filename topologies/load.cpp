@@ -117,7 +117,7 @@ FabricSpec parse_fabric_node(const YAML::Node& n, const std::string& source) {
   return f;
 }
 
-// The node fields of `overrides:` (gpu, nvlink_gbps, nvlink, p2p).
+// The node fields of `overrides:` (nic, gpu, nvlink_gbps, nvlink, p2p).
 void parse_node_overrides(const YAML::Node& o, const std::string& source, ClusterSpec& spec) {
   if (const YAML::Node g = o["gpu"]) {
     if (g.IsScalar()) {
@@ -136,6 +136,19 @@ void parse_node_overrides(const YAML::Node& o, const std::string& source, Cluste
         positive(scalar<double>(o["nvlink_gbps"], source, "nvlink_gbps", "a number (GB/s per GPU per direction)"),
                  o["nvlink_gbps"], source, "nvlink_gbps", kMaxSpecGbps, "kMaxSpecGbps");
   if (o["p2p"]) spec.p2p = scalar<bool>(o["p2p"], source, "p2p", "true or false");
+  if (const YAML::Node n = o["nic"]) {
+    if (!n.IsMap())
+      throw InputError(fmt::format("{}:{}: 'nic' must be a map like {{speed: 200 Gb/s, model: ConnectX-6-HDR}}", source,
+                                   yaml_input::line_of(n)));
+    reject_unknown_keys(n, source, {"speed", "model"}, "overrides.nic");
+    if (n["speed"]) {
+      if (o["nic_gbps"])
+        throw InputError(fmt::format("{}:{}: 'nic.speed' and 'nic_gbps' both set the NIC rate: give one", source,
+                                     yaml_input::line_of(n["speed"])));
+      spec.nic_gbps = constants::gbit_to_gbps(yaml_input::gbit(n["speed"], source, "speed"));
+    }
+    if (n["model"]) spec.nic_model = scalar<std::string>(n["model"], source, "model", "a NIC model name");
+  }
   if (const YAML::Node n = o["nvlink"]) {
     if (!n.IsMap())
       throw InputError(fmt::format("{}:{}: 'nvlink' must be a map like {{generation: 4, switches: [5, 4, 4, 5]}}",
@@ -202,7 +215,8 @@ ClusterSpec parse_cluster_spec(const std::string& text, const std::string& sourc
   if (root["fabric"]) spec.fabric = parse_fabric_node(root["fabric"], source);
   if (const YAML::Node o = root["overrides"]) {
     if (!o.IsMap()) throw InputError(fmt::format("{}:{}: 'overrides' must be a map", source, o.Mark().line + 1));
-    reject_unknown_keys(o, source, {"nic_gbps", "nics_per_gpu", "gpu", "nvlink_gbps", "nvlink", "p2p"}, "overrides");
+    reject_unknown_keys(o, source, {"nic_gbps", "nics_per_gpu", "nic", "gpu", "nvlink_gbps", "nvlink", "p2p"},
+                        "overrides");
     parse_node_overrides(o, source, spec);
     if (o["nics_per_gpu"]) spec.nics_per_gpu = scalar<int>(o["nics_per_gpu"], source, "nics_per_gpu", "an integer");
     if (o["nic_gbps"])
@@ -254,6 +268,11 @@ NodeModel node_model_of(const std::string& name_or_path) {
 
 // The node fields of the spec's `overrides:`, applied to any node source.
 void apply_node_overrides(const ClusterSpec& spec, NodeModel& m) {
+  if (spec.nic_model) {
+    const int label = m.label(*spec.nic_model);
+    for (auto v : boost::make_iterator_range(boost::vertices(m.graph)))
+      if (m.graph[v].kind == DeviceKind::Nic) m.graph[v].model = label;
+  }
   if (spec.gpu_model || spec.gpu_sm) {
     set_gpu_model(m, spec.gpu_model, spec.gpu_sm);
     m.notes.push_back(fmt::format("GPU set to {}{} by the cluster spec", spec.gpu_model.value_or("its model"),

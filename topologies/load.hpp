@@ -33,7 +33,8 @@ struct TopologyOptions {
 //   fabric: rail-fat-tree         # or {kind, oversubscription, switch_radix, link_gbps, latency_us,
 //                                 #     transport, ecmp, pxn, group_switches, nics_per_switch,
 //                                 #     global_links}
-//   overrides: {nic_gbps: 50, nics_per_gpu: 2}   # applied to every node; also gpu (a model name
+//   overrides: {nic_gbps: 50, nics_per_gpu: 2}   # applied to every node; also nic: {speed:
+//                                 # 200 Gb/s, model}, gpu (a model name
 //                                 # or {model, sm}), nvlink_gbps (per GPU per direction),
 //                                 # nvlink: {generation | gbps_per_link, switches: [...]} (adds
 //                                 # NVLink switches to a node without NVLink), p2p
@@ -48,6 +49,7 @@ struct ClusterSpec {
   FabricSpec fabric;
   std::optional<double> nic_gbps;
   std::optional<int> nics_per_gpu;
+  std::optional<std::string> nic_model;  // overrides.nic.model (overrides.nic.speed sets nic_gbps)
   std::optional<std::string> gpu_model;
   std::optional<int> gpu_sm;
   std::optional<double> nvlink_gbps;  // per GPU per direction

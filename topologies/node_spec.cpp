@@ -513,6 +513,10 @@ struct Builder {
 
 namespace yaml_input {
 
+double gbit(const YAML::Node& n, const std::string& source, const std::string& key) {
+  return parse_gbit(n, source, key);
+}
+
 NodeSpec parse_node_map(const YAML::Node& root, const std::string& source) {
   Parser p{source, {}};
   p.spec.source = source;

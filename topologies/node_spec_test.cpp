@@ -187,6 +187,16 @@ TEST_CASE("load: overrides change node fields of any source") {
     CHECK(spec.gpu_model == std::optional<std::string>("H200-SXM"));
     CHECK(spec.nvlink_gbps == std::optional<double>(300.0));
   }
+  SUBCASE("nic speed in Gb/s and model on a preset") {
+    const ClusterSpec spec = parse_cluster_spec(
+        "node: dgx-a100\noverrides: {nic: {speed: 400 Gb/s, model: ConnectX-7-NDR}, p2p: false}\n", "spec.yaml", ".");
+    CHECK(spec.nic_gbps == std::optional<double>(50.0));
+    CHECK(spec.nic_model == std::optional<std::string>("ConnectX-7-NDR"));
+    CHECK(spec.p2p == std::optional<bool>(false));
+    CHECK_THROWS_WITH_AS(
+        parse_cluster_spec("node: dgx-a100\noverrides: {nic_gbps: 50, nic: {speed: 400 Gb/s}}\n", "spec.yaml", "."),
+        doctest::Contains("spec.yaml:2: 'nic.speed' and 'nic_gbps' both set the NIC rate"), InputError);
+  }
   SUBCASE("p2p off removes NVLink; nvlink_gbps scales it") {
     NodeModel m = make_preset_node("dgx-h100");
     set_nvlink_gbps(m, 300.0);
@@ -289,8 +299,9 @@ TEST_CASE("load: bad node fields in a cluster spec name the spec's file and line
         "spec.yaml:2: unknown key 'cores' in overrides.gpu: expected one of model, sm");
   check("node: dgx-h100\noverrides: {nvlink_gbps: -450}\n", "spec.yaml:2: 'nvlink_gbps' must be a positive number");
   check("node: dgx-h100\noverrides: {nvlink: {generation: 4}}\n", "'overrides.nvlink' needs 'switches: [...]'");
-  check("node: dgx-h100\noverrides: {colour: red}\n",
-        "unknown key 'colour' in overrides: expected one of nic_gbps, nics_per_gpu, gpu, nvlink_gbps, nvlink, p2p");
+  check(
+      "node: dgx-h100\noverrides: {colour: red}\n",
+      "unknown key 'colour' in overrides: expected one of nic_gbps, nics_per_gpu, nic, gpu, nvlink_gbps, nvlink, p2p");
   check("node: dgx-z9\n", "'node: dgx-z9' is neither a preset (dgx-a100, dgx-h100, hgx-h200");
   // An NVLink switch override on a node that has NVLink already.
   NodeModel h100 = make_preset_node("dgx-h100");

@@ -66,6 +66,10 @@ inline int integer(const YAML::Node& n, const std::string& source, const std::st
   return v;
 }
 
+// A port rate written as vendors write it, "400 Gb/s" (also "400Gb/s", "400 Gbps"), in Gb/s.
+// topologies/node_spec.cpp.
+double gbit(const YAML::Node& n, const std::string& source, const std::string& key);
+
 // A node description given as a YAML map (a node file's root, or `node:` inline in a cluster
 // spec). topologies/node_spec.cpp.
 NodeSpec parse_node_map(const YAML::Node& root, const std::string& source);
