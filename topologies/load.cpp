@@ -11,7 +11,7 @@
 #include "common/errors.hpp"
 #include "common/json_input.hpp"
 #include "common/log.hpp"
-#include "topologies/nccl_xml.hpp"
+#include "topologies/node_file.hpp"
 #include "topologies/presets.hpp"
 #include "topologies/transform.hpp"
 #include "topologies/transports.hpp"
@@ -165,10 +165,10 @@ ClusterSpec parse_cluster_spec(const std::string& text, const std::string& sourc
     throw InputError(fmt::format("{}: missing 'node': expected a preset name or an NCCL topology XML file", source));
   spec.node = scalar<std::string>(root["node"], source, "node", "a preset name or an XML file");
   if (!is_preset(spec.node)) {
-    if (!ends_with(spec.node, ".xml"))
-      throw InputError(
-          fmt::format("{}:{}: 'node: {}' is neither a preset (dgx-a100, dgx-h100, pcie-8gpu, local) nor an .xml file",
-                      source, root["node"].Mark().line + 1, spec.node));
+    if (!is_node_file_name(spec.node))
+      throw InputError(fmt::format(
+          "{}:{}: 'node: {}' is neither a preset (dgx-a100, dgx-h100, pcie-8gpu, local) nor a node file (.xml, .txt)",
+          source, root["node"].Mark().line + 1, spec.node));
     fs::path p(spec.node);
     spec.node_path = p.is_absolute() ? p.string() : (fs::path(base_dir) / p).string();
   }
@@ -223,9 +223,15 @@ ClusterSpec load_cluster_spec(const std::string& path) {
 
 namespace {
 
-NodeModel node_model_of(const std::string& name_or_path) {
-  if (is_preset(name_or_path)) return make_preset_node(name_or_path);
-  return load_nccl_xml(name_or_path);
+// A preset, or the node(s) a file describes (node_file.hpp chooses the importer by content: NCCL
+// XML, hwloc XML, nvidia-smi topo -m); several for an NCCL dump of several hosts.
+std::vector<NodeModel> node_models_of(const std::string& name_or_path) {
+  if (is_preset(name_or_path)) {
+    std::vector<NodeModel> one;
+    one.push_back(make_preset_node(name_or_path));
+    return one;
+  }
+  return load_node_file(name_or_path);
 }
 
 void set_nic_rate(NodeModel& m, double gbps) {
@@ -255,7 +261,7 @@ Topology load_topology(const TopologyOptions& options) {
   if (yaml) {
     spec = load_cluster_spec(t);
   } else {
-    if (!is_preset(t) && !ends_with(t, ".xml")) make_preset_node(t);  // throws: unknown preset, lists the known
+    if (!is_preset(t) && !is_node_file_name(t)) make_preset_node(t);  // throws: unknown preset, lists the known
     spec.node = t;
     spec.node_path = is_preset(t) ? "" : t;
   }
@@ -267,21 +273,37 @@ Topology load_topology(const TopologyOptions& options) {
   if (options.pxn) spec.fabric.pxn = *options.pxn;
   if (options.nics_per_gpu) spec.nics_per_gpu = *options.nics_per_gpu;
 
-  NodeModel base = node_model_of(spec.node_path.empty() ? spec.node : spec.node_path);
-  if (spec.nic_gbps) {
-    set_nic_rate(base, *spec.nic_gbps);
-    base.notes.push_back(fmt::format("NIC port rate set to {} GB/s by the cluster spec", *spec.nic_gbps));
+  std::vector<NodeModel> hosts = node_models_of(spec.node_path.empty() ? spec.node : spec.node_path);
+  for (NodeModel& host : hosts) {
+    if (spec.nic_gbps) {
+      set_nic_rate(host, *spec.nic_gbps);
+      host.notes.push_back(fmt::format("NIC port rate set to {} GB/s by the cluster spec", *spec.nic_gbps));
+    }
+    if (spec.nics_per_gpu) host = multiply_nics(host, *spec.nics_per_gpu);
+    if (!spec.name.empty()) host.description = spec.name + ": " + host.description;
+    if (options.merge_nvswitch_planes) host = merge_nvswitch_planes(host);
   }
-  if (spec.nics_per_gpu) base = multiply_nics(base, *spec.nics_per_gpu);
-  if (!spec.name.empty()) base.description = spec.name + ": " + base.description;
-  if (options.merge_nvswitch_planes) base = merge_nvswitch_planes(base);
-  if (spec.node_overrides.empty()) return Topology::build(base, spec.nodes, spec.fabric);
+  NodeModel& base = hosts.front();
+  if (hosts.size() > 1) {
+    // A dump of several hosts: one node per host. A node count left at 1 takes the hosts'; any
+    // other count cycles through them (node i is host i mod H), said in a note.
+    if (spec.nodes == 1 && !options.nodes) spec.nodes = static_cast<int>(hosts.size());
+    if (spec.nodes != static_cast<int>(hosts.size()))
+      base.notes.push_back(fmt::format(
+          "{}: {} nodes asked of a file of {} hosts: node i is host i mod {} ({})", hosts.front().name, spec.nodes,
+          hosts.size(), hosts.size(),
+          spec.nodes > static_cast<int>(hosts.size()) ? "the hosts repeat" : "the last hosts are left out"));
+  }
+  auto host_of = [&](int node) -> const NodeModel* { return &hosts[static_cast<std::size_t>(node) % hosts.size()]; };
+  if (spec.node_overrides.empty() && hosts.size() == 1) return Topology::build(base, spec.nodes, spec.fabric);
 
   // Heterogeneous cluster: one derived model per override, applied to its nodes.
   std::vector<std::unique_ptr<NodeModel>> derived;
-  std::vector<const NodeModel*> per_node(static_cast<std::size_t>(spec.nodes), &base);
+  std::vector<const NodeModel*> per_node(static_cast<std::size_t>(spec.nodes));
+  for (int node = 0; node < spec.nodes; ++node) per_node[static_cast<std::size_t>(node)] = host_of(node);
   for (std::size_t i = 0; i < spec.node_overrides.size(); ++i) {
     const auto& ov = spec.node_overrides[i];
+    // The override applies to the first host's model (a one-host file: the node's).
     auto m = std::make_unique<NodeModel>(base);
     m->name = fmt::format("{}+override{}", base.name, i);
     if (ov.nic_gbps) set_nic_rate(*m, *ov.nic_gbps);

@@ -1,0 +1,147 @@
+// Every node file in topologies/testdata (NCCL XML, hwloc XML, nvidia-smi topo -m) loads through
+// load_topology, as `topo show` and `sim` load it, and diagnose runs on it.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <map>
+#include <set>
+#include <string>
+
+#include "common/errors.hpp"
+#include "topologies/diagnostics.hpp"
+#include "topologies/load.hpp"
+#include "topologies/node_file.hpp"
+#include "topologies/smi_topo.hpp"
+
+namespace topocoll::topo {
+namespace {
+
+std::string testdata(const std::string& name) {
+  return std::string(TOPOCOLL_SOURCE_DIR) + "/topologies/testdata/" + name;
+}
+
+struct Expect {
+  int nodes, gpus, nics, nvlinks;  // nvlinks: NVLink links in the whole topology
+};
+
+// One row per file: a new file in testdata without a row fails the test below.
+const std::map<std::string, Expect> kExpected = {
+    {"ibm-h100x8-dump.xml", {1, 8, 8, 32}},
+    {"azure-ndv5-h100-skeleton.xml", {1, 8, 8, 0}},
+    {"aws-p4d-a100-skeleton.xml", {1, 8, 4, 0}},
+    {"aws-p5-h100-no-nvlink.xml", {1, 8, 32, 0}},
+    {"aws-g5-a10g-classless.xml", {1, 0, 0, 0}},
+    {"azure-ncv4-a100-self-nvlink.xml", {1, 4, 1, 0}},
+    {"handwritten-dgx1v-hybrid-cube-mesh.xml", {1, 8, 4, 16}},
+    {"handwritten-amd-nested-dualport.xml", {1, 3, 2, 1}},
+    {"handwritten-grace-no-gpu.xml", {1, 0, 3, 0}},
+    {"handwritten-two-hosts.xml", {2, 4, 2, 2}},
+    {"handwritten-hwloc-2socket-8gpu.xml", {1, 8, 4, 0}},
+    {"handwritten-smi-h100x8-nv18.txt", {1, 8, 8, 8}},
+};
+
+bool any_has(const std::vector<std::string>& notes, const std::string& fragment) {
+  return std::any_of(notes.begin(), notes.end(),
+                     [&](const std::string& n) { return n.find(fragment) != std::string::npos; });
+}
+
+TEST_CASE("testdata: every node file loads, with its GPUs, NICs and NVLinks, and diagnose runs on it") {
+  std::set<std::string> seen;
+  for (const auto& entry : std::filesystem::directory_iterator(testdata(""))) {
+    const std::string name = entry.path().filename().string();
+    if (!is_node_file_name(name)) continue;
+    seen.insert(name);
+    CAPTURE(name);
+    const auto want = kExpected.find(name);
+    REQUIRE_MESSAGE(want != kExpected.end(), "no expected counts for ", name);
+    const Topology t = load_topology(TopologyOptions{entry.path().string()});
+    CHECK(t.nodes() == want->second.nodes);
+    CHECK(static_cast<int>(t.count(DeviceKind::Gpu)) == want->second.gpus);
+    CHECK(static_cast<int>(t.count(DeviceKind::Nic)) == want->second.nics);
+    CHECK(static_cast<int>(t.count(LinkKind::NvLink)) == want->second.nvlinks);
+    const std::vector<Finding> findings = diagnose(t);
+    // Every importer note is a finding; a file with GPUs and no NVLink says so.
+    CHECK(findings.size() >= t.notes().size());
+    if (want->second.gpus > 1 && want->second.nvlinks == 0 && name != "azure-ncv4-a100-self-nvlink.xml")
+      CHECK(any_has(t.notes(), "NVLink unknown"));
+  }
+  CHECK(seen.size() == kExpected.size());
+}
+
+TEST_CASE("testdata: a two-host dump is two nodes; more nodes than hosts cycle through them, said in a note") {
+  const Topology two = load_topology(TopologyOptions{testdata("handwritten-two-hosts.xml")});
+  CHECK(two.nodes() == 2);
+  CHECK(two.node_model_name(1).ends_with("#host1"));
+  CHECK(two.fabric().has_value());
+  TopologyOptions four{testdata("handwritten-two-hosts.xml")};
+  four.nodes = 4;
+  const Topology t = load_topology(four);
+  CHECK(t.nodes() == 4);
+  CHECK(t.num_ranks() == 8);
+  CHECK(t.node_model_name(2) == t.node_model_name(0));
+  CHECK(any_has(t.notes(), "4 nodes asked of a file of 2 hosts: node i is host i mod 2 (the hosts repeat)"));
+}
+
+TEST_CASE("testdata: the nvidia-smi matrix of an 8 x H100 box") {
+  const Topology t = load_topology(TopologyOptions{testdata("handwritten-smi-h100x8-nv18.txt")});
+  CHECK(t.count(DeviceKind::NvSwitch) == 1);
+  CHECK(t.count(DeviceKind::Cpu) == 2);
+  // PXB between each GPU and its NIC: an upper switch per pair, a lower switch per device.
+  CHECK(t.count(DeviceKind::PcieSwitch) == 24);
+  CHECK(any_has(t.notes(), "every GPU pair NV18: one NVSwitch, 18 links per GPU"));
+  CHECK(any_has(t.notes(), "NIC0=mlx5_0"));
+  CHECK(any_has(t.notes(), "nic_gbps"));
+  for (const RankInfo& r : t.ranks()) {
+    CHECK(t.graph()[r.gpu].numa == (r.local < 4 ? 0 : 1));
+    CHECK(r.rail == r.local);
+  }
+  // The matrix's own diagnosis: no GPU's NIC across sockets, none shared.
+  const auto findings = diagnose(t);
+  for (const Finding& f : findings) CHECK_MESSAGE(f.severity != Severity::Warning, f.message);
+}
+
+// A matrix from `lines`, the header first.
+std::string matrix(const std::string& rows) {
+  return "\tGPU0\tGPU1\tNIC0\tCPU Affinity\tNUMA Affinity\tGPU NUMA ID\n" + rows;
+}
+
+TEST_CASE("smi_topo: PIX, PHB and direct NVLinks") {
+  const NodeModel m = parse_smi_topo(matrix("GPU0\t X \tNV4\tPIX\t0-7\t0\t\tN/A\n"
+                                            "GPU1\tNV4\t X \tPHB\t0-7\t0\t\tN/A\n"
+                                            "NIC0\tPIX\tPHB\t X \n"),
+                                     "pair.txt");
+  CHECK(m.count(DeviceKind::Gpu) == 2);
+  CHECK(m.count(DeviceKind::Cpu) == 1);
+  CHECK(m.count(DeviceKind::NvSwitch) == 0);
+  CHECK(m.count(DeviceKind::PcieSwitch) == 2);  // GPU0 and NIC0 under one switch (PIX)
+  std::size_t nvlinks = 0;
+  for (auto e : boost::make_iterator_range(boost::edges(m.graph)))
+    if (m.graph[e].kind == LinkKind::NvLink) {
+      ++nvlinks;
+      CHECK(m.graph[e].lanes == 4);
+    }
+  CHECK(nvlinks == 1);
+  CHECK(looks_like_smi_topo(matrix("")));
+  CHECK_FALSE(looks_like_smi_topo("<system version=\"1\">"));
+}
+
+TEST_CASE("smi_topo: a malformed matrix is one line naming file:line") {
+  CHECK_THROWS_WITH_AS(parse_smi_topo(matrix("GPU0\t X \tNV4\n"), "ragged.txt"),
+                       doctest::Contains("ragged.txt:2: row GPU0 with 2 cells: expected 3 cells"), InputError);
+  CHECK_THROWS_WITH_AS(parse_smi_topo(matrix("GPU0\t X \tNV4\tPIXX\t0-7\t0\n"), "cell.txt"),
+                       doctest::Contains("cell.txt:2: cell 'PIXX' (GPU0 to NIC0): expected X, NV#"), InputError);
+  CHECK_THROWS_WITH_AS(parse_smi_topo(matrix("GPU0\t X \tNV4\tPIX\t0-7\t0\n"
+                                             "GPU1\tNV2\t X \tPHB\t0-7\t0\n"),
+                                      "asym.txt"),
+                       doctest::Contains("asym.txt:3: GPU1 to GPU0 differs from GPU0 to GPU1 (line 2): expected a "
+                                         "symmetric matrix"),
+                       InputError);
+  CHECK_THROWS_WITH_AS(parse_smi_topo(matrix("GPU0\t X \tNV4\tPIX\t0-7\t0\n"), "short.txt"),
+                       doctest::Contains("short.txt:1: no row for GPU1"), InputError);
+  CHECK_THROWS_WITH_AS(parse_smi_topo("hello\n", "junk.txt"),
+                       doctest::Contains("junk.txt:1: 'hello': expected the header line"), InputError);
+}
+
+}  // namespace
+}  // namespace topocoll::topo
