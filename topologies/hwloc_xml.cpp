@@ -49,6 +49,8 @@ NodeModel parse_hwloc_xml(std::string_view text, const std::string& source_name)
     if (note.starts_with("NVLink is not detected by hwloc")) continue;
     std::string n = note;
     if (const auto at = n.find("on this machine"); at != std::string::npos) n.replace(at, 15, "in the file");
+    if (n.find("port speed not reported") != std::string::npos)
+      n += "; set it with `overrides: {nic_gbps: ...}` in a YAML cluster spec";
     notes.push_back(fmt::format("{}: {}", source_name, n));
   }
   if (gpus > 1)

@@ -672,7 +672,7 @@ class NcclXmlImporter {
         const std::string target = nvlink_target(nvlink);
         const std::optional<PciRole> role = nvlink_role(nvlink);
         ++nvlink_elements_;
-        if (target == gpu.busid && role != PciRole::Cpu) {
+        if (target == gpu.busid && (!role || role == PciRole::Gpu)) {
           // Azure NC A100 v4's dump: NCCL looks the bus id up and connects the GPU to itself
           // (src/graph/topo.cc, ncclTopoAddNvLinks), a loop no path between devices uses.
           self_nvlinks_.push_back(fmt::format("{} (line {})", target, source_.line_of(nvlink)));

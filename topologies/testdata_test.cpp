@@ -4,12 +4,14 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <set>
 #include <string>
 
 #include "common/errors.hpp"
 #include "topologies/diagnostics.hpp"
+#include "topologies/hwloc_xml.hpp"
 #include "topologies/load.hpp"
 #include "topologies/node_file.hpp"
 #include "topologies/smi_topo.hpp"
@@ -99,6 +101,43 @@ TEST_CASE("testdata: the nvidia-smi matrix of an 8 x H100 box") {
   // The matrix's own diagnosis: no GPU's NIC across sockets, none shared.
   const auto findings = diagnose(t);
   for (const Finding& f : findings) CHECK_MESSAGE(f.severity != Severity::Warning, f.message);
+}
+
+TEST_CASE("testdata: a cluster spec's node may be an nvidia-smi matrix (node: FILE.txt)") {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "topocoll-testdata-test";
+  std::filesystem::create_directories(dir);
+  const std::filesystem::path spec = dir / "smi-cluster.yaml";
+  {
+    std::ofstream out(spec);
+    out << "node: " << testdata("handwritten-smi-h100x8-nv18.txt") << "\nnodes: 4\noverrides: {nic_gbps: 50}\n";
+  }
+  const Topology t = load_topology(TopologyOptions{spec.string()});
+  CHECK(t.nodes() == 4);
+  CHECK(t.num_ranks() == 32);
+  CHECK(t.graph()[t.rank(9).nic].port_gbps == doctest::Approx(50.0));
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("hwloc_xml: lstopo's XML of a 2-socket 8-GPU box; malformed XML names file:line") {
+  const NodeModel m = load_hwloc_xml(testdata("handwritten-hwloc-2socket-8gpu.xml"));
+  CHECK(m.count(DeviceKind::Cpu) == 2);
+  CHECK(m.count(DeviceKind::Gpu) == 8);
+  CHECK(m.count(DeviceKind::Nic) == 4);
+  CHECK(m.count(DeviceKind::PcieSwitch) >= 4);
+  CHECK(m.cpu_vendor == "intel");
+  CHECK(any_has(m.notes, "NVLink unknown: 8 GPUs"));
+  CHECK(any_has(m.notes, "nic_gbps"));
+  CHECK_FALSE(any_has(m.notes, "this machine"));
+  CHECK_THROWS_WITH_AS(
+      parse_hwloc_xml("<topology version=\"2.0\">\n  <object type=\"Machine\">\n</topology>\n", "bad.xml"),
+      doctest::Contains("bad.xml:3: not well-formed XML"), InputError);
+  // The content, not the extension, picks the importer.
+  CHECK(node_file_format("<?xml version=\"1.0\"?>\n<!DOCTYPE topology SYSTEM \"hwloc2.dtd\">\n<topology>", "x.xml") ==
+        NodeFileFormat::HwlocXml);
+  CHECK(node_file_format("<system version=\"1\"/>", "x.txt") == NodeFileFormat::NcclXml);
+  CHECK(node_file_format("\tGPU0\tGPU1\n", "x.xml") == NodeFileFormat::SmiTopo);
+  CHECK_THROWS_WITH_AS(node_file_format("hello", "x.txt"), doctest::Contains("x.txt:1: neither XML nor a matrix"),
+                       InputError);
 }
 
 // A matrix from `lines`, the header first.
