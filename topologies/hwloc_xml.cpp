@@ -53,8 +53,7 @@ NodeModel parse_hwloc_xml(std::string_view text, const std::string& source_name)
       n += "; set it with `overrides: {nic_gbps: ...}` in a YAML cluster spec";
     notes.push_back(fmt::format("{}: {}", source_name, n));
   }
-  if (gpus > 1)
-    notes.push_back(nvlink_unknown_note(source_name, static_cast<int>(gpus)) + " (hwloc does not see NVLink)");
+  if (gpus > 1) notes.push_back(nvlink_unknown_note(source_name, static_cast<int>(gpus), "hwloc sees no NVLink"));
   m.notes = std::move(notes);
   return m;
 }

@@ -976,12 +976,12 @@ NodeModel parse_nccl_xml(std::string_view text, const std::string& source_name) 
   return std::move(hosts.front());
 }
 
-std::string nvlink_unknown_note(const std::string& file, int gpus) {
+std::string nvlink_unknown_note(const std::string& file, int gpus, std::string_view missing) {
   return fmt::format(
-      "{}: NVLink unknown: {} GPUs and no <nvlink> element (NCCL detects NVLink at run time), so the model "
+      "{}: NVLink unknown: {} GPUs and {}, so the model "
       "joins them over PCIe only and every GPU-to-GPU figure is a PCIe figure; set `{}` in a YAML cluster "
       "spec to give the NVLink the machine has",
-      file, gpus, kNvlinkOverrideKey);
+      file, gpus, missing, kNvlinkOverrideKey);
 }
 
 namespace {

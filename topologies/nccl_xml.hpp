@@ -34,7 +34,9 @@ inline constexpr std::string_view kNvlinkOverrideKey = "overrides.nvlink";
 
 // The one note for GPUs whose NVLink the file leaves unknown (skeleton files, AWS p5's file with
 // <gpu> but no <nvlink>): what the model assumes and the field that fixes it.
-std::string nvlink_unknown_note(const std::string& file, int gpus);
+// `missing` says what the source lacks.
+std::string nvlink_unknown_note(const std::string& file, int gpus,
+                                std::string_view missing = "no <nvlink> element (NCCL detects NVLink at run time)");
 
 // Reads an NCCL_TOPO_FILE / NCCL_TOPO_DUMP_FILE into one node's model.
 // Throws InputError ("FILE:LINE: what was found: what was expected") for an unreadable file,

@@ -355,7 +355,7 @@ class SmiImporter {
                       "in a YAML cluster spec for another rate",
                       name_, nvlink_shape_, kAssumedNvlinkGbps, kNvlinkOverrideKey));
     else if (gpus_ > 1)
-      out.push_back(nvlink_unknown_note(name_, gpus_) + " (the matrix shows no NV# cell)");
+      out.push_back(nvlink_unknown_note(name_, gpus_, "no NV# cell in the matrix"));
     out.push_back(
         fmt::format("{}: PCIe generation and widths unknown: every PCIe link taken as Gen3 x16 ({:.2f} GB/s), "
                     "NCCL's fallback for an unknown link",

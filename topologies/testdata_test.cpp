@@ -41,6 +41,8 @@ const std::map<std::string, Expect> kExpected = {
     {"handwritten-two-hosts.xml", {2, 4, 2, 2}},
     {"handwritten-hwloc-2socket-8gpu.xml", {1, 8, 4, 0}},
     {"handwritten-smi-h100x8-nv18.txt", {1, 8, 8, 8}},
+    {"smi-5gpu-phb-node-sys.txt", {1, 5, 0, 0}},
+    {"smi-2gpu-phb.txt", {1, 2, 0, 0}},
 };
 
 bool any_has(const std::vector<std::string>& notes, const std::string& fragment) {
