@@ -206,8 +206,4 @@ int sim_command(const SimArgs& a, std::ostream& out) {
   return 0;
 }
 
-void write_topology_notes(const topo::Topology& t, std::ostream& err) {
-  for (const std::string& note : t.notes()) err << "note: " << note << "\n";
-}
-
 }  // namespace topocoll::tools

@@ -42,7 +42,4 @@ int channels_option(const std::string& value, const sim::NcclGraphEstimate& nccl
 
 int sim_command(const SimArgs& a, std::ostream& out);
 
-// Every note of the topology (what its importer assumed), one line each: "note: ...".
-void write_topology_notes(const topo::Topology& t, std::ostream& err);
-
 }  // namespace topocoll::tools
