@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <sstream>
 
@@ -303,17 +304,22 @@ Topology load_topology(const TopologyOptions& options) {
   for (int node = 0; node < spec.nodes; ++node) per_node[static_cast<std::size_t>(node)] = host_of(node);
   for (std::size_t i = 0; i < spec.node_overrides.size(); ++i) {
     const auto& ov = spec.node_overrides[i];
-    // The override applies to the first host's model (a one-host file: the node's).
-    auto m = std::make_unique<NodeModel>(base);
-    m->name = fmt::format("{}+override{}", base.name, i);
-    if (ov.nic_gbps) set_nic_rate(*m, *ov.nic_gbps);
+    // One derived model per host the override's nodes are (a one-host file: one).
+    std::map<const NodeModel*, const NodeModel*> of_host;
     for (int node : ov.nodes) {
       if (node >= spec.nodes)
         throw InputError(
             fmt::format("{}: node override names node {}, but the cluster has {} nodes", t, node, spec.nodes));
-      per_node[static_cast<std::size_t>(node)] = m.get();
+      const NodeModel* host = host_of(node);
+      if (!of_host.contains(host)) {
+        auto m = std::make_unique<NodeModel>(*host);
+        m->name = fmt::format("{}+override{}", host->name, i);
+        if (ov.nic_gbps) set_nic_rate(*m, *ov.nic_gbps);
+        of_host[host] = m.get();
+        derived.push_back(std::move(m));
+      }
+      per_node[static_cast<std::size_t>(node)] = of_host[host];
     }
-    derived.push_back(std::move(m));
   }
   return Topology::build(per_node, spec.fabric);
 }

@@ -193,7 +193,8 @@ class SmiImporter {
   // A cell, from its row or (for a NIC row the paste left out) from the other device's row.
   Cell at(std::size_t a, std::size_t b) const {
     if (cells_[a][b]) return *cells_[a][b];
-    return *cells_[b][a];
+    if (cells_[b][a]) return *cells_[b][a];
+    return {Rel::Sys, 0};  // two NICs whose rows the paste left out: joined through the GPUs only
   }
 
   void check_symmetric() {
@@ -201,8 +202,6 @@ class SmiImporter {
     for (std::size_t a = 0; a < n; ++a) {
       if (row_line_[a] == 0 && a >= static_cast<std::size_t>(gpus_)) ++missing_nic_rows_;
       for (std::size_t b = a + 1; b < n; ++b) {
-        if (!cells_[a][b] && !cells_[b][a])
-          fail(header_line_, fmt::format("no row for {} nor {}", columns_[a], columns_[b]), "a row for each");
         if (cells_[a][b] && cells_[b][a] &&
             (cells_[a][b]->rel != cells_[b][a]->rel || cells_[a][b]->nvlinks != cells_[b][a]->nvlinks))
           fail(row_line_[b],
@@ -376,7 +375,8 @@ class SmiImporter {
                               c::kInterSocketIntelSkylakeGbps));
     if (missing_nic_rows_ > 0)
       out.push_back(
-          fmt::format("{}: {} NIC row(s) missing: their relations read from the GPU rows", name_, missing_nic_rows_));
+          fmt::format("{}: {} NIC row(s) missing: their relations read from the GPU rows, NIC-to-NIC ones taken as SYS",
+                      name_, missing_nic_rows_));
     if (phb_devices_ > 0)
       out.push_back(fmt::format("{}: {} device(s) meet others at a host bridge (PHB): linked to their CPU directly",
                                 name_, phb_devices_));

@@ -167,6 +167,19 @@ TEST_CASE("smi_topo: PIX, PHB and direct NVLinks") {
   CHECK_FALSE(looks_like_smi_topo("<system version=\"1\">"));
 }
 
+TEST_CASE("smi_topo: older drivers name NIC columns by device (mlx5_0) and pastes may omit the NIC rows") {
+  const NodeModel m = parse_smi_topo(
+      "        GPU0    GPU1    mlx5_0  mlx5_1  CPU Affinity\n"
+      "GPU0     X      NV2     PIX     SYS     0-23,48-71\n"
+      "GPU1    NV2      X      SYS     PIX     24-47,72-95\n",
+      "legacy.txt");
+  CHECK(m.count(DeviceKind::Gpu) == 2);
+  CHECK(m.count(DeviceKind::Nic) == 2);
+  CHECK(m.count(DeviceKind::Cpu) == 2);  // SYS between the two halves: two NUMA nodes
+  CHECK(any_has(m.notes, "2 NIC row(s) missing: their relations read from the GPU rows"));
+  CHECK(any_has(m.notes, "mlx5_0"));
+}
+
 TEST_CASE("smi_topo: a malformed matrix is one line naming file:line") {
   CHECK_THROWS_WITH_AS(parse_smi_topo(matrix("GPU0\t X \tNV4\n"), "ragged.txt"),
                        doctest::Contains("ragged.txt:2: row GPU0 with 2 cells: expected 3 cells"), InputError);
