@@ -12,7 +12,7 @@ namespace topocoll::topo {
 // The typed configuration of a topology request. Unset fields take the spec's value (YAML), then
 // the defaults: 1 node, rail-fat-tree, oversubscription 1.
 struct TopologyOptions {
-  std::string topology;  // preset | FILE.xml | FILE.yaml / FILE.yml
+  std::string topology;  // preset | FILE.xml (NCCL or hwloc) | FILE.txt (nvidia-smi topo -m) | FILE.yaml / .yml
   std::optional<int> nodes;
   std::optional<FabricKind> fabric;
   std::optional<double> oversubscription;
@@ -25,7 +25,9 @@ struct TopologyOptions {
 
 // YAML cluster spec, documented in docs/topologies.md:
 //   name: my-cluster              # optional
-//   node: dgx-h100                # a preset or an NCCL XML file (relative to the spec)
+//   node: dgx-h100                # a preset or a node file (relative to the spec): NCCL XML,
+//                                 # hwloc XML or nvidia-smi topo -m text (node_file.hpp); an NCCL
+//                                 # dump of several hosts gives one node per host
 //   nodes: 16
 //   fabric: rail-fat-tree         # or {kind, oversubscription, switch_radix, link_gbps, latency_us,
 //                                 #     transport, ecmp, pxn, group_switches, nics_per_switch,
