@@ -167,4 +167,19 @@ expect_error "--nccl-env FOO: expected KEY=VALUE" sim --topology dgx-h100 --nccl
 expect_error "NCCL_ALGO 'Foo': unknown name 'Foo': expected Tree, Ring" sim --topology dgx-h100 --nccl-env NCCL_ALGO=Foo
 expect_error "NCCL_MAX_NCHANNELS=x: expected an integer" sim --topology dgx-h100 --nccl-env NCCL_MAX_NCHANNELS=x
 
+# sim says on stderr, one line each, what the topology assumed (stdout, which the goldens compare,
+# is unchanged): AWS p5's file leaves NVLink unknown, an nvidia-smi matrix leaves the NIC speed.
+errcontains() { if grep -qF -- "$1" "$tmp/err"; then ok; else fail "stderr of '$2' lacks '$1': $(head -c 300 "$tmp/err")"; fi; }
+if expect_ok sim --topology "$data/aws-p5-h100-no-nvlink.xml" -a ring -b 1M -e 1M --no-nccl-model; then
+  errcontains "note: $data/aws-p5-h100-no-nvlink.xml: NVLink unknown: 8 GPUs and no <nvlink> element" "sim p5"
+  errcontains "overrides.nvlink" "sim p5"
+  check '! grep -q "^note:" "$tmp/out"' "sim p5: notes stay off stdout"
+  check '[ "$(grep -vc "^note: " "$tmp/err")" -eq 0 ]' "sim p5: every stderr line is a note"
+fi
+if expect_ok sim --topology "$data/handwritten-smi-h100x8-nv18.txt" -a ring -b 1M -e 1M --no-nccl-model; then
+  contains "x 1 node (8 GPUs)" "sim on an nvidia-smi matrix"
+  errcontains "nic_gbps" "sim smi"; fi
+printf '\tGPU0\tGPU1\tCPU Affinity\nGPU0\t X \tNV4\t0-7\nGPU1\tNV4\n' >"$tmp/ragged.txt"
+expect_error "ragged.txt:3: row GPU1 with 1 cells: expected 2 cells" topo show --topology "$tmp/ragged.txt"
+
 summary cli

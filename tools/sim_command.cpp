@@ -6,6 +6,7 @@
 #include <charconv>
 #include <chrono>
 #include <fstream>
+#include <iostream>
 #include <map>
 
 #include "algorithms/registry.hpp"
@@ -198,6 +199,10 @@ int sim_command(const SimArgs& a, std::ostream& out) {
     sim::write_chrome_trace(trace, t.num_ranks(), channels, tf);
   }
   output.close();
+  // What the topology assumed (an importer's notes: NVLink unknown, a NIC rate assumed, a PCI
+  // class inferred), each naming the field that sets it: on stderr, so that the table and the
+  // golden outputs stay as they are; last, so that a run that fails prints its one error line.
+  write_topology_notes(t, std::cerr);
   return 0;
 }
 

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <fstream>
+#include <iostream>
 
 #include "common/errors.hpp"
 #include "simulator/simgrid/platform_xml.hpp"
@@ -69,6 +70,10 @@ int topo_check(const TopoArgs& a, std::ostream& out) {
   return 0;  // problems found are a result, not a failure
 }
 
+void write_topology_notes(const topo::Topology& t, std::ostream& err) {
+  for (const std::string& note : t.notes()) err << "note: " << note << "\n";
+}
+
 int topo_export(const TopoArgs& a, std::ostream& out) {
   if (a.format != "dot" && a.format != "simgrid" && a.format != "json")
     throw InputError(fmt::format("--format {}: expected dot, simgrid or json", a.format));
@@ -81,6 +86,7 @@ int topo_export(const TopoArgs& a, std::ostream& out) {
   else
     output.stream() << topo::to_json(t).dump(1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
   output.close();
+  write_topology_notes(t, std::cerr);  // the export is the topology's; what it assumed goes to stderr
   return 0;
 }
 

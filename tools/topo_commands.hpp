@@ -35,6 +35,10 @@ using cli::Output;
 int topo_show(const TopoArgs& args, std::ostream& out);
 int topo_check(const TopoArgs& args, std::ostream& out);
 int topo_export(const TopoArgs& args, std::ostream& out);
+
+// Every note of the topology (what its importer assumed, each naming the field that sets it), one
+// line each, "note: ...": `sim` and `topo export` write them on stderr after their output.
+void write_topology_notes(const topo::Topology& t, std::ostream& err);
 int topo_path(const TopoArgs& args, std::ostream& out);
 int topo_presets(std::ostream& out);
 

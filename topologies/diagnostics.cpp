@@ -197,6 +197,84 @@ void check_starved_switches(const Topology& t, const std::vector<int>& nodes, st
   }
 }
 
+std::string join_words(const std::vector<std::string>& v, std::string_view separator = " ") {
+  std::string s;
+  for (const auto& x : v) s += (s.empty() ? "" : std::string(separator)) + x;
+  return s;
+}
+
+// A GPU on a slot behind the wrong root port: it reaches its NIC through the CPU (PHB, on its own
+// NUMA node) while other GPUs of the node share a PCIe switch with theirs (PIX or PXB).
+void check_root_ports(const Topology& t, int node, std::vector<Finding>& out) {
+  const Graph& g = t.graph();
+  std::vector<std::string> through_cpu;
+  int switched = 0;
+  for (const RankInfo& r : t.ranks()) {
+    if (r.node != node || r.rail < 0) continue;
+    if (g[r.gpu].numa >= 0 && g[r.nic].numa >= 0 && g[r.gpu].numa != g[r.nic].numa) continue;  // nic-numa's
+    const Path p = find_path(t, r.gpu, r.nic);
+    if (!p.found) continue;
+    if (p.type == PathType::PIX || p.type == PathType::PXB)
+      ++switched;
+    else if (p.type == PathType::PHB)
+      through_cpu.push_back(fmt::format("{}-{}", t.device_name(r.gpu), t.device_name(r.nic)));
+  }
+  if (through_cpu.empty() || switched == 0) return;
+  out.push_back(
+      {Severity::Warning, "root-port",
+       fmt::format("{} GPU(s) reach their NIC through the CPU (PHB: different root ports of one socket) "
+                   "while {} GPU(s) share a PCIe switch with theirs (PIX/PXB): a card in the wrong slot? {}{}",
+                   through_cpu.size(), switched, join_words(through_cpu), node_scope(t, node))});
+}
+
+// Fewer NICs than GPUs: the GPUs sharing each NIC split its port rate.
+void check_shared_nics(const Topology& t, int node, std::vector<Finding>& out) {
+  const Graph& g = t.graph();
+  auto [first, last] = t.node_vertices(node);
+  int gpus = 0, nics = 0;
+  for (Vertex v = first; v < last; ++v) {
+    gpus += g[v].kind == DeviceKind::Gpu ? 1 : 0;
+    nics += g[v].kind == DeviceKind::Nic ? 1 : 0;
+  }
+  if (nics == 0 || nics >= gpus) return;
+  std::map<Vertex, std::vector<std::string>> users;
+  for (const RankInfo& r : t.ranks())
+    if (r.node == node && r.rail >= 0) users[r.nic].push_back(std::to_string(r.local));
+  std::vector<std::string> parts;
+  std::size_t most = 0;
+  for (const auto& [nic, locals] : users) {
+    parts.push_back(fmt::format("{} by {} GPUs ({})", t.device_name(nic), locals.size(), join_words(locals, ",")));
+    most = std::max(most, locals.size());
+  }
+  out.push_back({Severity::Warning, "nic-shared",
+                 fmt::format("{} GPUs share {} NICs (up to {} GPUs on one NIC, each getting a share of its port): "
+                             "{}{}",
+                             gpus, nics, most, join_words(parts, "; "), node_scope(t, node))});
+}
+
+// A PCIe link trained below what its device and slot support (a x16 card at x8, Gen5 at Gen4):
+// the importer gives the link's maximum (Link::max_bw_gbps) when the source has it.
+void check_trained_below_rate(const Topology& t, const std::vector<int>& nodes, std::vector<Finding>& out) {
+  const Graph& g = t.graph();
+  for (int node : nodes) {
+    auto [first, last] = t.node_vertices(node);
+    std::vector<std::string> degraded;
+    for (auto e : boost::make_iterator_range(boost::edges(g))) {
+      const Vertex a = boost::source(e, g), b = boost::target(e, g);
+      if (a < first || a >= last || b < first || b >= last) continue;
+      const Link& l = g[e];
+      if (l.kind != LinkKind::Pcie || l.max_bw_gbps <= 0.0 || l.bw_gbps >= 0.99 * l.max_bw_gbps) continue;
+      degraded.push_back(
+          fmt::format("{}-{} at {:.2f} of {:.2f} GB/s", t.device_name(a), t.device_name(b), l.bw_gbps, l.max_bw_gbps));
+    }
+    if (degraded.empty()) continue;
+    out.push_back({Severity::Warning, "link-degraded",
+                   fmt::format("{} PCIe link(s) trained below their maximum width or speed (reseat the card, check the "
+                               "slot and its BIOS setting): {}{}",
+                               degraded.size(), join_words(degraded, ", "), node_scope(t, node))});
+  }
+}
+
 }  // namespace
 
 std::vector<Finding> diagnose(const Topology& t) {
@@ -207,8 +285,11 @@ std::vector<Finding> diagnose(const Topology& t) {
   const std::vector<int> reps = first_node_of_each_model(t);
   for (int node : reps) {
     check_nic_numa(t, node, out);
+    check_root_ports(t, node, out);
     check_p2p(t, node, out);
+    check_shared_nics(t, node, out);
   }
+  check_trained_below_rate(t, reps, out);
   check_nodes_differ(t, out);
   check_slow_links(t, reps, out);
   check_starved_switches(t, reps, out);

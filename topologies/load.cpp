@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <sstream>
 
@@ -12,7 +13,7 @@
 #include "common/json_input.hpp"
 #include "common/log.hpp"
 #include "topologies/constants.hpp"
-#include "topologies/nccl_xml.hpp"
+#include "topologies/node_file.hpp"
 #include "topologies/presets.hpp"
 #include "topologies/transform.hpp"
 #include "topologies/transports.hpp"
@@ -189,8 +190,7 @@ ClusterSpec parse_cluster_spec(const std::string& text, const std::string& sourc
   if (root["name"]) spec.name = scalar<std::string>(root["name"], source, "name", "a string");
   if (!root["node"])
     throw InputError(fmt::format(
-        "{}: missing 'node': expected a preset name, an NCCL topology XML file, a node .yaml file or a node map",
-        source));
+        "{}: missing 'node': expected a preset name, a node file (.xml, .txt, .yaml) or a node map", source));
   if (root["node"].IsMap()) {
     spec.inline_node = yaml_input::parse_node_map(root["node"], source);
     if (spec.inline_node->name.empty()) spec.inline_node->name = source + ":node";
@@ -199,10 +199,10 @@ ClusterSpec parse_cluster_spec(const std::string& text, const std::string& sourc
     spec.node = scalar<std::string>(root["node"], source, "node", "a preset name, a file or a node map");
   }
   if (!spec.inline_node && !is_preset(spec.node)) {
-    if (!ends_with(spec.node, ".xml") && !ends_with(spec.node, ".yaml") && !ends_with(spec.node, ".yml"))
-      throw InputError(
-          fmt::format("{}:{}: 'node: {}' is neither a preset ({}) nor an .xml or .yaml file, nor a node map", source,
-                      root["node"].Mark().line + 1, spec.node, preset_names()));
+    if (!is_node_file_name(spec.node) && !ends_with(spec.node, ".yaml") && !ends_with(spec.node, ".yml"))
+      throw InputError(fmt::format(
+          "{}:{}: 'node: {}' is neither a preset ({}) nor a node file (.xml, .txt, .yaml), nor a node map", source,
+          root["node"].Mark().line + 1, spec.node, preset_names()));
     fs::path p(spec.node);
     spec.node_path = p.is_absolute() ? p.string() : (fs::path(base_dir) / p).string();
   }
@@ -259,11 +259,20 @@ ClusterSpec load_cluster_spec(const std::string& path) {
 
 namespace {
 
-NodeModel node_model_of(const std::string& name_or_path) {
-  if (is_preset(name_or_path)) return make_preset_node(name_or_path);
-  if (ends_with(name_or_path, ".yaml") || ends_with(name_or_path, ".yml"))
-    return build_node(load_node_spec(name_or_path));
-  return load_nccl_xml(name_or_path);
+// A preset, or the node(s) a file describes: a node .yaml (node_spec.hpp), or what node_file.hpp
+// reads by content (NCCL XML, hwloc XML, nvidia-smi topo -m); several for an NCCL dump of several
+// hosts.
+std::vector<NodeModel> node_models_of(const std::string& name_or_path) {
+  std::vector<NodeModel> one;
+  if (is_preset(name_or_path)) {
+    one.push_back(make_preset_node(name_or_path));
+    return one;
+  }
+  if (ends_with(name_or_path, ".yaml") || ends_with(name_or_path, ".yml")) {
+    one.push_back(build_node(load_node_spec(name_or_path)));
+    return one;
+  }
+  return load_node_file(name_or_path);
 }
 
 // The node fields of the spec's `overrides:`, applied to any node source.
@@ -318,7 +327,7 @@ Topology load_topology(const TopologyOptions& options) {
     spec.node = t;
     spec.node_path = t;
   } else {
-    if (!is_preset(t) && !ends_with(t, ".xml")) make_preset_node(t);  // throws: unknown preset, lists the known
+    if (!is_preset(t) && !is_node_file_name(t)) make_preset_node(t);  // throws: unknown preset, lists the known
     spec.node = t;
     spec.node_path = is_preset(t) ? "" : t;
   }
@@ -330,33 +339,57 @@ Topology load_topology(const TopologyOptions& options) {
   if (options.pxn) spec.fabric.pxn = *options.pxn;
   if (options.nics_per_gpu) spec.nics_per_gpu = *options.nics_per_gpu;
 
-  NodeModel base = spec.inline_node ? build_node(*spec.inline_node)
-                                    : node_model_of(spec.node_path.empty() ? spec.node : spec.node_path);
-  apply_node_overrides(spec, base);
-  if (spec.nic_gbps) {
-    set_nic_rate(base, *spec.nic_gbps);
-    base.notes.push_back(fmt::format("NIC port rate set to {} GB/s by the cluster spec", *spec.nic_gbps));
+  std::vector<NodeModel> hosts;
+  if (spec.inline_node)
+    hosts.push_back(build_node(*spec.inline_node));
+  else
+    hosts = node_models_of(spec.node_path.empty() ? spec.node : spec.node_path);
+  for (NodeModel& host : hosts) {
+    apply_node_overrides(spec, host);
+    if (spec.nic_gbps) {
+      set_nic_rate(host, *spec.nic_gbps);
+      host.notes.push_back(fmt::format("NIC port rate set to {} GB/s by the cluster spec", *spec.nic_gbps));
+    }
+    if (spec.nics_per_gpu) host = multiply_nics(host, *spec.nics_per_gpu);
+    if (!spec.name.empty()) host.description = spec.name + ": " + host.description;
+    if (options.merge_nvswitch_planes) host = merge_nvswitch_planes(host);
   }
-  if (spec.nics_per_gpu) base = multiply_nics(base, *spec.nics_per_gpu);
-  if (!spec.name.empty()) base.description = spec.name + ": " + base.description;
-  if (options.merge_nvswitch_planes) base = merge_nvswitch_planes(base);
-  if (spec.node_overrides.empty()) return Topology::build(base, spec.nodes, spec.fabric);
+  NodeModel& base = hosts.front();
+  if (hosts.size() > 1) {
+    // A dump of several hosts: one node per host. A node count left at 1 takes the hosts'; any
+    // other count cycles through them (node i is host i mod H), said in a note.
+    if (spec.nodes == 1 && !options.nodes) spec.nodes = static_cast<int>(hosts.size());
+    if (spec.nodes != static_cast<int>(hosts.size()))
+      base.notes.push_back(fmt::format(
+          "{}: {} nodes asked of a file of {} hosts: node i is host i mod {} ({})", hosts.front().name, spec.nodes,
+          hosts.size(), hosts.size(),
+          spec.nodes > static_cast<int>(hosts.size()) ? "the hosts repeat" : "the last hosts are left out"));
+  }
+  auto host_of = [&](int node) -> const NodeModel* { return &hosts[static_cast<std::size_t>(node) % hosts.size()]; };
+  if (spec.node_overrides.empty() && hosts.size() == 1) return Topology::build(base, spec.nodes, spec.fabric);
 
   // Heterogeneous cluster: one derived model per override, applied to its nodes.
   std::vector<std::unique_ptr<NodeModel>> derived;
-  std::vector<const NodeModel*> per_node(static_cast<std::size_t>(spec.nodes), &base);
+  std::vector<const NodeModel*> per_node(static_cast<std::size_t>(spec.nodes));
+  for (int node = 0; node < spec.nodes; ++node) per_node[static_cast<std::size_t>(node)] = host_of(node);
   for (std::size_t i = 0; i < spec.node_overrides.size(); ++i) {
     const auto& ov = spec.node_overrides[i];
-    auto m = std::make_unique<NodeModel>(base);
-    m->name = fmt::format("{}+override{}", base.name, i);
-    if (ov.nic_gbps) set_nic_rate(*m, *ov.nic_gbps);
+    // One derived model per host the override's nodes are (a one-host file: one).
+    std::map<const NodeModel*, const NodeModel*> of_host;
     for (int node : ov.nodes) {
       if (node >= spec.nodes)
         throw InputError(
             fmt::format("{}: node override names node {}, but the cluster has {} nodes", t, node, spec.nodes));
-      per_node[static_cast<std::size_t>(node)] = m.get();
+      const NodeModel* host = host_of(node);
+      if (!of_host.contains(host)) {
+        auto m = std::make_unique<NodeModel>(*host);
+        m->name = fmt::format("{}+override{}", host->name, i);
+        if (ov.nic_gbps) set_nic_rate(*m, *ov.nic_gbps);
+        of_host[host] = m.get();
+        derived.push_back(std::move(m));
+      }
+      per_node[static_cast<std::size_t>(node)] = of_host[host];
     }
-    derived.push_back(std::move(m));
   }
   return Topology::build(per_node, spec.fabric);
 }

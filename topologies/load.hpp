@@ -13,7 +13,9 @@ namespace topocoll::topo {
 // The typed configuration of a topology request. Unset fields take the spec's value (YAML), then
 // the defaults: 1 node, rail-fat-tree, oversubscription 1.
 struct TopologyOptions {
-  std::string topology;  // preset | FILE.xml | FILE.yaml / FILE.yml (cluster spec or node description)
+  // preset | FILE.xml (NCCL or hwloc) | FILE.txt (nvidia-smi topo -m) | FILE.yaml / .yml (cluster
+  // spec or node description)
+  std::string topology;
   std::optional<int> nodes;
   std::optional<FabricKind> fabric;
   std::optional<double> oversubscription;
@@ -26,9 +28,10 @@ struct TopologyOptions {
 
 // YAML cluster spec, documented in docs/topologies.md:
 //   name: my-cluster              # optional
-//   node: dgx-h100                # a preset, an NCCL XML file or a node .yaml file (relative to
-//                                 # the spec), or an inline map in the node language
-//                                 # (topologies/node_spec.hpp)
+//   node: dgx-h100                # a preset, a node file (relative to the spec): NCCL XML, hwloc
+//                                 # XML, nvidia-smi topo -m text (node_file.hpp) or a node .yaml
+//                                 # (topologies/node_spec.hpp), or an inline map in the node
+//                                 # language; an NCCL dump of several hosts gives one node per host
 //   nodes: 16
 //   fabric: rail-fat-tree         # or {kind, oversubscription, switch_radix, link_gbps, latency_us,
 //                                 #     transport, ecmp, pxn, group_switches, nics_per_switch,

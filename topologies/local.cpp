@@ -153,7 +153,9 @@ int package_of(hwloc_topology_t topo, hwloc_obj_t io_obj) {
   return found;
 }
 
-LocalPciObject pci_object_of(hwloc_topology_t topo, hwloc_obj_t obj, int parent) {
+// `this_machine`: the topology is this machine's, so its OS devices' port rates can be read from
+// sysfs; false for a topology loaded from an XML file of another machine.
+LocalPciObject pci_object_of(hwloc_topology_t topo, hwloc_obj_t obj, int parent, bool this_machine) {
   const bool bridge = obj->type == HWLOC_OBJ_BRIDGE;
   const auto& pci = bridge ? obj->attr->bridge.upstream.pci : obj->attr->pcidev;
   LocalPciObject o;
@@ -170,38 +172,36 @@ LocalPciObject pci_object_of(hwloc_topology_t topo, hwloc_obj_t obj, int parent)
   for (hwloc_obj_t child = obj->io_first_child; child; child = child->next_sibling) {
     if (child->type != HWLOC_OBJ_OS_DEVICE) continue;
     if (child->name) o.os_devices.emplace_back(child->name);
-    o.port_gbps = std::max(o.port_gbps, os_port_gbps(child));
+    if (this_machine) o.port_gbps = std::max(o.port_gbps, os_port_gbps(child));
   }
   return o;
 }
 
 // Depth-first over the IO tree below `obj`, parents before children. Host bridges are not
 // recorded (they are the CPU's root complex): their children get parent -1.
-void collect_pci(hwloc_topology_t topo, hwloc_obj_t obj, int parent, std::vector<LocalPciObject>& out) {
+void collect_pci(hwloc_topology_t topo, hwloc_obj_t obj, int parent, bool this_machine,
+                 std::vector<LocalPciObject>& out) {
   for (hwloc_obj_t child = obj->io_first_child; child; child = child->next_sibling) {
     const bool host_bridge =
         child->type == HWLOC_OBJ_BRIDGE && child->attr->bridge.upstream_type == HWLOC_OBJ_BRIDGE_HOST;
     const bool pci_object = child->type == HWLOC_OBJ_PCI_DEVICE || (child->type == HWLOC_OBJ_BRIDGE && !host_bridge);
     int index = parent;
     if (pci_object) {
-      out.push_back(pci_object_of(topo, child, parent));
+      out.push_back(pci_object_of(topo, child, parent, this_machine));
       index = static_cast<int>(out.size() - 1);
     }
-    collect_pci(topo, child, index, out);
+    collect_pci(topo, child, index, this_machine, out);
   }
 }
 
 // IO objects hang below normal objects (machine, package, group, ...): visit them all.
-void collect_pci_below(hwloc_topology_t topo, hwloc_obj_t obj, std::vector<LocalPciObject>& out) {
-  collect_pci(topo, obj, -1, out);
-  for (hwloc_obj_t child = obj->first_child; child; child = child->next_sibling) collect_pci_below(topo, child, out);
+void collect_pci_below(hwloc_topology_t topo, hwloc_obj_t obj, bool this_machine, std::vector<LocalPciObject>& out) {
+  collect_pci(topo, obj, -1, this_machine, out);
+  for (hwloc_obj_t child = obj->first_child; child; child = child->next_sibling)
+    collect_pci_below(topo, child, this_machine, out);
 }
 
-}  // namespace
-
-LocalInventory probe_local_inventory() {
-  HwlocTopology topo = load_hwloc_topology();
-  hwloc_topology_t t = topo.get();
+LocalInventory inventory_of(hwloc_topology_t t, bool this_machine) {
   LocalInventory inv;
   inv.hostname = info_of(hwloc_get_root_obj(t), "HostName");
   inv.numa_nodes = hwloc_get_nbobjs_by_type(t, HWLOC_OBJ_NUMANODE);
@@ -218,8 +218,27 @@ LocalInventory probe_local_inventory() {
     lp.cores = hwloc_get_nbobjs_inside_cpuset_by_type(t, package->cpuset, HWLOC_OBJ_CORE);
     inv.packages.push_back(lp);
   }
-  collect_pci_below(t, hwloc_get_root_obj(t), inv.pci);
+  collect_pci_below(t, hwloc_get_root_obj(t), this_machine, inv.pci);
   return inv;
+}
+
+}  // namespace
+
+LocalInventory probe_local_inventory() {
+  HwlocTopology topo = load_hwloc_topology();
+  return inventory_of(topo.get(), true);
+}
+
+std::optional<LocalInventory> hwloc_xml_inventory(std::string_view xml) {
+  keep_hwloc_plugins_loaded();
+  hwloc_topology_t raw = nullptr;
+  if (hwloc_topology_init(&raw) != 0) throw InternalError("hwloc_topology_init failed");
+  HwlocTopology topo(raw);
+  if (hwloc_topology_set_io_types_filter(raw, HWLOC_TYPE_FILTER_KEEP_IMPORTANT) != 0)
+    throw InternalError("hwloc_topology_set_io_types_filter failed");
+  if (hwloc_topology_set_xmlbuffer(raw, xml.data(), static_cast<int>(xml.size())) != 0) return std::nullopt;
+  if (hwloc_topology_load(raw) != 0) return std::nullopt;
+  return inventory_of(raw, false);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -77,6 +77,11 @@ std::optional<double> parse_ib_rate(std::string_view text);
 // Every hwloc call lives here. Throws InternalError only when hwloc itself fails to load.
 LocalInventory probe_local_inventory();
 
+// The inventory of a topology hwloc saved as XML (`lstopo --of xml`), loaded with hwloc's own XML
+// backend; NIC port rates are not read (the OS devices are another machine's). nullopt when
+// hwloc refuses the text.
+std::optional<LocalInventory> hwloc_xml_inventory(std::string_view xml);
+
 // Pure: the node model of an inventory (sockets, PCIe switches, GPUs, NICs, links and notes).
 NodeModel build_local_node(const LocalInventory& inventory);
 

@@ -76,6 +76,24 @@ PciRole pci_role(std::uint32_t pci_class) {
   return PciRole::Other;
 }
 
+std::string_view role_name(PciRole role) {
+  switch (role) {
+    case PciRole::Switch:
+      return "PCIe switch";
+    case PciRole::NvSwitch:
+      return "NVSwitch";
+    case PciRole::Cpu:
+      return "CPU";
+    case PciRole::Gpu:
+      return "GPU";
+    case PciRole::Nic:
+      return "NIC";
+    case PciRole::Other:
+      break;
+  }
+  return "device";
+}
+
 constexpr std::string_view kPcieSpeedForms =
     "a PCIe transfer rate such as \"16 GT/s\" or \"32.0 GT/s PCIe\" (2.5, 5, 8, 16, 32 or 64 GT/s)";
 constexpr double kFallbackGts = 8.0;  // NCCL kvDictPciGen: unknown link_speed counts as Gen3
@@ -157,8 +175,9 @@ struct PlannedDevice {
   int parent = -1;           // index into devices_; -1: linked to the CPU itself
   double uplink_gbps = 0.0;  // link to the parent
   int uplink_lanes = 0;
-  std::string busid;  // lower case
-  int depth = 0;      // <pci> nesting level, 1 under a <cpu>
+  double uplink_max_gbps = 0.0;  // 0 unknown
+  std::string busid;             // lower case
+  int depth = 0;                 // <pci> nesting level, 1 under a <cpu>
   // GPUs
   pugi::xml_node gpu_xml;  // <gpu>, absent in skeleton files
   int sm = 0;
@@ -171,7 +190,9 @@ struct PlannedDevice {
 
 class NcclXmlImporter {
  public:
-  explicit NcclXmlImporter(SourceText& source) : source_(source) {}
+  explicit NcclXmlImporter(SourceText& source, std::optional<std::string> host = std::nullopt,
+                           std::string host_note = "")
+      : source_(source), host_(std::move(host)), host_note_(std::move(host_note)) {}
 
   NodeModel run() {
     pugi::xml_document doc;
@@ -212,9 +233,12 @@ class NcclXmlImporter {
     // One <cpu> per socket (NUMA node); anything else at this level is not NCCL's.
     for (pugi::xml_node child : system.children()) {
       if (child.type() != pugi::node_element) continue;
-      if (std::string_view(child.name()) == "cpu")
+      if (std::string_view(child.name()) == "cpu") {
+        // A dump of several hosts (NCCL's host_hash, src/graph/topo.cc ncclGetSystemId): one
+        // importer run per host, each keeping its own sockets.
+        if (host_ && lowercase(child.attribute("host_hash").value()) != *host_) continue;
         plan_cpu(child);
-      else
+      } else
         ignore(child);
     }
   }
@@ -286,10 +310,14 @@ class NcclXmlImporter {
                      fmt::format("{} again (first on line {})", describe(pci), seen->second),
                      "each PCI bus id once: one <pci> per device");
     }
-    const PciRole role = role_of(pci);
+    const PciRole role = role_of(pci, true);
     const PcieLink link = pcie_link(pci);
     // A bridge or device of another class counts only as a pass-through to devices behind it.
     const bool other = role == PciRole::Cpu || role == PciRole::Other;
+    if (other && !holds_devices(pci) && !pci.attribute("class")) {
+      classless_.push_back(fmt::format("{} (line {})", describe(pci), source_.line_of(pci)));
+      return;
+    }
     if (other && !holds_devices(pci)) {
       skipped_.push_back(
           fmt::format("{} class {} (line {}), not a GPU, NIC, NVSwitch or switch and with no device behind it",
@@ -308,6 +336,7 @@ class NcclXmlImporter {
     device.parent = parent;
     device.uplink_gbps = link.gbps;
     device.uplink_lanes = link.lanes;
+    device.uplink_max_gbps = link.max_gbps;
     device.busid = busid;
     device.depth = depth;
     switch (role) {
@@ -342,11 +371,34 @@ class NcclXmlImporter {
     }
   }
 
-  PciRole role_of(pugi::xml_node pci) {
+  // A <pci> without a class attribute (AWS g5.48xlarge's file): NCCL fills the class in from
+  // sysfs at run time (src/graph/xml.cc, ncclTopoGetXmlFromSys). Here the role is inferred from
+  // what the element holds, else from its vendor id; nullopt when nothing tells.
+  std::optional<std::pair<PciRole, std::string>> inferred_role(pugi::xml_node pci) {
+    if (pci.child("gpu")) return std::pair{PciRole::Gpu, std::string("a <gpu> child")};
+    if (pci.child("nic")) return std::pair{PciRole::Nic, std::string("a <nic> child")};
+    if (pci.child("pci")) return std::pair{PciRole::Switch, std::string("<pci> children")};
+    // Vendor ids (PCI-SIG assigned; pci.ids): 0x10de NVIDIA (GPUs), 0x15b3 Mellanox (ConnectX
+    // NICs), 0x1d0f Amazon (EFA NICs, device ids 0xefa0-0xefa3).
+    const std::string vendor = lowercase(pci.attribute("vendor").value());
+    const std::string device_id = lowercase(pci.attribute("device").value());
+    if (vendor == "0x10de") return std::pair{PciRole::Gpu, std::string("vendor 0x10de (NVIDIA)")};
+    if (vendor == "0x15b3") return std::pair{PciRole::Nic, std::string("vendor 0x15b3 (Mellanox)")};
+    if (vendor == "0x1d0f" && device_id.starts_with("0xefa"))
+      return std::pair{PciRole::Nic, std::string("vendor 0x1d0f device 0xefa* (Amazon EFA)")};
+    return std::nullopt;
+  }
+
+  PciRole role_of(pugi::xml_node pci, bool record = false) {
     const pugi::xml_attribute attr = pci.attribute("class");
-    if (!attr)
-      source_.fail(source_.line_of(pci), fmt::format("{} without a class attribute", describe(pci)),
-                   "class=\"0x......\", its PCI class code (0x0604xx switch, 0x03xxxx GPU, 0x02xxxx NIC)");
+    if (!attr) {
+      const auto inferred = inferred_role(pci);
+      if (!inferred) return PciRole::Other;
+      if (record)
+        inferred_classes_.push_back(fmt::format("{} (line {}) taken as a {} from {}", describe(pci),
+                                                source_.line_of(pci), role_name(inferred->first), inferred->second));
+      return inferred->first;
+    }
     const std::optional<std::uint32_t> pci_class = parse_pci_class(attr.value());
     if (!pci_class)
       source_.fail(source_.line_of(pci, attr), fmt::format("{} class=\"{}\"", describe(pci), attr.value()),
@@ -372,7 +424,18 @@ class NcclXmlImporter {
     int lanes = 0;
     bool width_assumed = false;  // link_width 0 or absent: x16, as NCCL does
     bool speed_assumed = false;  // link_speed empty, absent or "Unknown": Gen3, NCCL's fallback
+    double max_gbps = 0.0;       // at max_link_width x max_link_speed when both are given; else 0
   };
+
+  // max_link_width / max_link_speed (sysfs names; present in files written from sysfs): what the
+  // device and slot could train to. 0 when either is absent or unreadable.
+  double max_pcie_gbps(pugi::xml_node pci) {
+    const std::optional<long long> width = parse_integer(pci.attribute("max_link_width").value());
+    const std::optional<double> gts = c::parse_pcie_link_speed(pci.attribute("max_link_speed").value());
+    if (!width || *width <= 0 || *width > kMaxPcieWidth || !gts) return 0.0;
+    const std::optional<double> per_lane = c::pcie_gbps_per_lane(*gts);
+    return per_lane ? static_cast<double>(*width) * *per_lane : 0.0;
+  }
 
   PcieLink pcie_link(pugi::xml_node pci) {
     PcieLink link;
@@ -406,6 +469,7 @@ class NcclXmlImporter {
     }
     link.lanes = static_cast<int>(width);
     link.gbps = static_cast<double>(width) * *c::pcie_gbps_per_lane(gts);
+    link.max_gbps = max_pcie_gbps(pci);
     return link;
   }
 
@@ -571,9 +635,14 @@ class NcclXmlImporter {
 
   void build_pcie_links() {
     // Every planned device links to its parent switch, or to its socket at the top level.
-    for (const PlannedDevice& device : devices_)
+    for (const PlannedDevice& device : devices_) {
       model_.add_link(parent_vertex(device), device.vertex, LinkKind::Pcie, device.uplink_gbps, c::kPcieLatencyUs,
                       device.uplink_lanes);
+      if (device.uplink_max_gbps > 0.0) {
+        const auto [edge, found] = boost::edge(parent_vertex(device), device.vertex, model_.graph);
+        if (found) model_.graph[edge].max_bw_gbps = device.uplink_max_gbps;
+      }
+    }
   }
 
   // --- NVLink -------------------------------------------------------------------------------
@@ -600,8 +669,15 @@ class NcclXmlImporter {
         if (gpu_lanes > kMaxNvlinks)
           source_.fail(source_.line_of(nvlink), fmt::format("{} NVLinks of one GPU in all", gpu_lanes),
                        fmt::format("at most {} NVLinks per GPU (the limit kMaxNvlinks)", kMaxNvlinks));
-        const std::string target = nvlink_target(nvlink, gpu);
+        const std::string target = nvlink_target(nvlink);
         const std::optional<PciRole> role = nvlink_role(nvlink);
+        ++nvlink_elements_;
+        if (target == gpu.busid && (!role || role == PciRole::Gpu)) {
+          // Azure NC A100 v4's dump: NCCL looks the bus id up and connects the GPU to itself
+          // (src/graph/topo.cc, ncclTopoAddNvLinks), a loop no path between devices uses.
+          self_nvlinks_.push_back(fmt::format("{} (line {})", target, source_.line_of(nvlink)));
+          continue;
+        }
         if (role == PciRole::Cpu) {
           const std::pair key{gpu.vertex, cpus_[static_cast<std::size_t>(gpu.cpu)].vertex};
           gpu_other[key] += count;
@@ -617,10 +693,13 @@ class NcclXmlImporter {
         }
       }
     }
+    build_c2c(gpu_other, other_kind);
     // GPU to NVSwitch / CPU: one link per (GPU, target), rate of the GPU's NVLink generation.
-    for (const auto& [key, lanes] : gpu_other)
-      model_.add_link(key.first, key.second, other_kind[key], lanes * c::nvlink_gbps_per_link(sm_of[key.first]),
-                      c::kNvlinkLatencyUs, lanes);
+    for (const auto& [key, lanes] : gpu_other) {
+      double gbps = lanes * c::nvlink_gbps_per_link(sm_of[key.first]);
+      if (auto c2c = c2c_gbps_.find(key); c2c != c2c_gbps_.end()) gbps = std::max(gbps, c2c->second);
+      model_.add_link(key.first, key.second, other_kind[key], gbps, c::kNvlinkLatencyUs, lanes);
+    }
     // GPU to GPU: both ends usually list the link; one link per pair, the slower GPU's rate.
     for (const auto& [key, lanes] : gpu_gpu) {
       const auto [a, b] = key;
@@ -637,6 +716,32 @@ class NcclXmlImporter {
     }
   }
 
+  // <c2c bw="..." count="..."/> under a <gpu> (Grace Hopper / Grace Blackwell): NVLink-C2C to
+  // the GPU's own CPU at bw x count MB/s, as NCCL reads it (src/graph/topo.cc, ncclTopoAddC2c:
+  // c2cBw = bw * count / 1000 GB/s). Merged into an <nvlink tclass="0x068001"> to the same CPU
+  // when the file has both: one C2C link of the larger rate.
+  void build_c2c(std::map<std::pair<Vertex, Vertex>, int>& lanes, std::map<std::pair<Vertex, Vertex>, LinkKind>& kind) {
+    for (const PlannedDevice& gpu : devices_) {
+      if (gpu.kind != DeviceKind::Gpu) continue;
+      for (pugi::xml_node c2c : gpu.gpu_xml.children("c2c")) {
+        const pugi::xml_attribute bw = c2c.attribute("bw"), count = c2c.attribute("count");
+        if (!bw || !count)
+          source_.fail(source_.line_of(c2c), fmt::format("<c2c> without {}", bw ? "a count" : "a bw"),
+                       "<c2c bw=\"MB/s per link\" count=\"links\"/>, as NCCL writes it");
+        const long long mbps = positive(c2c, bw, "the per-link rate in MB/s, a positive integer such as 50000");
+        const long long links = in_range(c2c, count, 1, kMaxNvlinks, "kMaxNvlinks", "a positive number of C2C links");
+        if (mbps > static_cast<long long>(kMaxNetMbps))
+          source_.fail(source_.line_of(c2c, bw), fmt::format("<c2c> bw=\"{}\"", bw.value()),
+                       fmt::format("the per-link rate in MB/s, at most {:g}", kMaxNetMbps));
+        const std::pair key{gpu.vertex, cpus_[static_cast<std::size_t>(gpu.cpu)].vertex};
+        const double gbps = static_cast<double>(mbps * links) / 1000.0;
+        c2c_gbps_[key] = std::max(c2c_gbps_[key], gbps);
+        if (!lanes.contains(key)) lanes[key] = static_cast<int>(links);
+        kind[key] = LinkKind::C2C;
+      }
+    }
+  }
+
   int nvlink_count(pugi::xml_node nvlink) {
     const pugi::xml_attribute count = nvlink.attribute("count");
     if (!count)
@@ -645,14 +750,10 @@ class NcclXmlImporter {
     return static_cast<int>(in_range(nvlink, count, 1, kMaxNvlinks, "kMaxNvlinks", "a positive number of NVLinks"));
   }
 
-  std::string nvlink_target(pugi::xml_node nvlink, const PlannedDevice& gpu) {
+  std::string nvlink_target(pugi::xml_node nvlink) {
     const std::string target = lowercase(nvlink.attribute("target").value());
     if (target.empty())
       source_.fail(source_.line_of(nvlink), "<nvlink> without a target", "target=\"<PCI bus id of the far end>\"");
-    if (target == gpu.busid)
-      source_.fail(source_.line_of(nvlink, nvlink.attribute("target")),
-                   fmt::format("{} on the GPU {} itself", describe(nvlink), gpu.busid),
-                   "the bus id of another GPU, an NVSwitch or a CPU");
     return target;
   }
 
@@ -694,10 +795,25 @@ class NcclXmlImporter {
     if (model_.count(DeviceKind::Gpu) == 0)
       notes.push_back(fmt::format("{} describes no GPU: the model has no GPU ranks", file));
     if (skeleton_gpus_ > 0)
+      notes.push_back(
+          fmt::format("{}: {} GPU(s) known only by PCI class (no <gpu> element): compute capability unknown (sm 0)",
+                      file, skeleton_gpus_));
+    const int gpus = static_cast<int>(model_.count(DeviceKind::Gpu));
+    if (gpus > 1 && nvlink_elements_ == 0) notes.push_back(nvlink_unknown_note(file, gpus));
+    if (!self_nvlinks_.empty())
       notes.push_back(fmt::format(
-          "{}: {} GPU(s) known only by PCI class (no <gpu> element): compute capability unknown (sm 0) and no "
-          "NVLink described (NCCL detects it at run time), so these GPUs reach each other over PCIe only",
-          file, skeleton_gpus_));
+          "{}: <nvlink> naming the GPU's own bus id ({}): NCCL connects the GPU to itself, a loop no transfer "
+          "uses; no link modelled",
+          file, join(self_nvlinks_)));
+    if (!inferred_classes_.empty())
+      notes.push_back(
+          fmt::format("{}: <pci> without a class (NCCL reads it from sysfs): {}", file, join(inferred_classes_, "; ")));
+    if (!classless_.empty())
+      notes.push_back(fmt::format(
+          "{}: {} <pci> without a class and with nothing inside ({}): NCCL fills these in from sysfs on the "
+          "machine itself; nothing is modelled there",
+          file, classless_.size(), join(classless_)));
+    if (!host_note_.empty()) notes.push_back(host_note_);
     if (!assumed_nic_rates_.empty()) {
       // "63.008 GB/s for 8": one entry per distinct assumed rate.
       std::vector<std::string> rates;
@@ -811,17 +927,65 @@ class NcclXmlImporter {
   bool numa_from_order_ = false;
   std::map<double, int> assumed_nic_rates_;  // assumed port rate (GB/s) -> ports
   std::vector<std::string> multi_port_nics_, pathless_nics_, pass_through_, skipped_, unknown_cpus_, missing_peers_,
-      asymmetric_, ignored_;
+      asymmetric_, ignored_, self_nvlinks_, inferred_classes_, classless_;
+  int nvlink_elements_ = 0;
+  std::map<std::pair<Vertex, Vertex>, double> c2c_gbps_;  // (GPU, CPU) -> <c2c> rate
+  std::optional<std::string> host_;                       // the host_hash kept; nullopt: every <cpu>
+  std::string host_note_;
 };
+
+// The distinct host_hash values of the <cpu> elements, in file order ("" for a <cpu> without
+// one). Empty when the text is not XML (the importer then reports the error).
+std::vector<std::string> host_hashes(std::string_view text) {
+  pugi::xml_document doc;
+  std::vector<std::string> hosts;
+  if (!doc.load_buffer(text.data(), text.size())) return hosts;
+  for (pugi::xml_node cpu : doc.document_element().children("cpu")) {
+    const std::string hash = lowercase(cpu.attribute("host_hash").value());
+    if (std::find(hosts.begin(), hosts.end(), hash) == hosts.end()) hosts.push_back(hash);
+  }
+  return hosts;
+}
 
 }  // namespace
 
-NodeModel parse_nccl_xml(std::string_view text, const std::string& source_name) {
-  SourceText source(text, source_name);
-  return NcclXmlImporter(source).run();
+std::vector<NodeModel> parse_nccl_xml_hosts(std::string_view text, const std::string& source_name) {
+  const std::vector<std::string> hosts = host_hashes(text);
+  std::vector<NodeModel> models;
+  if (hosts.size() <= 1) {
+    SourceText source(text, source_name);
+    models.push_back(NcclXmlImporter(source).run());
+    return models;
+  }
+  for (std::size_t h = 0; h < hosts.size(); ++h) {
+    SourceText source(text, source_name);
+    const std::string hash = hosts[h].empty() ? "(none)" : hosts[h];
+    NodeModel m = NcclXmlImporter(source, hosts[h],
+                                  fmt::format("{}: the file holds {} hosts (host_hash values); this node is host {} "
+                                              "(host_hash {}), one node per host",
+                                              source_name, hosts.size(), h, hash))
+                      .run();
+    m.name = fmt::format("{}#host{}", source_name, h);
+    models.push_back(std::move(m));
+  }
+  return models;
 }
 
-NodeModel load_nccl_xml(const std::string& path) {
+NodeModel parse_nccl_xml(std::string_view text, const std::string& source_name) {
+  std::vector<NodeModel> hosts = parse_nccl_xml_hosts(text, source_name);
+  return std::move(hosts.front());
+}
+
+std::string nvlink_unknown_note(const std::string& file, int gpus, std::string_view missing) {
+  return fmt::format(
+      "{}: NVLink unknown: {} GPUs and {}, so the model "
+      "joins them over PCIe only and every GPU-to-GPU figure is a PCIe figure; set `{}` in a YAML cluster "
+      "spec to give the NVLink the machine has",
+      file, gpus, missing, kNvlinkOverrideKey);
+}
+
+namespace {
+std::string read_xml_file(const std::string& path) {
   constexpr std::string_view kExpected =
       "a readable NCCL topology XML file (NCCL_TOPO_FILE / NCCL_TOPO_DUMP_FILE format)";
   std::error_code ec;
@@ -833,7 +997,16 @@ NodeModel load_nccl_xml(const std::string& path) {
   std::ostringstream text;
   if (in) text << in.rdbuf();
   if (!in || in.bad()) throw InputError(fmt::format("{}: cannot be read: expected {}", path, kExpected));
-  return parse_nccl_xml(text.str(), path);
+  return text.str();
+}
+}  // namespace
+
+NodeModel load_nccl_xml(const std::string& path) {
+  return parse_nccl_xml(read_xml_file(path), path);
+}
+
+std::vector<NodeModel> load_nccl_xml_hosts(const std::string& path) {
+  return parse_nccl_xml_hosts(read_xml_file(path), path);
 }
 
 }  // namespace topocoll::topo

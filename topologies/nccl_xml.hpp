@@ -22,10 +22,21 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "topologies/topology.hpp"
 
 namespace topocoll::topo {
+
+// The YAML field that gives a node NVLink an XML file leaves unknown (named by the importers'
+// notes; docs/topologies.md).
+inline constexpr std::string_view kNvlinkOverrideKey = "overrides.nvlink";
+
+// The one note for GPUs whose NVLink the file leaves unknown (skeleton files, AWS p5's file with
+// <gpu> but no <nvlink>): what the model assumes and the field that fixes it.
+// `missing` says what the source lacks.
+std::string nvlink_unknown_note(const std::string& file, int gpus,
+                                std::string_view missing = "no <nvlink> element (NCCL detects NVLink at run time)");
 
 // Reads an NCCL_TOPO_FILE / NCCL_TOPO_DUMP_FILE into one node's model.
 // Throws InputError ("FILE:LINE: what was found: what was expected") for an unreadable file,
@@ -34,5 +45,12 @@ NodeModel load_nccl_xml(const std::string& path);
 
 // The same, from text in memory; `source_name` names it in errors and becomes NodeModel::name.
 NodeModel parse_nccl_xml(std::string_view text, const std::string& source_name);
+
+// A dump may hold several hosts (NCCL writes host_hash on each <cpu>, e.g. a multi-node NVLink
+// dump): one NodeModel per distinct host_hash, in file order, each named "FILE#hostN" and noting
+// it. A file of one host gives one model, the same as load_nccl_xml. parse_nccl_xml /
+// load_nccl_xml return the first host's model.
+std::vector<NodeModel> load_nccl_xml_hosts(const std::string& path);
+std::vector<NodeModel> parse_nccl_xml_hosts(std::string_view text, const std::string& source_name);
 
 }  // namespace topocoll::topo

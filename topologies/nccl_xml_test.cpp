@@ -425,10 +425,138 @@ TEST_CASE("nccl_xml: bad PCI attributes") {
       parse_bad(wrap(R"(    <pci busid="0000:01:00.0" class="0x03" link_speed="8 GT/s" link_width="16"/>)")),
       doctest::Contains("bad.xml:3: <pci busid=\"0000:01:00.0\"> class=\"0x03\": expected a PCI class code"),
       InputError);
+  // A <pci> without a class (NCCL reads it from sysfs) is no error: see the g5 test.
+  CHECK(parse_bad(wrap(R"(    <pci busid="0000:01:00.0" link_speed="8 GT/s" link_width="16"/>)"))
+            .count(DeviceKind::Gpu) == 0);
   CHECK_THROWS_WITH_AS(
-      parse_bad(wrap(R"(    <pci busid="0000:01:00.0" link_speed="8 GT/s" link_width="16"/>)")),
-      doctest::Contains("bad.xml:3: <pci busid=\"0000:01:00.0\"> without a class attribute: expected class="),
-      InputError);
+      parse_bad(wrap(R"(    <pci busid="0000:01:00.0" class="0x030200" link_speed="8 GT/s" link_width="16">
+      <gpu dev="0" sm="90"><c2c count="10"/></gpu></pci>)")),
+      doctest::Contains("bad.xml:4: <c2c> without a bw: expected <c2c bw="), InputError);
+}
+
+// ---------------------------------------------------------------------------------------------
+// What NCCL accepts and the importer once refused or misread
+
+TEST_CASE("nccl_xml: Azure NC A100 v4 (NVLink naming the GPU's own bus id) loads as NCCL reads it") {
+  const NodeModel m = load_nccl_xml(testdata("azure-ncv4-a100-self-nvlink.xml"));
+  check_counts(m, {.gpus = 4,
+                   .cpus = 4,
+                   .pcie_switches = 0,
+                   .nvswitches = 0,
+                   .nics = 1,
+                   .pcie = 5,
+                   .nvlink = 0,
+                   .c2c = 0,
+                   .inter_socket = 6});
+  CHECK(m.graph[device(m, DeviceKind::Gpu, 3)].numa == 3);
+  CHECK(has_note(m, "<nvlink> naming the GPU's own bus id (0001:00:00.0 (line 5)"));
+  CHECK(has_note(m, "a loop no transfer uses"));
+  // The file has <nvlink> elements: NVLink is not "unknown", it is absent.
+  CHECK_FALSE(has_note(m, "NVLink unknown"));
+}
+
+TEST_CASE("nccl_xml: AWS g5.48xlarge (<pci> without a class) loads, each inferred or left out with a note") {
+  const NodeModel m = load_nccl_xml(testdata("aws-g5-a10g-classless.xml"));
+  CHECK(m.count(DeviceKind::Gpu) == 0);
+  CHECK(m.count(DeviceKind::Cpu) == 2);
+  CHECK(has_note(m, "8 <pci> without a class and with nothing inside"));
+  CHECK(has_note(m, "0000:00:16.0"));
+  // Children or vendor ids tell what a class-less <pci> is.
+  const NodeModel inferred = parse_nccl_xml(R"(<system version="1">
+  <cpu numaid="0" arch="x86_64" vendor="AuthenticAMD">
+    <pci busid="0000:00:16.0">
+      <pci busid="0000:10:00.0" link_speed="16.0 GT/s PCIe" link_width="16"><gpu dev="0" sm="86"/></pci>
+      <pci busid="0000:11:00.0" vendor="0x10de" link_speed="16.0 GT/s PCIe" link_width="16"/>
+      <pci busid="0000:12:00.0" vendor="0x1d0f" device="0xefa1" link_speed="16.0 GT/s PCIe" link_width="8"/>
+    </pci>
+  </cpu>
+</system>)",
+                                            "g5-like.xml");
+  CHECK(inferred.count(DeviceKind::Gpu) == 2);
+  CHECK(inferred.count(DeviceKind::Nic) == 1);
+  CHECK(inferred.count(DeviceKind::PcieSwitch) == 1);
+  CHECK(has_note(inferred, "<pci busid=\"0000:00:16.0\"> (line 3) taken as a PCIe switch from <pci> children"));
+  CHECK(has_note(inferred, "taken as a GPU from a <gpu> child"));
+  CHECK(has_note(inferred, "taken as a GPU from vendor 0x10de (NVIDIA)"));
+  CHECK(has_note(inferred, "taken as a NIC from vendor 0x1d0f device 0xefa* (Amazon EFA)"));
+}
+
+TEST_CASE("nccl_xml: AWS p5.48xlarge (<gpu> without <nvlink>) says loudly that NVLink is unknown") {
+  const NodeModel m = load_nccl_xml(testdata("aws-p5-h100-no-nvlink.xml"));
+  check_counts(m, {.gpus = 8,
+                   .cpus = 1,
+                   .pcie_switches = 8,
+                   .nvswitches = 0,
+                   .nics = 32,
+                   .pcie = 48,
+                   .nvlink = 0,
+                   .c2c = 0,
+                   .inter_socket = 0});
+  CHECK(m.graph[device(m, DeviceKind::Gpu, 0)].sm == 90);
+  CHECK(has_note(m, "NVLink unknown: 8 GPUs and no <nvlink> element"));
+  CHECK(has_note(m, std::string(kNvlinkOverrideKey)));
+  CHECK(has_note(m, "PCIe only"));
+  // EFA ports: 100 Gb/s each from the file.
+  CHECK(m.graph[device(m, DeviceKind::Nic, 31)].port_gbps == doctest::Approx(12.5));
+}
+
+TEST_CASE("nccl_xml: <c2c> is a C2C link to the GPU's CPU at bw x count, as NCCL reads it") {
+  const NodeModel m = parse_nccl_xml(R"(<system version="1">
+  <cpu numaid="0" arch="arm64">
+    <pci busid="0009:01:00.0" class="0x030200" link_speed="32.0 GT/s PCIe" link_width="16">
+      <gpu dev="0" sm="90" rank="0">
+        <c2c bw="25000" count="18"/>
+      </gpu>
+    </pci>
+  </cpu>
+</system>)",
+                                     "gh200-c2c.xml");
+  const std::vector<Link> c2c = links_at(m, device(m, DeviceKind::Gpu, 0), LinkKind::C2C);
+  REQUIRE(c2c.size() == 1);
+  CHECK(c2c.front().bw_gbps == doctest::Approx(25000.0 * 18 / 1000.0));
+  CHECK(c2c.front().lanes == 18);
+  // One GPU: nothing to say about NVLink.
+  CHECK_FALSE(has_note(m, "NVLink unknown"));
+}
+
+TEST_CASE("nccl_xml: a dump of two hosts (host_hash) is two node models") {
+  const std::string host = R"(
+  <cpu numaid="0" host_hash="HASH" arch="x86_64" vendor="GenuineIntel" modelid="143">
+    <pci busid="0000:1b:00.0" class="0x030200" link_speed="32.0 GT/s PCIe" link_width="16">
+      <gpu dev="0" sm="90" rank="RANK0"><nvlink target="0000:1c:00.0" count="4" tclass="0x030200"/></gpu>
+    </pci>
+    <pci busid="0000:1c:00.0" class="0x030200" link_speed="32.0 GT/s PCIe" link_width="16">
+      <gpu dev="1" sm="90" rank="RANK1"><nvlink target="0000:1b:00.0" count="4" tclass="0x030200"/></gpu>
+    </pci>
+  </cpu>)";
+  auto with = [&](std::string text, const std::string& hash, int rank) {
+    text.replace(text.find("HASH"), 4, hash);
+    text.replace(text.find("RANK0"), 5, std::to_string(rank));
+    text.replace(text.find("RANK1"), 5, std::to_string(rank + 1));
+    return text;
+  };
+  const std::string xml =
+      "<system version=\"1\">" + with(host, "0xaaaa", 0) + with(host, "0xbbbb", 2) + "\n</system>\n";
+  const std::vector<NodeModel> hosts = parse_nccl_xml_hosts(xml, "two.xml");
+  REQUIRE(hosts.size() == 2);
+  for (const NodeModel& m : hosts) {
+    CHECK(m.count(DeviceKind::Gpu) == 2);
+    CHECK(count_links(m, LinkKind::NvLink) == 1);
+  }
+  CHECK(hosts[1].name == "two.xml#host1");
+  CHECK(has_note(hosts[1], "the file holds 2 hosts (host_hash values); this node is host 1 (host_hash 0xbbbb)"));
+  // The same bus ids on both hosts are no duplicate; parse_nccl_xml gives the first host.
+  CHECK(parse_nccl_xml(xml, "two.xml").count(DeviceKind::Gpu) == 2);
+}
+
+TEST_CASE("nccl_xml: max_link_width / max_link_speed give a PCIe link's full rate") {
+  const NodeModel m =
+      parse_nccl_xml(wrap(R"(    <pci busid="0000:01:00.0" class="0x030200" link_speed="16.0 GT/s PCIe" link_width="8"
+         max_link_speed="32.0 GT/s PCIe" max_link_width="16"><gpu dev="0" sm="90"/></pci>)"),
+                     "trained.xml");
+  const Link up = uplink(m, device(m, DeviceKind::Gpu, 0));
+  CHECK(up.bw_gbps == doctest::Approx(8 * *c::pcie_gbps_per_lane(16.0)));
+  CHECK(up.max_bw_gbps == doctest::Approx(16 * *c::pcie_gbps_per_lane(32.0)));
 }
 
 TEST_CASE("nccl_xml: bad NVLink counts and NIC speeds") {

@@ -52,6 +52,10 @@ struct Link {
   // Network links of a named transport (topologies/transports.hpp): the fraction of bw_gbps a
   // transfer gets. 0 = not set: the calibration's efficiency for the link's kind applies.
   double efficiency = 0.0;
+  // PCIe links: the rate at the device's maximum width and speed (sysfs max_link_width /
+  // max_link_speed), when the source gives them; 0 = unknown. Below bw_gbps's peer: the link
+  // trained below its rate (diagnostics "slow-link").
+  double max_bw_gbps = 0.0;
 };
 
 using Graph = boost::adjacency_list<boost::vecS, boost::vecS, boost::undirectedS, Device, Link>;
