@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -121,6 +122,51 @@ TEST_CASE("closed forms: dgx-h100 x16 ring 256 MiB Simple, channels 1..32") {
   // The static sharing (every flow at 1/C of the port all the time) would be the upper bound
   // itself: 2682.96 us, where the engines give 1856.41 us.
   CHECK(at8 < 0.75 * upper);
+}
+
+// Switch schedules (simulator/switch_plan.hpp): NVLS on one DGX H100 and SHARP on two, hand-built
+// (simulator/testing.hpp). Pipelined NVLS (256 chunks a channel) keeps every port busy both ways,
+// so the analytic engine's static sharing meets SimGrid's dynamic one; the SHARP case runs 4
+// instances a channel on 2 channels (several flows per NIC at once).
+TEST_CASE("engines agree on switch schedules (NVLS, SHARP)") {
+  const topo::Topology h100 = testing::load("dgx-h100", 1);
+  for (const Calibration& c : {ideal_calibration(), default_calibration()}) {
+    CAPTURE(c.source);
+    const Both r = run_both(h100, testing::nvls_allreduce(8, (1u << 30) / 4, 4, 256), c);
+    CHECK(std::abs(r.analytic - r.simgrid) / r.simgrid <= 0.01);
+  }
+  topo::TopologyOptions o{"dgx-h100"};
+  o.nodes = 2;
+  o.fabric = topo::FabricKind::FatTree;
+  o.sharp = true;
+  o.merge_nvswitch_planes = true;
+  const topo::Topology two = topo::load_topology(o);
+  for (const Calibration& c : {ideal_calibration(), default_calibration()}) {
+    CAPTURE(c.source);
+    const Both r = run_both(two, testing::sharp_allreduce(16, (64u << 20) / 4, 2, 4), c);
+    CHECK(std::abs(r.analytic - r.simgrid) / r.simgrid <= 0.01);
+  }
+}
+
+// 8 x H100 (NVLink4, NVSwitch gen3: what an HGX H200 has) at 8 GiB, defaults (docs/simulator.md,
+// "Switch operations"): per GPU port and direction ring moves 2 S (N-1)/N and NVLS S (1 + 1/N),
+// both at R = 450 GB/s x 20.6/25 = 370.8 GB/s:
+//   ring = 2 S (N-1) / (N R) = 40.54 ms,  NVLS = S (1 + 1/N) / R = 26.06 ms,  ratio 14/9 = 1.556;
+// NVLS's pipeline fill (~3 of 256 chunks) and ring's per-step latencies are the rest (2 %).
+TEST_CASE("closed forms: 8 GiB on 8 x H100, NVLS ahead of ring by the traffic, both engines") {
+  const topo::Topology t = testing::load("dgx-h100", 1);
+  const Calibration c = default_calibration();
+  const double S = 8.0 * (1u << 30), N = 8, R = 450e9 * 20.6 / 25.0;
+  const Both nvls = run_both(t, testing::nvls_allreduce(8, (8ull << 30) / 4, 4, 256), c);
+  const Both ring = run_both(t, generate("ring", t, 8ull << 30, 4), c);
+  MESSAGE(fmt::format("8 GiB, 8 x H100: ring {:.3f} / {:.3f} ms, NVLS {:.3f} / {:.3f} ms (analytic / simgrid), "
+                      "ratio {:.3f} / {:.3f}",
+                      ring.analytic * 1e3, ring.simgrid * 1e3, nvls.analytic * 1e3, nvls.simgrid * 1e3,
+                      ring.analytic / nvls.analytic, ring.simgrid / nvls.simgrid));
+  for (double x : {nvls.analytic, nvls.simgrid}) CHECK(x == doctest::Approx(S * (1 + 1 / N) / R).epsilon(0.02));
+  for (double x : {ring.analytic, ring.simgrid}) CHECK(x == doctest::Approx(2 * S * (N - 1) / (N * R)).epsilon(0.02));
+  CHECK(ring.simgrid / nvls.simgrid == doctest::Approx(2 * (N - 1) / (N + 1)).epsilon(0.02));
+  CHECK(ring.analytic / nvls.analytic == doctest::Approx(2 * (N - 1) / (N + 1)).epsilon(0.02));
 }
 
 }  // namespace

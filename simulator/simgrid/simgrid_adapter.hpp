@@ -129,12 +129,26 @@ struct Connection {
   int src = 0, dst = 0, channel = 0;
 };
 
+// A switch flow (simulator/switch_plan.hpp): a walk on model links from vertex `from` (a GPU
+// or a switch), with its private cap link (cap > 0, bytes/s) and the NVSwitch reduction port it
+// crosses (reduce_rate > 0: a link of that rate named reduce_name, shared by every path that
+// names it). Each gets a zone of its own with two hosts and the one route between them.
+struct PathConnection {
+  topo::Vertex from = 0;
+  std::vector<topo::Edge> links;
+  double cap = 0.0;
+  double reduce_rate = 0.0;
+  std::string reduce_name;
+};
+
 struct PlatformSpec {
   const topo::Topology* topology = nullptr;
   const Calibration* calibration = nullptr;
   int channels = 1;
   // The connections that will carry data; routes exist for these only.
   std::vector<Connection> connections;
+  // Switch flows; transfer index connections.size() + k is paths[k].
+  std::vector<PathConnection> paths;
   // Each endpoint (GPU, channel) computes a local copy or reduce of B bytes in B / compute_speed.
   double compute_speed = 1e9;
   // SimGrid 3.32's detached-transfer list workaround (above, "Activities"); false runs SimGrid
