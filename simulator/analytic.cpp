@@ -361,7 +361,7 @@ class AnalyticEngine final : public Engine {
     // active at once (one constraint per link direction).
     using LinkDir = std::pair<topo::Edge, bool>;
     std::map<LinkDir, std::vector<std::uint32_t>> users;  // flows per link direction
-    std::vector<Route> switch_routes;  // per plan path
+    std::vector<Route> switch_routes;                     // per plan path
     if (plan)
       for (const SwitchPath& path : plan->paths()) {
         Route r;
@@ -376,7 +376,8 @@ class AnalyticEngine final : public Engine {
         const SwitchPath& path = plan->paths()[plan->flows()[f - sw_base].path];
         flows[f].route = &switch_routes[plan->flows()[f - sw_base].path];
         flows[f].latency_s = path.latency_s;
-        if (path.reduce_port >= 0) port_users[static_cast<std::size_t>(path.reduce_port)].push_back(static_cast<std::uint32_t>(f));
+        if (path.reduce_port >= 0)
+          port_users[static_cast<std::size_t>(path.reduce_port)].push_back(static_cast<std::uint32_t>(f));
       } else {
         flows[f].route = &router.route(flow_keys[f].src, flow_keys[f].dst, flow_keys[f].channel);
         flows[f].latency_s = c.route_latency_s(g, flows[f].route->links);
@@ -392,8 +393,8 @@ class AnalyticEngine final : public Engine {
     for (const auto& k : flow_keys) ends.push_back({k.src, k.dst, k.channel});
     IslandMap islands = find_islands(t, router, c, ends);
     // (Switch flows are on no island: the engine then shares every link max-min below.)
-    const bool all_on_islands =
-        !plan && std::none_of(islands.island.begin(), islands.island.end(), [](std::uint32_t i) { return i == kNoIsland; });
+    const bool all_on_islands = !plan && std::none_of(islands.island.begin(), islands.island.end(),
+                                                      [](std::uint32_t i) { return i == kNoIsland; });
     if (all_on_islands && o.trace)  // a trace shows every operation's times: the exact ones
       return IslandWalk(steps, p, K, flow_keys, flows, std::move(islands), c, true).run(name());
     struct Constraint {

@@ -217,18 +217,18 @@ Calibration parse_calibration(const std::string& text, const std::string& source
       c.reduce_gbps = number(value, key, 0, 1e6);
     } else if (key == "switch_latency_us") {
       if (!value.is_object())
-        throw InputError(fmt::format("{}: 'switch_latency_us' must be an object: {{\"nvls\": us, \"sharp\": us}}", source));
+        throw InputError(
+            fmt::format("{}: 'switch_latency_us' must be an object: {{\"nvls\": us, \"sharp\": us}}", source));
       for (auto& [kind, v] : value.items()) {
         if (kind != "nvls" && kind != "sharp")
-          throw InputError(
-              fmt::format("{}: 'switch_latency_us.{}': unknown switch kind, expected nvls or sharp", source, esc(kind)));
+          throw InputError(fmt::format("{}: 'switch_latency_us.{}': unknown switch kind, expected nvls or sharp",
+                                       source, esc(kind)));
         c.switch_latency_us[kind == "sharp" ? 1 : 0] = number(v, "switch_latency_us." + kind, 0, 1e6);
       }
       c.switch_latency_fixed = true;
     } else if (key == "nvls_reduce_efficiency") {
       c.nvls_reduce_efficiency = number(value, key, 1e-6, 1.0);
-    }
-    else if (key == "comment" || key == "source")
+    } else if (key == "comment" || key == "source")
       continue;
     else if (key == "links" || key == "channel_cap_gbps") {
       if (!value.is_object())
@@ -257,11 +257,11 @@ Calibration parse_calibration(const std::string& text, const std::string& source
         }
       }
     } else {
-      throw InputError(
-          fmt::format("{}: unknown key '{}': expected links, channel_cap_gbps, step_overhead_us, launch_overhead_us, "
-                      "host_call_us, block_cap_gbps, reduce_gbps, switch_latency_us, nvls_reduce_efficiency, protocol or "
-                      "comment",
-                      source, esc(key)));
+      throw InputError(fmt::format(
+          "{}: unknown key '{}': expected links, channel_cap_gbps, step_overhead_us, launch_overhead_us, "
+          "host_call_us, block_cap_gbps, reduce_gbps, switch_latency_us, nvls_reduce_efficiency, protocol or "
+          "comment",
+          source, esc(key)));
     }
   }
   // Ready to use as it is: the file's protocol (Simple when it says none or "auto", like the

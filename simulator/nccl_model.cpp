@@ -727,8 +727,8 @@ void set_nccl_env(NcclModelOptions& o, const std::string& key, const std::string
     // runs where the network reduces (the fabric's sharp).
     o.collnet_enable = parse_int(key, value, what);
     if (o.collnet_enable != 0 && o.collnet_enable != 1)
-      throw InputError(fmt::format("{} {}={}: expected 0 (CollNet off) or 1 (on where the fabric has SHARP)", what,
-                                   key, value));
+      throw InputError(
+          fmt::format("{} {}={}: expected 0 (CollNet off) or 1 (on where the fabric has SHARP)", what, key, value));
   } else {
     std::string keys;
     for (std::string_view k : kNcclEnvKeys) keys += (keys.empty() ? "" : ", ") + std::string(k);
@@ -1029,7 +1029,7 @@ NcclTuneResult nccl_tune_model(const NcclGraphEstimate& g) {
         lat += 2 * ((n_ranks / n_nodes - 1) * intra_lat + log2i(static_cast<std::uint64_t>(n_nodes)) * inter_lat);
       } else if (a == kNvls) {
         lat = intra_lat + (n_nodes > 1 ? inter_lat : 0.0);  // replaces the base latency
-      } else if (a == kCollNetDirect) {  // "Add 0.4 us arity serialization latency"
+      } else if (a == kCollNetDirect) {                     // "Add 0.4 us arity serialization latency"
         const int local = n_ranks / n_nodes - 1;
         lat += 2 * (std::min(1, local) * intra_lat + local * 0.4) + inter_lat;
       } else if (a == kCollNetChain) {

@@ -48,11 +48,11 @@ namespace topocoll::sim {
 // The NCCL environment the model honours, typed. Defaults are NCCL's (unset variables).
 struct NcclModelOptions {
   NcclVersion version = kDefaultNcclVersion;  // --nccl-version
-  std::string algo;       // NCCL_ALGO, NCCL's parseList syntax ("Tree,Ring", "^NVLS", "allreduce:Ring"); "" = unset
-  std::string proto;      // NCCL_PROTO, same syntax over LL, LL128, Simple; "" = unset
-  int min_channels = -2;  // NCCL_MIN_NCHANNELS; -2 = unset (NCCL_PARAM default)
-  int max_channels = -2;  // NCCL_MAX_NCHANNELS; -2 = unset
-  int nvls_enable = 2;    // NCCL_NVLS_ENABLE: 0 off, 2 (default) where the GPUs report multicast, else on
+  std::string algo;        // NCCL_ALGO, NCCL's parseList syntax ("Tree,Ring", "^NVLS", "allreduce:Ring"); "" = unset
+  std::string proto;       // NCCL_PROTO, same syntax over LL, LL128, Simple; "" = unset
+  int min_channels = -2;   // NCCL_MIN_NCHANNELS; -2 = unset (NCCL_PARAM default)
+  int max_channels = -2;   // NCCL_MAX_NCHANNELS; -2 = unset
+  int nvls_enable = 2;     // NCCL_NVLS_ENABLE: 0 off, 2 (default) where the GPUs report multicast, else on
   int collnet_enable = 0;  // NCCL_COLLNET_ENABLE: 0 (default) off, 1 CollNet where the network reduces (SHARP)
 };
 
@@ -108,9 +108,9 @@ struct NcclGraphEstimate {
   bool collnet_support = false;
   int collnet_chain_channels = 0, collnet_direct_channels = 0;
   double collnet_bw_intra_gbps = 0.0, collnet_bw_inter_gbps = 0.0;
-  bool nvswitch = false;            // ncclTopoGetNvsCount > 0 (CollNet Direct needs it)
-  NcclModelOptions options;         // the release and environment this estimate was made for
-  std::vector<std::string> notes;   // what the estimate assumed
+  bool nvswitch = false;           // ncclTopoGetNvsCount > 0 (CollNet Direct needs it)
+  NcclModelOptions options;        // the release and environment this estimate was made for
+  std::vector<std::string> notes;  // what the estimate assumed
 };
 
 // Derives the estimate from our topology (see nccl_model.cpp for each step: NVLink counts times

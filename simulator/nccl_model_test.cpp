@@ -611,9 +611,9 @@ TEST_CASE("nccl model: NCCL_COLLNET_ENABLE takes 0 or 1") {
   CHECK(o.collnet_enable == 0);
   set_nccl_env(o, "NCCL_COLLNET_ENABLE=1", "--nccl-env");
   CHECK(o.collnet_enable == 1);
-  CHECK_THROWS_WITH_AS(set_nccl_env(o, "NCCL_COLLNET_ENABLE=2", "--nccl-env"),
-                       "--nccl-env NCCL_COLLNET_ENABLE=2: expected 0 (CollNet off) or 1 (on where the fabric has SHARP)",
-                       InputError);
+  CHECK_THROWS_WITH_AS(
+      set_nccl_env(o, "NCCL_COLLNET_ENABLE=2", "--nccl-env"),
+      "--nccl-env NCCL_COLLNET_ENABLE=2: expected 0 (CollNet off) or 1 (on where the fabric has SHARP)", InputError);
   CHECK(nccl_options_from_env({{"NCCL_COLLNET_ENABLE", "1"}}).collnet_enable == 1);
 }
 
@@ -668,10 +668,9 @@ TEST_CASE("nccl model: CollNet with NCCL_COLLNET_ENABLE=1 on a SHARP fabric, cho
   const int d = static_cast<int>(NcclAlgo::CollNetDirect), simple = static_cast<int>(NcclProto::Simple);
   CHECK(m.algbw_gbps[d][simple] == doctest::Approx(8 * collnet.collnet_bw_intra_gbps * .85 * .5));
   const NcclTuningTables& tb = nccl_tuning_tables(NcclVersion::V2_28_9);
-  CHECK(m.latency_us[d][simple] == doctest::Approx(tb.base_lat_us[d][simple] +
-                                                   2 * (tb.hw_lat_us[kNcclHwNvlink][d][simple] + 7 * 0.4) +
-                                                   tb.hw_lat_us[kNcclHwNet][d][simple] +
-                                                   2 * collnet.latency_inter_us));
+  CHECK(m.latency_us[d][simple] ==
+        doctest::Approx(tb.base_lat_us[d][simple] + 2 * (tb.hw_lat_us[kNcclHwNvlink][d][simple] + 7 * 0.4) +
+                        tb.hw_lat_us[kNcclHwNet][d][simple] + 2 * collnet.latency_inter_us));
 }
 
 }  // namespace topocoll::sim

@@ -101,9 +101,10 @@ SwitchPlan::SwitchPlan(const topo::Topology& t, const algo::Schedule& s, const C
           const Vertex other = boost::target(e, g);
           if (g[other].kind != DeviceKind::NvSwitch) continue;
           if (found)
-            throw InputError(fmt::format("{}: rank {}'s GPU links to several NVSwitches: expected the merged "
-                                         "NVSwitch planes (topo::merge_nvswitch_planes)",
-                                         name, r));
+            throw InputError(
+                fmt::format("{}: rank {}'s GPU links to several NVSwitches: expected the merged "
+                            "NVSwitch planes (topo::merge_nvswitch_planes)",
+                            name, r));
           found = e;
           if (!have) nvs = other, have = true;
           if (other != nvs)
@@ -111,9 +112,10 @@ SwitchPlan::SwitchPlan(const topo::Topology& t, const algo::Schedule& s, const C
                                          r, members.front(), t.rank(r).node, t.rank(members.front()).node));
         }
         if (!found)
-          throw InputError(fmt::format("{}: rank {} (node {}) has no NVSwitch; NVLS needs the GPUs of one NVSwitch "
-                                       "fabric",
-                                       name, r, t.rank(r).node));
+          throw InputError(
+              fmt::format("{}: rank {} (node {}) has no NVSwitch; NVLS needs the GPUs of one NVSwitch "
+                          "fabric",
+                          name, r, t.rank(r).node));
         return *found;
       };
       for (int r : sg.contributors) {
@@ -124,8 +126,8 @@ SwitchPlan::SwitchPlan(const topo::Topology& t, const algo::Schedule& s, const C
           const Vertex gpu = t.rank(r).gpu;
           auto [it, fresh] = port_of_gpu.try_emplace(gpu, static_cast<std::uint32_t>(ports_.size()));
           if (fresh)
-            ports_.push_back({fraction * g[e].bw_gbps * 1e9,
-                              fmt::format("{}:reduce@{}", t.device_name(nvs), t.device_name(gpu))});
+            ports_.push_back(
+                {fraction * g[e].bw_gbps * 1e9, fmt::format("{}:reduce@{}", t.device_name(nvs), t.device_name(gpu))});
           port = static_cast<int>(it->second);
         }
         info.up_path.push_back(add_path(t.rank(r).gpu, {e}, port));
@@ -181,16 +183,18 @@ SwitchPlan::SwitchPlan(const topo::Topology& t, const algo::Schedule& s, const C
       const Route& between = router.route(sg.contributors[0], sg.contributors[k], 0);
       const Walk w = walk_until(g, t.rank(sg.contributors[0]).gpu, between.links, DeviceKind::SpineSwitch);
       if (w.links.empty())
-        throw InputError(fmt::format("{}: its leaves meet at no spine switch; SHARP's aggregation tree here is "
-                                     "leaves under one spine",
-                                     name));
+        throw InputError(
+            fmt::format("{}: its leaves meet at no spine switch; SHARP's aggregation tree here is "
+                        "leaves under one spine",
+                        name));
       root = w.vertices.back();
       for (Vertex leaf : leaves) {
         const auto [e, ok] = boost::edge(leaf, root, g);
         if (!ok)
-          throw InputError(fmt::format("{}: leaf {} has no link to spine {}; SHARP's aggregation tree here is leaves "
-                                       "under one spine",
-                                       name, t.device_name(leaf), t.device_name(root)));
+          throw InputError(
+              fmt::format("{}: leaf {} has no link to spine {}; SHARP's aggregation tree here is leaves "
+                          "under one spine",
+                          name, t.device_name(leaf), t.device_name(root)));
         info.agg_path.push_back(add_path(leaf, {e}, -1));
       }
     }
@@ -211,16 +215,15 @@ SwitchPlan::SwitchPlan(const topo::Topology& t, const algo::Schedule& s, const C
 }
 
 std::uint32_t SwitchPlan::use(int group, int channel) {
-  const std::uint64_t key =
-      static_cast<std::uint64_t>(group) * static_cast<std::uint64_t>(s_.num_channels()) + static_cast<std::uint64_t>(channel);
+  const std::uint64_t key = static_cast<std::uint64_t>(group) * static_cast<std::uint64_t>(s_.num_channels()) +
+                            static_cast<std::uint64_t>(channel);
   auto [it, fresh] = by_key_.try_emplace(key, static_cast<std::uint32_t>(rendezvous_.size()));
   if (!fresh) return it->second;
   const GroupInfo& info = groups_.at(static_cast<std::size_t>(group));
   const auto rv = static_cast<std::uint32_t>(rendezvous_.size());
   rendezvous_.push_back({group, channel, static_cast<std::uint32_t>(flows_.size())});
   for (std::uint32_t k = 0; k < info.up_path.size(); ++k) flows_.push_back({SwitchRole::Up, rv, k, info.up_path[k]});
-  for (std::uint32_t k = 0; k < info.agg_path.size(); ++k)
-    flows_.push_back({SwitchRole::Agg, rv, k, info.agg_path[k]});
+  for (std::uint32_t k = 0; k < info.agg_path.size(); ++k) flows_.push_back({SwitchRole::Agg, rv, k, info.agg_path[k]});
   for (std::uint32_t k = 0; k < info.down_path.size(); ++k)
     flows_.push_back({SwitchRole::Down, rv, k, info.down_path[k]});
   return rv;

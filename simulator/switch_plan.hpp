@@ -75,7 +75,7 @@ class SwitchPlan {
     std::vector<std::uint32_t> up_path, down_path;   // per contributor / receiver
     std::vector<std::uint32_t> agg_path;             // per aggregator when several (SHARP across leaves)
     std::unordered_map<int, std::uint32_t> contributor_index, receiver_index;
-    double latency_s = 0.0;                          // in the switch, per instance
+    double latency_s = 0.0;  // in the switch, per instance
   };
   struct Rendezvous {
     int group = 0, channel = 0;

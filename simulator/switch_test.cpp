@@ -95,6 +95,16 @@ TEST_CASE("switch groups a topology cannot run are input errors") {
     CHECK_THROWS_WITH_AS(run_on(t, across), doctest::Contains("rank 8 is on another NVSwitch fabric than rank 0"),
                          InputError);
   }
+  SUBCASE("a switch_send by a rank that is not a contributor breaks the contract") {
+    const topo::Topology t = testing::load("dgx-h100", 1);
+    std::vector<algo::Program> programs(8);
+    algo::ProgramBuilder(programs[3]).switch_send(0, algo::Chunk{algo::BufferId::Input, 0, 4}, 0);
+    algo::Schedule s = algo::Schedule::from_programs(
+        "stranger", algo::CollectiveArgs::allreduce(4, algo::DataType::Float32, algo::ReduceOp::Sum, 8), 1, 0,
+        std::move(programs));
+    s.add_switch_group({algo::SwitchKind::Nvls, {0, 1}, {0}});
+    CHECK_THROWS_WITH_AS(run_on(t, s), doctest::Contains("rank 3 is not one of its contributors"), ScheduleError);
+  }
   SUBCASE("SHARP on a fabric without sharp") {
     const topo::Topology t = testing::load("dgx-h100", 2, topo::FabricKind::RailFatTree);
     CHECK_THROWS_WITH_AS(run_on(t, testing::sharp_allreduce(16, 1024, 1, 1)),

@@ -6,7 +6,6 @@
 #include <vector>
 
 #include "algorithms/ir/schedule.hpp"
-
 #include "topologies/load.hpp"
 
 namespace topocoll::sim::testing {
@@ -55,7 +54,8 @@ inline algo::Schedule nvls_allreduce(int ranks, std::uint64_t count, int channel
         for (int i = 0; i < ranks; ++i) b.switch_recv(ranks + i, Chunk{BufferId::Output, at(i, c, m), part}, c);
     }
   }
-  algo::CollectiveArgs args = algo::CollectiveArgs::allreduce(count, algo::DataType::Float32, algo::ReduceOp::Sum, ranks);
+  algo::CollectiveArgs args =
+      algo::CollectiveArgs::allreduce(count, algo::DataType::Float32, algo::ReduceOp::Sum, ranks);
   algo::Schedule s = algo::Schedule::from_programs("nvls-hand-made", args, channels, 0, std::move(programs));
   std::vector<int> all(static_cast<std::size_t>(ranks));
   for (int r = 0; r < ranks; ++r) all[static_cast<std::size_t>(r)] = r;
@@ -81,7 +81,8 @@ inline algo::Schedule sharp_allreduce(int ranks, std::uint64_t count, int channe
         b.switch_recv(0, Chunk{BufferId::Output, static_cast<std::uint64_t>(c * chunks + m) * part, part}, c);
     }
   }
-  algo::CollectiveArgs args = algo::CollectiveArgs::allreduce(count, algo::DataType::Float32, algo::ReduceOp::Sum, ranks);
+  algo::CollectiveArgs args =
+      algo::CollectiveArgs::allreduce(count, algo::DataType::Float32, algo::ReduceOp::Sum, ranks);
   algo::Schedule s = algo::Schedule::from_programs("sharp-hand-made", args, channels, 0, std::move(programs));
   std::vector<int> all(static_cast<std::size_t>(ranks));
   for (int r = 0; r < ranks; ++r) all[static_cast<std::size_t>(r)] = r;

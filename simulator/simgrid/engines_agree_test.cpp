@@ -148,6 +148,36 @@ TEST_CASE("engines agree on switch schedules (NVLS, SHARP)") {
   }
 }
 
+// SimGrid as shipped (no fast paths) times switch flows the same way (they never take islands),
+// and a trace holds every switch operation of both engines, each ending after it started.
+TEST_CASE("switch schedules: SimGrid with and without fast paths, traces of every switch op") {
+  const topo::Topology t = testing::load("dgx-h100", 1);
+  const algo::Schedule s = testing::nvls_allreduce(8, 8 * 2 * 4 * 1024, 2, 4);
+  const Calibration c = default_calibration();
+  SimOptions plain;
+  plain.simgrid_fast_paths = false;
+  const double fast = make_simgrid_engine()->run(t, s, c, SimOptions{}).time_s;
+  CHECK(make_simgrid_engine()->run(t, s, c, plain).time_s == doctest::Approx(fast).epsilon(1e-9));
+  SimOptions traced;
+  traced.trace = true;
+  // Per rank and channel: 4 x 8 reduce-scatter sends, 4 receives and 4 multicast sends, 4 x 8 receives.
+  const std::size_t ops = 8 * 2 * (4 * 8 + 4 + 4 + 4 * 8);
+  for (const SimResult& r :
+       {make_analytic_engine()->run(t, s, c, traced), make_simgrid_engine()->run(t, s, c, traced)}) {
+    CAPTURE(r.engine);
+    CHECK(r.trace.size() == ops);
+    std::size_t sends = 0, recvs = 0;
+    for (const TraceEvent& e : r.trace) {
+      CHECK(e.end_s >= e.start_s);
+      CHECK(e.end_s <= r.time_s);
+      sends += e.kind == algo::OpKind::SwitchSend;
+      recvs += e.kind == algo::OpKind::SwitchRecv;
+    }
+    CHECK(sends == 8 * 2 * (4 * 8 + 4));
+    CHECK(recvs == 8 * 2 * (4 + 4 * 8));
+  }
+}
+
 // 8 x H100 (NVLink4, NVSwitch gen3: what an HGX H200 has) at 8 GiB, defaults (docs/simulator.md,
 // "Switch operations"): per GPU port and direction ring moves 2 S (N-1)/N and NVLS S (1 + 1/N),
 // both at R = 450 GB/s x 20.6/25 = 370.8 GB/s:
@@ -159,10 +189,11 @@ TEST_CASE("closed forms: 8 GiB on 8 x H100, NVLS ahead of ring by the traffic, b
   const double S = 8.0 * (1u << 30), N = 8, R = 450e9 * 20.6 / 25.0;
   const Both nvls = run_both(t, testing::nvls_allreduce(8, (8ull << 30) / 4, 4, 256), c);
   const Both ring = run_both(t, generate("ring", t, 8ull << 30, 4), c);
-  MESSAGE(fmt::format("8 GiB, 8 x H100: ring {:.3f} / {:.3f} ms, NVLS {:.3f} / {:.3f} ms (analytic / simgrid), "
-                      "ratio {:.3f} / {:.3f}",
-                      ring.analytic * 1e3, ring.simgrid * 1e3, nvls.analytic * 1e3, nvls.simgrid * 1e3,
-                      ring.analytic / nvls.analytic, ring.simgrid / nvls.simgrid));
+  MESSAGE(
+      fmt::format("8 GiB, 8 x H100: ring {:.3f} / {:.3f} ms, NVLS {:.3f} / {:.3f} ms (analytic / simgrid), "
+                  "ratio {:.3f} / {:.3f}",
+                  ring.analytic * 1e3, ring.simgrid * 1e3, nvls.analytic * 1e3, nvls.simgrid * 1e3,
+                  ring.analytic / nvls.analytic, ring.simgrid / nvls.simgrid));
   for (double x : {nvls.analytic, nvls.simgrid}) CHECK(x == doctest::Approx(S * (1 + 1 / N) / R).epsilon(0.02));
   for (double x : {ring.analytic, ring.simgrid}) CHECK(x == doctest::Approx(2 * S * (N - 1) / (N * R)).epsilon(0.02));
   CHECK(ring.simgrid / nvls.simgrid == doctest::Approx(2 * (N - 1) / (N + 1)).epsilon(0.02));

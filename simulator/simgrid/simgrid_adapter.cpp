@@ -421,7 +421,8 @@ struct Simulation::Impl {
       zone->set_parent(root);
       sg4::Host* a = zone->create_host(name + ":from", spec.compute_speed);
       sg4::Host* b = zone->create_host(name + ":to", spec.compute_speed);
-      std::vector<sg4::LinkInRoute> links = in_route(steps, pc.cap > 0 ? root->create_link(name + ":cap", pc.cap) : nullptr);
+      std::vector<sg4::LinkInRoute> links =
+          in_route(steps, pc.cap > 0 ? root->create_link(name + ":cap", pc.cap) : nullptr);
       if (pc.reduce_rate > 0) {
         auto [it, fresh] = reduce_links.try_emplace(pc.reduce_name, nullptr);
         if (fresh) it->second = root->create_link(pc.reduce_name, pc.reduce_rate);

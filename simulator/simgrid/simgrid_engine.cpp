@@ -345,7 +345,8 @@ class Execution final : public sg::Listener {
                                             algo::describe(op), s_.switch_groups().size()),
                                 r, op.channel);
           const std::uint32_t rv = plan_->use(op.peer, op.channel);
-          conn = op.kind == OpKind::SwitchSend ? plan_->up_flow(rv, r) : plan_->down_flow(rv, r);  // + switch_base_ below
+          conn =
+              op.kind == OpKind::SwitchSend ? plan_->up_flow(rv, r) : plan_->down_flow(rv, r);  // + switch_base_ below
         } else if (algo::is_transfer(op.kind)) {
           conn = connections.id_of(r, op);
           if (conn > Step::kMaxConn)
@@ -367,9 +368,10 @@ class Execution final : public sg::Listener {
     switch_base_ = static_cast<std::uint32_t>(conns_.size());
     if (plan_) {
       if (switch_base_ + plan_->flows().size() > Step::kMaxConn)
-        throw InputError(fmt::format("the schedule uses more than {} connections and switch flows: more than the "
-                                     "SimGrid engine takes",
-                                     Step::kMaxConn + 1));
+        throw InputError(
+            fmt::format("the schedule uses more than {} connections and switch flows: more than the "
+                        "SimGrid engine takes",
+                        Step::kMaxConn + 1));
       for (Step& st : steps_)
         if (st.kind() == OpKind::SwitchSend || st.kind() == OpKind::SwitchRecv)
           st = Step(st.kind(), st.bytes(), st.conn() + switch_base_);
@@ -545,8 +547,7 @@ class Execution final : public sg::Listener {
 
   void record(const Channel& ch, const Step& st, double start, double end) {
     if (!o_.trace) return;
-    int peer =
-        st.conn() == kNone ? -1 : (st.kind() == OpKind::Send ? conns_[st.conn()].dst : conns_[st.conn()].src);
+    int peer = st.conn() == kNone ? -1 : (st.kind() == OpKind::Send ? conns_[st.conn()].dst : conns_[st.conn()].src);
     if (st.conn() != kNone && conns_[st.conn()].switch_flow != kNone)
       peer = plan_->rendezvous()[plan_->flows()[conns_[st.conn()].switch_flow].rendezvous].group;
     trace_.push_back({ch.rank, ch.channel, st.kind(), peer, st.bytes(), start, end});
