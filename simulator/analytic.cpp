@@ -500,17 +500,26 @@ class AnalyticEngine final : public Engine {
         const SwitchPlan::Rendezvous& rz = plan->rendezvous()[static_cast<std::size_t>(rv)];
         const SwitchPlan::GroupInfo& info = plan->group(rz.group);
         const algo::SwitchGroup& sg = s.switch_groups()[static_cast<std::size_t>(rz.group)];
-        const std::uint32_t down0 =
-            sw_base + rz.first_flow + static_cast<std::uint32_t>(info.up_path.size() + info.agg_path.size());
-        for (std::size_t k = 0; k < sg.receivers.size(); ++k) {
+        const std::uint32_t down0 = sw_base + plan->down_base(rv);
+        auto down = [&](std::size_t k, double at) {
           const auto f = down0 + static_cast<std::uint32_t>(k);
-          flows[f].arrivals.push_back(push_message(f, ready + info.latency_s, bytes));
+          flows[f].arrivals.push_back(push_message(f, at, bytes));
           result.time_s = std::max(result.time_s, flows[f].arrivals.back());
           const std::size_t peer = slot(sg.receivers[k], rz.channel);
           if (!queued[peer]) {
             queued[peer] = 1;
             work.push_back({sg.receivers[k], rz.channel});
           }
+        };
+        const double leaves_at = ready + info.latency_s;
+        if (info.bcast_path.empty()) {
+          for (std::size_t k = 0; k < sg.receivers.size(); ++k) down(k, leaves_at);
+          return;
+        }
+        for (std::size_t b = 0; b < info.bcast_path.size(); ++b) {  // root -> leaf, then leaf -> receivers
+          const double at_leaf =
+              push_message(sw_base + plan->bcast_base(rv) + static_cast<std::uint32_t>(b), leaves_at, bytes);
+          for (std::uint32_t k : info.receivers_of_bcast[b]) down(k, at_leaf);
         }
       };
       // Contributor `member`'s part landed at its aggregator at `time`.

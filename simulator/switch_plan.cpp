@@ -198,18 +198,32 @@ SwitchPlan::SwitchPlan(const topo::Topology& t, const algo::Schedule& s, const C
         info.agg_path.push_back(add_path(leaf, {e}, -1));
       }
     }
-    for (int r : sg.receivers) {
+    // Down: across leaves the root sends one copy to each leaf with receivers (bcast), which
+    // sends one to each of its receivers; under one leaf, the leaf sends to each.
+    std::vector<Vertex> down_leaves;
+    for (std::size_t k = 0; k < sg.receivers.size(); ++k) {
+      const int r = sg.receivers[k];
       const Walk w = to_leaf(r);
-      std::vector<Edge> links;
-      if (w.vertices.back() != root) {
-        const auto [e, ok] = boost::edge(root, w.vertices.back(), g);
-        if (!ok)
-          throw InputError(fmt::format("{}: receiver rank {}'s leaf {} has no link to the root {}", name, r,
-                                       t.device_name(w.vertices.back()), t.device_name(root)));
-        links.push_back(e);
+      const Vertex leaf = w.vertices.back();
+      if (leaves.size() > 1) {
+        auto it = std::find(down_leaves.begin(), down_leaves.end(), leaf);
+        if (it == down_leaves.end()) {
+          const auto [e, ok] = boost::edge(root, leaf, g);
+          if (!ok)
+            throw InputError(fmt::format("{}: receiver rank {}'s leaf {} has no link to the root {}", name, r,
+                                         t.device_name(leaf), t.device_name(root)));
+          down_leaves.push_back(leaf);
+          info.bcast_path.push_back(add_path(root, {e}, -1));
+          info.receivers_of_bcast.emplace_back();
+          it = down_leaves.end() - 1;
+        }
+        info.receivers_of_bcast[static_cast<std::size_t>(it - down_leaves.begin())].push_back(
+            static_cast<std::uint32_t>(k));
+      } else if (leaf != root) {
+        throw InputError(fmt::format("{}: receiver rank {} is under leaf {}, its contributors under {}", name, r,
+                                     t.device_name(leaf), t.device_name(root)));
       }
-      for (Edge e : reversed(w)) links.push_back(e);
-      info.down_path.push_back(add_path(root, std::move(links), -1));
+      info.down_path.push_back(add_path(leaf, reversed(w), -1));
     }
   }
 }
@@ -224,6 +238,8 @@ std::uint32_t SwitchPlan::use(int group, int channel) {
   rendezvous_.push_back({group, channel, static_cast<std::uint32_t>(flows_.size())});
   for (std::uint32_t k = 0; k < info.up_path.size(); ++k) flows_.push_back({SwitchRole::Up, rv, k, info.up_path[k]});
   for (std::uint32_t k = 0; k < info.agg_path.size(); ++k) flows_.push_back({SwitchRole::Agg, rv, k, info.agg_path[k]});
+  for (std::uint32_t k = 0; k < info.bcast_path.size(); ++k)
+    flows_.push_back({SwitchRole::Bcast, rv, k, info.bcast_path[k]});
   for (std::uint32_t k = 0; k < info.down_path.size(); ++k)
     flows_.push_back({SwitchRole::Down, rv, k, info.down_path[k]});
   return rv;
@@ -254,7 +270,17 @@ std::uint32_t SwitchPlan::down_flow(std::uint32_t rv, int rank) const {
     throw ScheduleError(fmt::format("rank {}: switch_recv on {} but rank {} is not one of its receivers", rank,
                                     group_name(s_, r.group), rank),
                         rank, r.channel);
-  return r.first_flow + static_cast<std::uint32_t>(info.up_path.size() + info.agg_path.size()) + it->second;
+  return down_base(rv) + it->second;
+}
+
+std::uint32_t SwitchPlan::bcast_base(std::uint32_t rv) const {
+  const Rendezvous& r = rendezvous_[rv];
+  const GroupInfo& info = groups_[static_cast<std::size_t>(r.group)];
+  return r.first_flow + static_cast<std::uint32_t>(info.up_path.size() + info.agg_path.size());
+}
+
+std::uint32_t SwitchPlan::down_base(std::uint32_t rv) const {
+  return bcast_base(rv) + static_cast<std::uint32_t>(group(rendezvous_[rv].group).bcast_path.size());
 }
 
 SwitchInstances::SwitchInstances(const SwitchPlan& plan) : plan_(plan), states_(plan.rendezvous().size()) {}

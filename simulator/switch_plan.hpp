@@ -4,8 +4,10 @@
 //         GPU's NVLink to the (merged) NVSwitch; SHARP, GPU -> NIC -> its leaf switch;
 //   agg:  SHARP across leaves: each leaf with contributors sends one reduced stream to the root
 //         spine (the aggregation tree); none for NVLS or a group under one leaf;
-//   down: the result from the root to every receiver (multicast: one copy per receiver port):
-//         NVLS, NVSwitch -> GPU; SHARP, [spine -> leaf ->] NIC -> GPU.
+//   bcast: SHARP across leaves: the root spine sends one copy of the result down to each leaf
+//         with receivers;
+//   down: the result to every receiver (multicast: one copy per receiver port): NVLS,
+//         NVSwitch -> GPU; SHARP, leaf -> NIC -> GPU.
 // An instance's result leaves the root `switch_latency` after its last part (or reduced stream)
 // landed there. Reducing parts (two contributors or more) also cross a reduction port of the
 // NVSwitch, one per GPU port, whose rate is the switch's reduction rate for that port
@@ -38,12 +40,12 @@ struct SwitchPath {
   int reduce_port = -1;       // the reduction port it crosses (up paths of reducing groups), or -1
 };
 
-enum class SwitchRole : std::uint8_t { Up, Agg, Down };
+enum class SwitchRole : std::uint8_t { Up, Agg, Bcast, Down };
 
 struct SwitchFlow {
   SwitchRole role = SwitchRole::Up;
   std::uint32_t rendezvous = 0;  // the (group, channel) it belongs to
-  std::uint32_t member = 0;      // Up: contributor index; Agg: aggregator index; Down: receiver index
+  std::uint32_t member = 0;      // Up: contributor; Agg: aggregator; Bcast: leaf (bcast_path); Down: receiver
   std::uint32_t path = 0;        // into SwitchPlan::paths()
 };
 
@@ -70,10 +72,12 @@ class SwitchPlan {
 
   struct GroupInfo {
     algo::SwitchKind kind = algo::SwitchKind::Nvls;
-    std::vector<std::uint32_t> aggregator_of;        // per contributor: its aggregator (0 with one)
-    std::vector<std::uint32_t> contributors_of_agg;  // per aggregator: how many contributors
-    std::vector<std::uint32_t> up_path, down_path;   // per contributor / receiver
-    std::vector<std::uint32_t> agg_path;             // per aggregator when several (SHARP across leaves)
+    std::vector<std::uint32_t> aggregator_of;                    // per contributor: its aggregator (0 with one)
+    std::vector<std::uint32_t> contributors_of_agg;              // per aggregator: how many contributors
+    std::vector<std::uint32_t> up_path, down_path;               // per contributor / receiver
+    std::vector<std::uint32_t> agg_path;                         // per aggregator when several (SHARP across leaves)
+    std::vector<std::uint32_t> bcast_path;                       // root -> leaf, per leaf with receivers (same case)
+    std::vector<std::vector<std::uint32_t>> receivers_of_bcast;  // per bcast leaf: its receivers
     std::unordered_map<int, std::uint32_t> contributor_index, receiver_index;
     double latency_s = 0.0;  // in the switch, per instance
   };
@@ -87,6 +91,9 @@ class SwitchPlan {
   const std::vector<SwitchPath>& paths() const { return paths_; }
   const std::vector<ReducePort>& reduce_ports() const { return ports_; }
   bool aggregates(int g) const { return group(g).agg_path.size() > 1; }
+  // Flow numbers within a rendezvous: the first bcast flow and the first down flow.
+  std::uint32_t bcast_base(std::uint32_t rv) const;
+  std::uint32_t down_base(std::uint32_t rv) const;
 
  private:
   const topo::Topology& t_;

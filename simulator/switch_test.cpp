@@ -131,5 +131,26 @@ TEST_CASE("SHARP allreduce on 2 x DGX H100: up and down through the NIC once") {
   CHECK(T <= 2 * B / 50e9 + 20e-6);
 }
 
+// SHARP across leaves: 8 x DGX H100 on a fat tree put their 64 NICs under 2 leaves; each leaf
+// reduces its 32 parts and sends one stream up to the root spine, which sends one copy down to
+// each leaf, which sends one to each GPU. An instance is store and forward at each level (up,
+// leaf -> spine, spine -> leaf, down: 4 B / 50 GB/s for one instance); 32 instances a channel
+// pipeline it to B / 50 GB/s (every link carries B once in each direction, up and down at the
+// same time) plus the fill, 3 of the 32 instances' worth, and the route latencies.
+TEST_CASE("SHARP across leaves: one stream per leaf up and down, NIC-bound when pipelined") {
+  topo::TopologyOptions o{"dgx-h100"};
+  o.nodes = 8;
+  o.fabric = topo::FabricKind::FatTree;
+  o.sharp = true;
+  o.merge_nvswitch_planes = true;
+  const topo::Topology t = topo::load_topology(o);
+  const std::uint64_t B = 64u << 20;
+  const double one = analytic(t, testing::sharp_allreduce(64, B / 4, 1, 1), ideal_calibration());
+  CHECK(one == doctest::Approx(4 * B / 50e9).epsilon(0.01));
+  const double piped = analytic(t, testing::sharp_allreduce(64, B / 4, 1, 32), ideal_calibration());
+  CHECK(piped >= B / 50e9);
+  CHECK(piped <= B / 50e9 * (1 + 4.0 / 32));
+}
+
 }  // namespace
 }  // namespace topocoll::sim

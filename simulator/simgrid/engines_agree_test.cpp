@@ -126,8 +126,9 @@ TEST_CASE("closed forms: dgx-h100 x16 ring 256 MiB Simple, channels 1..32") {
 
 // Switch schedules (simulator/switch_plan.hpp): NVLS on one DGX H100 and SHARP on two, hand-built
 // (simulator/testing.hpp). Pipelined NVLS (256 chunks a channel) keeps every port busy both ways,
-// so the analytic engine's static sharing meets SimGrid's dynamic one; the SHARP case runs 4
-// instances a channel on 2 channels (several flows per NIC at once).
+// so the analytic engine's static sharing meets SimGrid's dynamic one; the SHARP cases run 4 and
+// 16 instances a channel on 2 channels (several flows per NIC at once), on one leaf (2 nodes) and
+// across two leaves through a spine (8 nodes).
 TEST_CASE("engines agree on switch schedules (NVLS, SHARP)") {
   const topo::Topology h100 = testing::load("dgx-h100", 1);
   for (const Calibration& c : {ideal_calibration(), default_calibration()}) {
@@ -144,6 +145,13 @@ TEST_CASE("engines agree on switch schedules (NVLS, SHARP)") {
   for (const Calibration& c : {ideal_calibration(), default_calibration()}) {
     CAPTURE(c.source);
     const Both r = run_both(two, testing::sharp_allreduce(16, (64u << 20) / 4, 2, 4), c);
+    CHECK(std::abs(r.analytic - r.simgrid) / r.simgrid <= 0.01);
+  }
+  o.nodes = 8;  // 64 NICs under 2 leaves: the aggregation tree through a spine
+  const topo::Topology eight = topo::load_topology(o);
+  for (const Calibration& c : {ideal_calibration(), default_calibration()}) {
+    CAPTURE(c.source);
+    const Both r = run_both(eight, testing::sharp_allreduce(64, (64u << 20) / 4, 2, 16), c);
     CHECK(std::abs(r.analytic - r.simgrid) / r.simgrid <= 0.01);
   }
 }

@@ -503,6 +503,12 @@ class Execution final : public sg::Listener {
         if (instances_->stream_landed(sf.rendezvous, sf.member, time, ready)) result_ready(sf.rendezvous, bytes, time);
         return;
       }
+      if (sf.role == SwitchRole::Bcast) {  // the result reached a leaf: one copy to each of its receivers
+        const std::uint32_t down0 = switch_base_ + plan_->down_base(sf.rendezvous);
+        for (std::uint32_t k : plan_->group(plan_->rendezvous()[sf.rendezvous].group).receivers_of_bcast[sf.member])
+          send_on(down0 + k, bytes, time);
+        return;
+      }
     }
     ++conn.landed;
     if (conn.waiter == kNone) return;
@@ -538,10 +544,13 @@ class Execution final : public sg::Listener {
   void deliver(std::uint32_t rv, double time) { deliver_now(rv, delivering_[rv].pop(), time); }
   // One copy of the result down to each receiver.
   void deliver_now(std::uint32_t rv, std::uint64_t bytes, double time) {
-    const SwitchPlan::Rendezvous& rz = plan_->rendezvous()[rv];
-    const SwitchPlan::GroupInfo& info = plan_->group(rz.group);
-    const std::uint32_t down0 =
-        switch_base_ + rz.first_flow + static_cast<std::uint32_t>(info.up_path.size() + info.agg_path.size());
+    const SwitchPlan::GroupInfo& info = plan_->group(plan_->rendezvous()[rv].group);
+    if (!info.bcast_path.empty()) {  // across leaves: one copy to each leaf (land() goes on)
+      for (std::uint32_t b = 0; b < info.bcast_path.size(); ++b)
+        send_on(switch_base_ + plan_->bcast_base(rv) + b, bytes, time);
+      return;
+    }
+    const std::uint32_t down0 = switch_base_ + plan_->down_base(rv);
     for (std::uint32_t k = 0; k < info.down_path.size(); ++k) send_on(down0 + k, bytes, time);
   }
 
