@@ -189,7 +189,7 @@ The trace covers one run: the first algorithm at the largest size.)";
       ->default_val("2.28.9");
   simc->add_option("--nccl-env", sim_args.nccl_env,
                    "NCCL variable for the model, KEY=VALUE, repeatable (NCCL_ALGO, NCCL_PROTO, NCCL_MIN_NCHANNELS, "
-                   "NCCL_MAX_NCHANNELS, NCCL_NVLS_ENABLE; also read from the environment)");
+                   "NCCL_MAX_NCHANNELS, NCCL_NVLS_ENABLE, NCCL_COLLNET_ENABLE; also read from the environment)");
   simc->add_flag("--simgrid-plain", sim_args.simgrid_plain,
                  "simgrid engine: every transfer through SimGrid as shipped, no fast paths (same results, slower)");
   simc->footer(kSimExamples);
