@@ -407,8 +407,16 @@ struct Simulation::Impl {
     }
     // Switch flows: a zone each, two hosts, the path between them.
     std::unordered_map<std::string, sg4::Link*> reduce_links;
+    std::unordered_map<std::int64_t, std::size_t> shared;  // share -> the path whose zone it uses
     for (std::size_t k = 0; k < spec.paths.size(); ++k) {
       const PathConnection& pc = spec.paths[k];
+      if (pc.share >= 0 && pc.cap <= 0) {
+        const auto [it, fresh] = shared.try_emplace(pc.share, k);
+        if (!fresh) {
+          path_hosts.push_back(path_hosts[it->second]);
+          continue;
+        }
+      }
       std::vector<Step> steps;
       Vertex at = pc.from;
       for (Edge e : pc.links) {

@@ -187,7 +187,7 @@ class Execution final : public sg::Listener {
     if (plan_)
       for (const SwitchFlow& f : plan_->flows()) {
         const SwitchPath& path = plan_->paths()[f.path];
-        sg::PathConnection pc{path.from, path.links, path.cap, 0.0, {}};
+        sg::PathConnection pc{path.from, path.links, path.cap, 0.0, {}, static_cast<std::int64_t>(f.path)};
         if (path.reduce_port >= 0) {
           const ReducePort& port = plan_->reduce_ports()[static_cast<std::size_t>(path.reduce_port)];
           pc.reduce_rate = port.rate;
