@@ -432,7 +432,8 @@ class Execution final : public sg::Listener {
     Connection& conn = conns_[id];
     conn.busy = true;
     conn.pushing = bytes;
-    if (o_.trace && conn.switch_flow == kNone) trace_[conn.in_trace.front()].start_s = now;
+    // (Switch flows the switch itself sends on, agg / bcast / down, have no trace entries.)
+    if (o_.trace && !conn.in_trace.empty()) trace_[conn.in_trace.front()].start_s = now;
     if (conn.island == kNone) {
       sim_->transfer(id, static_cast<double>(bytes));
       return;
@@ -478,8 +479,7 @@ class Execution final : public sg::Listener {
   // and the connection sends its next message.
   void depart(std::uint32_t id, double now) {
     Connection& conn = conns_[id];
-    if (o_.trace && conn.switch_flow == kNone) trace_[conn.in_trace.pop()].end_s = now;
-    if (o_.trace && conn.switch_flow != kNone && !conn.in_trace.empty()) trace_[conn.in_trace.pop()].end_s = now;
+    if (o_.trace && !conn.in_trace.empty()) trace_[conn.in_trace.pop()].end_s = now;
     if (conn.switch_flow != kNone) conn.landing.push(conn.pushing);
     time_s_ = std::max(time_s_, now);
     conn.busy = false;
