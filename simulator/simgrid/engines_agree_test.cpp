@@ -11,6 +11,7 @@
 
 #include "algorithms/ir/layout.hpp"
 #include "algorithms/registry.hpp"
+#include "common/errors.hpp"
 #include "simulator/calibration.hpp"
 #include "simulator/engine.hpp"
 #include "simulator/simgrid/simgrid_engine.hpp"
@@ -184,6 +185,24 @@ TEST_CASE("switch schedules: SimGrid with and without fast paths, traces of ever
     CHECK(sends == 8 * 2 * (4 * 8 + 4));
     CHECK(recvs == 8 * 2 * (4 + 4 * 8));
   }
+}
+
+// A switch_recv whose instance never gets its parts waits forever: both engines say so.
+TEST_CASE("switch schedules: a receive without its parts does not complete, in both engines") {
+  const topo::Topology t = testing::load("dgx-h100", 1);
+  std::vector<algo::Program> programs(8);
+  algo::ProgramBuilder(programs[0]).switch_send(0, algo::Chunk{algo::BufferId::Input, 0, 4}, 0);
+  algo::ProgramBuilder(programs[1]).switch_recv(0, algo::Chunk{algo::BufferId::Output, 0, 4}, 0);
+  algo::Schedule s = algo::Schedule::from_programs(
+      "half", algo::CollectiveArgs::allreduce(4, algo::DataType::Float32, algo::ReduceOp::Sum, 8), 1, 0,
+      std::move(programs));
+  s.add_switch_group({algo::SwitchKind::Nvls, {0, 2}, {1}});  // rank 2 never gives its part
+  const Calibration c = default_calibration();
+  CHECK_THROWS_WITH_AS(make_analytic_engine()->run(t, s, c, SimOptions{}),
+                       doctest::Contains("rank 1 channel 0 waits forever"), ScheduleError);
+  CHECK_THROWS_WITH_AS(make_simgrid_engine()->run(t, s, c, SimOptions{}),
+                       doctest::Contains("rank 1 channel 0 at switch_recv (operation 0 of the channel)"),
+                       ScheduleError);
 }
 
 // 8 x H100 (NVLink4, NVSwitch gen3: what an HGX H200 has) at 8 GiB, defaults (docs/simulator.md,

@@ -626,7 +626,7 @@ class Execution final : public sg::Listener {
       if (ch.next == ch.end) continue;
       if (++count <= 3) {
         const Step& st = steps_[ch.next];
-        const int peer = st.conn() == kNone ? -1 : conns_[st.conn()].src;
+        const int peer = st.conn() == kNone || conns_[st.conn()].switch_flow != kNone ? -1 : conns_[st.conn()].src;
         stuck += fmt::format("{}rank {} channel {} at {} (operation {} of the channel{})", stuck.empty() ? "" : "; ",
                              ch.rank, ch.channel, algo::to_string(st.kind()), ch.next - ch.begin,
                              peer >= 0 ? fmt::format(", from rank {}", peer) : "");
