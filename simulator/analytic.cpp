@@ -38,6 +38,7 @@
 #include <functional>
 #include <limits>
 #include <map>
+#include <optional>
 #include <queue>
 #include <unordered_map>
 
@@ -46,6 +47,7 @@
 #include "simulator/engine.hpp"
 #include "simulator/islands.hpp"
 #include "simulator/routes.hpp"
+#include "simulator/switch_plan.hpp"
 
 namespace topocoll::sim {
 
@@ -149,6 +151,8 @@ class IslandWalk {
         break;
       case EventKind::Route:
         island_done(e.id, e.version, e.time);
+        break;
+      case EventKind::Deliver:  // switch schedules take the static passes
         break;
     }
   }
@@ -317,6 +321,10 @@ class AnalyticEngine final : public Engine {
     const std::size_t elem = algo::size_of(s.args().dtype);
     Router router(t);
     const auto& g = t.graph();
+    // Switch groups (switch_plan.hpp): their flows follow the point-to-point ones; a switch op's
+    // step holds its plan flow.
+    std::optional<SwitchPlan> plan;
+    if (s.uses_switch()) plan.emplace(t, s, c, router);
 
     // Each rank's program, checked (algo::ProgramIndex) and compacted per channel into 16-byte
     // steps that index their flow (a 48-byte Op otherwise; programs are generated one rank at a
@@ -329,13 +337,22 @@ class AnalyticEngine final : public Engine {
       chans.resize(static_cast<std::size_t>(K));
       for (int ch = 0; ch < K; ++ch) chans[static_cast<std::size_t>(ch)].reserve(index.channel_size(ch));
       for (const Op& op : index.program()) {
-        const std::uint32_t f = algo::is_transfer(op.kind) ? connections.id_of(r, op) : 0;
+        std::uint32_t f = algo::is_transfer(op.kind) ? connections.id_of(r, op) : 0;
+        if (op.is_switch()) {
+          if (!plan || op.peer < 0 || op.peer >= static_cast<int>(s.switch_groups().size()))
+            throw ScheduleError(fmt::format("rank {}: {} names no switch group of the schedule's {}", r,
+                                            algo::describe(op), s.switch_groups().size()),
+                                r, op.channel);
+          const std::uint32_t rv = plan->use(op.peer, op.channel);
+          f = op.kind == OpKind::SwitchSend ? plan->up_flow(rv, r) : plan->down_flow(rv, r);
+        }
         chans[op.channel].push_back(Step{op.count() * elem, static_cast<std::uint64_t>(op.kind), f, op.peer});
       }
     }
     connections.forget_lookup();
     const std::vector<algo::Connections::Key>& flow_keys = connections.keys();
-    std::vector<Flow> flows(flow_keys.size());
+    const auto sw_base = static_cast<std::uint32_t>(flow_keys.size());
+    std::vector<Flow> flows(flow_keys.size() + (plan ? plan->flows().size() : 0));
 
     // Link sharing: max-min fair shares (progressive filling), as SimGrid's flow model shares
     // a link: every flow gets the same rate on a link unless it is held lower elsewhere (another
@@ -344,9 +361,27 @@ class AnalyticEngine final : public Engine {
     // active at once (one constraint per link direction).
     using LinkDir = std::pair<topo::Edge, bool>;
     std::map<LinkDir, std::vector<std::uint32_t>> users;  // flows per link direction
+    std::vector<Route> switch_routes;                     // per plan path
+    if (plan)
+      for (const SwitchPath& path : plan->paths()) {
+        Route r;
+        r.links = path.links;
+        r.forward = path.forward;
+        switch_routes.push_back(std::move(r));
+      }
+    // Reduction ports of the NVSwitch: a resource like a link direction, for the up flows of reducing groups.
+    std::vector<std::vector<std::uint32_t>> port_users(plan ? plan->reduce_ports().size() : 0);
     for (std::size_t f = 0; f < flows.size(); ++f) {
-      flows[f].route = &router.route(flow_keys[f].src, flow_keys[f].dst, flow_keys[f].channel);
-      flows[f].latency_s = c.route_latency_s(g, flows[f].route->links);
+      if (f >= sw_base) {
+        const SwitchPath& path = plan->paths()[plan->flows()[f - sw_base].path];
+        flows[f].route = &switch_routes[plan->flows()[f - sw_base].path];
+        flows[f].latency_s = path.latency_s;
+        if (path.reduce_port >= 0)
+          port_users[static_cast<std::size_t>(path.reduce_port)].push_back(static_cast<std::uint32_t>(f));
+      } else {
+        flows[f].route = &router.route(flow_keys[f].src, flow_keys[f].dst, flow_keys[f].channel);
+        flows[f].latency_s = c.route_latency_s(g, flows[f].route->links);
+      }
       for (std::size_t k = 0; k < flows[f].route->links.size(); ++k)
         users[{flows[f].route->links[k], flows[f].route->forward[k]}].push_back(static_cast<std::uint32_t>(f));
     }
@@ -357,8 +392,9 @@ class AnalyticEngine final : public Engine {
     ends.reserve(flows.size());
     for (const auto& k : flow_keys) ends.push_back({k.src, k.dst, k.channel});
     IslandMap islands = find_islands(t, router, c, ends);
-    const bool all_on_islands =
-        std::none_of(islands.island.begin(), islands.island.end(), [](std::uint32_t i) { return i == kNoIsland; });
+    // (Switch flows are on no island: the engine then shares every link max-min below.)
+    const bool all_on_islands = !plan && std::none_of(islands.island.begin(), islands.island.end(),
+                                                      [](std::uint32_t i) { return i == kNoIsland; });
     if (all_on_islands && o.trace)  // a trace shows every operation's times: the exact ones
       return IslandWalk(steps, p, K, flow_keys, flows, std::move(islands), c, true).run(name());
     struct Constraint {
@@ -414,6 +450,8 @@ class AnalyticEngine final : public Engine {
       std::vector<Constraint> cons;
       cons.reserve(users.size());
       for (const auto& [l, us] : users) cons.push_back({c.rate_bytes_per_s(g, l.first), us});
+      for (std::size_t k = 0; k < port_users.size(); ++k)
+        if (!port_users[k].empty()) cons.push_back({plan->reduce_ports()[k].rate, port_users[k]});
       max_min(cons);
     }
     const double launch_s = c.launch_overhead_us * 1e-6;
@@ -444,6 +482,58 @@ class AnalyticEngine final : public Engine {
       std::vector<double> clock(slots, launch_s);
       std::vector<char> queued(slots, 1);
       std::deque<std::pair<int, int>> work;
+      std::optional<SwitchInstances> instances;
+      if (plan) instances.emplace(*plan);
+      // A message of `bytes` on flow f ready to leave at `ready`: when it lands.
+      auto push_message = [&](std::uint32_t f, double ready, std::uint64_t bytes) {
+        Flow& fl = flows[f];
+        const double start = std::max(ready, fl.free_at);
+        fl.free_at = start + static_cast<double>(bytes) / fl.bw_bytes_per_s;
+        first_send[f] = std::min(first_send[f], start);
+        last_send[f] = std::max(last_send[f], fl.free_at);
+        result.time_s = std::max(result.time_s, fl.free_at);
+        ++result.transfers;
+        return fl.free_at + fl.latency_s;
+      };
+      // An instance's result leaves the root `latency` after `ready`: one copy down to each receiver.
+      auto deliver = [&](std::uint32_t rv, double ready, std::uint64_t bytes) {
+        const SwitchPlan::Rendezvous& rz = plan->rendezvous()[static_cast<std::size_t>(rv)];
+        const SwitchPlan::GroupInfo& info = plan->group(rz.group);
+        const algo::SwitchGroup& sg = s.switch_groups()[static_cast<std::size_t>(rz.group)];
+        const std::uint32_t down0 = sw_base + plan->down_base(rv);
+        auto down = [&](std::size_t k, double at) {
+          const auto f = down0 + static_cast<std::uint32_t>(k);
+          flows[f].arrivals.push_back(push_message(f, at, bytes));
+          result.time_s = std::max(result.time_s, flows[f].arrivals.back());
+          const std::size_t peer = slot(sg.receivers[k], rz.channel);
+          if (!queued[peer]) {
+            queued[peer] = 1;
+            work.push_back({sg.receivers[k], rz.channel});
+          }
+        };
+        const double leaves_at = ready + info.latency_s;
+        if (info.bcast_path.empty()) {
+          for (std::size_t k = 0; k < sg.receivers.size(); ++k) down(k, leaves_at);
+          return;
+        }
+        for (std::size_t b = 0; b < info.bcast_path.size(); ++b) {  // root -> leaf, then leaf -> receivers
+          const double at_leaf =
+              push_message(sw_base + plan->bcast_base(rv) + static_cast<std::uint32_t>(b), leaves_at, bytes);
+          for (std::uint32_t k : info.receivers_of_bcast[b]) down(k, at_leaf);
+        }
+      };
+      // Contributor `member`'s part landed at its aggregator at `time`.
+      auto part_landed = [&](std::uint32_t rv, std::uint32_t member, double time, std::uint64_t bytes) {
+        double ready = 0.0;
+        std::uint64_t instance = 0;
+        if (!instances->part_landed(rv, member, time, ready, instance)) return;
+        const SwitchPlan::Rendezvous& rz = plan->rendezvous()[static_cast<std::size_t>(rv)];
+        if (!plan->aggregates(rz.group)) return deliver(rv, ready, bytes);
+        const std::uint32_t a = plan->group(rz.group).aggregator_of[member];
+        const double landed = push_message(sw_base + plan->agg_flow(rv, a), ready, bytes);
+        double root_ready = 0.0;
+        if (instances->stream_landed(rv, a, landed, root_ready)) deliver(rv, root_ready, bytes);
+      };
       for (int r = 0; r < p; ++r)
         for (int ch = 0; ch < K; ++ch) work.push_back({r, ch});
       while (!work.empty()) {
@@ -477,6 +567,19 @@ class AnalyticEngine final : public Engine {
           } else if (kind == OpKind::Recv || kind == OpKind::RecvReduce) {
             Flow& f = flows[st.flow];
             if (f.arrivals.empty()) break;  // wait for the sender
+            now = std::max(now, f.arrivals.front());
+            f.arrivals.pop_front();
+            end = now;
+          } else if (kind == OpKind::SwitchSend) {
+            const std::uint32_t f = sw_base + st.flow;
+            start = std::max(now, flows[f].free_at);
+            const double landed = push_message(f, now, st.bytes);
+            end = flows[f].free_at;
+            const SwitchFlow& sf = plan->flows()[st.flow];
+            part_landed(sf.rendezvous, sf.member, landed, st.bytes);
+          } else if (kind == OpKind::SwitchRecv) {
+            Flow& f = flows[sw_base + st.flow];
+            if (f.arrivals.empty()) break;  // wait for the switch's result
             now = std::max(now, f.arrivals.front());
             f.arrivals.pop_front();
             end = now;
@@ -536,8 +639,12 @@ class AnalyticEngine final : public Engine {
       std::vector<Constraint> cons;
       std::vector<std::pair<double, std::int64_t>> events;  // (time, +1 + f: start, -(1 + f): end)
       std::vector<std::uint32_t> active;
-      for (const auto& [l, us] : users) {
-        const double capacity = c.rate_bytes_per_s(g, l.first);
+      std::vector<std::pair<double, const std::vector<std::uint32_t>*>> resources;
+      for (const auto& [l, us] : users) resources.push_back({c.rate_bytes_per_s(g, l.first), &us});
+      for (std::size_t k = 0; k < port_users.size(); ++k)
+        if (!port_users[k].empty()) resources.push_back({plan->reduce_ports()[k].rate, &port_users[k]});
+      for (const auto& [capacity, users_of] : resources) {
+        const std::vector<std::uint32_t>& us = *users_of;
         events.clear();
         for (std::uint32_t f : us) {
           if (first_send[f] > last_send[f]) continue;  // sends nothing (not in the schedule's pass)

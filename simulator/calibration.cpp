@@ -40,6 +40,13 @@ constexpr const char* kKinds[] = {"nvlink", "pcie", "c2c", "inter_socket", "netw
 //    calibration sets (no public constant gives it), checked leave-one-out in docs/validation.md.
 //  - reduce throughput 0: reductions are fused into the copy on a GPU (NCCL's recvReduceSend);
 //    a positive value adds an execution per local reduce.
+//  - switch reduction rate (NVLS): by GPU generation, NCCL's nvlsEfficiency (2.28 src/graph/
+//    tuning.cc, [Volta, Ampere, Hopper, Blackwell] = {0, 0, 0.85, 0.74}: NCCL's NVLS bus
+//    bandwidth is the NVLS graph's NVLink bandwidth times it) of the GPU port's vendor rate: on
+//    H100 / H200, 0.85 x 450 = 382.5 GB/s of parts per port, above NVLink's calibrated
+//    0.824 x 450 = 370.8, so NVLink bounds NVLS there, not the switch. SHARP: no limit (no
+//    public figure for Quantum-2's aggregation rate; the NIC's link bounds it).
+//  - switch latency per instance: by protocol (protocol_calibration), from NCCL 2.28's tables.
 //  - block caps: by channel pattern and protocol from NCCL's per-channel limits (with_block_caps,
 //    called for the topology by protocol_set in sweep.cpp); none in base_calibration itself.
 //  - channel caps 0: none by default; one CUDA block reaches ~20-40 GB/s (NCCL's per-channel
@@ -55,6 +62,7 @@ Calibration base_calibration() {
   c.launch_overhead_us = 0.0;
   c.host_call_us = kHostCallUs;
   c.reduce_gbps = 0.0;
+  c.nvls_reduce_by_gpu_generation = true;
   c.source = "defaults";
   return c;
 }
@@ -126,9 +134,32 @@ Calibration protocol_calibration(const Calibration& base, Protocol p) {
     c.step_overhead_us = c.step_overhead_hw_us[static_cast<std::size_t>(kNcclHwNvlink)];
   }
   if (!base.launch_overhead_fixed) c.launch_overhead_us = tb.base_lat_us[kRing][proto];
+  // Switch latency per instance, from NCCL 2.28.9's tables (NVLS rows exist from 2.28 here):
+  //  - NVLS: NCCL models an NVLS allreduce's latency as hwLat[NVLINK][NVLS][Simple] = 25 us
+  //    (baseLat 0; tuning.cc "comm->latencies[coll][a][p] = intraLat") for its two switch passes
+  //    (multimem.ld_reduce, then multimem.st): 12.5 us per pass, i.e. per instance here;
+  //  - SHARP: CollNet's network term hwLat[NET][CollNetDirect][Simple] = 31 us for one pass up
+  //    the aggregation tree and down.
+  // NVLS and CollNet run Simple only (tuning.cc), so every protocol gets the Simple figures.
+  if (!base.switch_latency_fixed) {
+    const NcclTuningTables& t28 = nccl_tuning_tables(NcclVersion::V2_28_9);
+    constexpr int kSimple = static_cast<int>(NcclProto::Simple);
+    c.switch_latency_us[static_cast<std::size_t>(algo::SwitchKind::Nvls)] =
+        t28.hw_lat_us[kNcclHwNvlink][static_cast<int>(NcclAlgo::Nvls)][kSimple] / 2.0;
+    c.switch_latency_us[static_cast<std::size_t>(algo::SwitchKind::Sharp)] =
+        t28.hw_lat_us[kNcclHwNet][static_cast<int>(NcclAlgo::CollNetDirect)][kSimple];
+  }
   // Payload per line: LL 4 of 8 bytes (a flag with each 4 B of data), LL128 120 of 128 bytes.
   c.payload_efficiency = p == Protocol::LL ? 0.5 : p == Protocol::LL128 ? 120.0 / 128.0 : 1.0;
   return c;
+}
+
+double Calibration::nvls_reduce_fraction(int sm) const {
+  if (nvls_reduce_efficiency > 0) return nvls_reduce_efficiency;
+  if (!nvls_reduce_by_gpu_generation) return 0.0;
+  // NCCL's nvlsEfficiency (2.28 tuning.cc): Hopper 0.85, Blackwell 0.74.
+  const NcclTuningTables& t28 = nccl_tuning_tables(NcclVersion::V2_28_9);
+  return t28.nvls_efficiency[sm >= 100 ? 3 : sm >= 90 ? 2 : sm >= 80 ? 1 : 0];
 }
 
 Calibration ideal_calibration() {
@@ -182,9 +213,22 @@ Calibration parse_calibration(const std::string& text, const std::string& source
           throw InputError(
               fmt::format("{}: 'protocol' = \"{}\": expected auto, LL, LL128 or Simple", source, esc(name)));
       }
-    } else if (key == "reduce_gbps")
+    } else if (key == "reduce_gbps") {
       c.reduce_gbps = number(value, key, 0, 1e6);
-    else if (key == "comment" || key == "source")
+    } else if (key == "switch_latency_us") {
+      if (!value.is_object())
+        throw InputError(
+            fmt::format("{}: 'switch_latency_us' must be an object: {{\"nvls\": us, \"sharp\": us}}", source));
+      for (auto& [kind, v] : value.items()) {
+        if (kind != "nvls" && kind != "sharp")
+          throw InputError(fmt::format("{}: 'switch_latency_us.{}': unknown switch kind, expected nvls or sharp",
+                                       source, esc(kind)));
+        c.switch_latency_us[kind == "sharp" ? 1 : 0] = number(v, "switch_latency_us." + kind, 0, 1e6);
+      }
+      c.switch_latency_fixed = true;
+    } else if (key == "nvls_reduce_efficiency") {
+      c.nvls_reduce_efficiency = number(value, key, 1e-6, 1.0);
+    } else if (key == "comment" || key == "source")
       continue;
     else if (key == "links" || key == "channel_cap_gbps") {
       if (!value.is_object())
@@ -213,10 +257,11 @@ Calibration parse_calibration(const std::string& text, const std::string& source
         }
       }
     } else {
-      throw InputError(
-          fmt::format("{}: unknown key '{}': expected links, channel_cap_gbps, step_overhead_us, launch_overhead_us, "
-                      "host_call_us, block_cap_gbps, reduce_gbps, protocol or comment",
-                      source, esc(key)));
+      throw InputError(fmt::format(
+          "{}: unknown key '{}': expected links, channel_cap_gbps, step_overhead_us, launch_overhead_us, "
+          "host_call_us, block_cap_gbps, reduce_gbps, switch_latency_us, nvls_reduce_efficiency, protocol or "
+          "comment",
+          source, esc(key)));
     }
   }
   // Ready to use as it is: the file's protocol (Simple when it says none or "auto", like the

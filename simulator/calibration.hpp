@@ -66,6 +66,17 @@ struct Calibration {
   // max(host_call_us, device time) in steady state; a point's time is that (simulate_point).
   // 0 = none (CUDA graphs, `nccl-tests -G`, take the host out). Default kHostCallUs.
   double host_call_us = 0.0;
+  // In-network reduction (switch groups; simulator/switch_plan.hpp, docs/simulator.md "Switch
+  // operations"). Per algo::SwitchKind [nvls, sharp]: an instance's time in the switch, from its
+  // last part landing to its result leaving (us); protocol_calibration sets them from NCCL's
+  // tuning constants, a calibration file's "switch_latency_us" keeps its own.
+  std::array<double, 2> switch_latency_us{};
+  bool switch_latency_fixed = false;
+  // The NVSwitch's reduction rate at a GPU's port, as a fraction of the port's vendor rate
+  // (its NVLink bundle's bw_gbps): > 0 that fraction; 0 by GPU generation when
+  // nvls_reduce_by_gpu_generation (NCCL's nvlsEfficiency: sm90 0.85, sm100 0.74), else no limit.
+  double nvls_reduce_efficiency = 0.0;
+  bool nvls_reduce_by_gpu_generation = false;
   // GPU reduction throughput (bytes reduced per second per channel, GB/s) for local reduce ops.
   double reduce_gbps = 0.0;  // 0 = free
   // Protocol: the fraction of a link's rate that carries payload (LL 1/2: 4 B of data per 8 B
@@ -91,6 +102,9 @@ struct Calibration {
   // pattern when every channel has the same one; none when they mix (docs/simulator.md). Engines
   // call it once per run.
   Calibration for_schedule(const algo::Schedule& s) const;
+  // The NVSwitch's reduction rate at a port of a GPU of compute capability sm, as a fraction of
+  // the port's vendor rate; 0: no limit (nvls_reduce_efficiency above).
+  double nvls_reduce_fraction(int sm) const;
   // The per-hop overhead of a message on a route with these links (us).
   double step_overhead_for(const topo::Graph& g, const std::vector<topo::Edge>& links) const;
   // One link's calibrated latency, seconds: its own plus its kind's extra.

@@ -69,3 +69,22 @@ TEST_CASE("calibration: block caps follow NCCL's per-channel tables, half per bl
         "c.json: 'block_cap_gbps.ring': unknown channel pattern, expected pipeline or tree");
   CHECK(error_of(R"({"host_call_us": -1})") == "c.json: 'host_call_us' = -1 is outside [0, 1000000]");
 }
+
+TEST_CASE("calibration: switch latencies and the NVSwitch reduction rate") {
+  const sim::Calibration d = sim::default_calibration();
+  CHECK(d.switch_latency_us[0] == doctest::Approx(12.5));  // NCCL 2.28 hwLat[NVLINK][NVLS][Simple] / 2
+  CHECK(d.switch_latency_us[1] == doctest::Approx(31.0));  // hwLat[NET][CollNetDirect][Simple]
+  CHECK(d.nvls_reduce_fraction(90) == doctest::Approx(0.85));
+  CHECK(d.nvls_reduce_fraction(100) == doctest::Approx(0.74));
+  CHECK(sim::ideal_calibration().nvls_reduce_fraction(90) == 0.0);
+  const sim::Calibration f = sim::parse_calibration(
+      R"({"switch_latency_us": {"nvls": 2, "sharp": 3}, "nvls_reduce_efficiency": 0.5})", "c.json");
+  CHECK(f.switch_latency_us[0] == 2.0);
+  CHECK(f.switch_latency_us[1] == 3.0);
+  CHECK(f.nvls_reduce_fraction(90) == 0.5);
+  // The file's latencies survive the protocol derivation.
+  CHECK(sim::protocol_calibration(f, sim::Protocol::LL).switch_latency_us[0] == 2.0);
+  CHECK(error_of(R"({"switch_latency_us": {"nvswitch": 1}})") ==
+        "c.json: 'switch_latency_us.nvswitch': unknown switch kind, expected nvls or sharp");
+  CHECK(error_of(R"({"nvls_reduce_efficiency": 2})") == "c.json: 'nvls_reduce_efficiency' = 2 is outside [1e-06, 1]");
+}

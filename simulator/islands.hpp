@@ -27,6 +27,7 @@ enum class EventKind : std::uint8_t {
   Computed,  // channel `id`'s copy or reduce ends (the analytic engine's; SimGrid runs them)
   Land,      // connection `id` gets its next message
   Route,     // island `id`'s next transfer pushes its last byte (if `version` is current)
+  Deliver,   // switch rendezvous `id`'s next result leaves the switch (switch_plan.hpp)
 };
 struct Event {
   double time;

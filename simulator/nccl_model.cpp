@@ -723,10 +723,12 @@ void set_nccl_env(NcclModelOptions& o, const std::string& key, const std::string
   } else if (key == "NCCL_NVLS_ENABLE") {
     o.nvls_enable = parse_int(key, value, what);
   } else if (key == "NCCL_COLLNET_ENABLE") {
-    // The model never enables CollNet (it needs the SHARP plugin): 0 says what it does anyway.
-    if (parse_int(key, value, what) != 0)
+    // NCCL reads it as a boolean-like integer (NCCL_PARAM CollNetEnable, default 0); CollNet then
+    // runs where the network reduces (the fabric's sharp).
+    o.collnet_enable = parse_int(key, value, what);
+    if (o.collnet_enable != 0 && o.collnet_enable != 1)
       throw InputError(
-          fmt::format("{} {}={}: CollNet is not modelled; expected NCCL_COLLNET_ENABLE=0", what, key, value));
+          fmt::format("{} {}={}: expected 0 (CollNet off) or 1 (on where the fabric has SHARP)", what, key, value));
   } else {
     std::string keys;
     for (std::string_view k : kNcclEnvKeys) keys += (keys.empty() ? "" : ", ") + std::string(k);
@@ -828,11 +830,15 @@ NcclGraphEstimate estimate_nccl_graph(const topo::Topology& t, const NcclModelOp
   if (est.sm == 0) est.notes.push_back("GPU compute capability unknown (0): Volta-class tables, LL128 off");
 
   bool first = true;
+  int nics_min = std::numeric_limits<int>::max();
+  est.nvswitch = true;
   bool nvls_hw = tb.models_nvls;  // every node: NVSwitches, SM >= 90, more than 2 GPUs (ncclNvlsInit)
   for (const NodeOffer& o : offers) {
     const NodeGraphs ng = search_node(o, est.nodes, est.sm, tb);
     const SearchResult nvls = tb.models_nvls ? search_nvls(o, est.nodes, est.sm, tb) : SearchResult{};
     nvls_hw = nvls_hw && o.nvswitch && o.sm_min >= 90 && o.gpus > 2;
+    est.nvswitch = est.nvswitch && o.nvswitch;
+    nics_min = std::min(nics_min, static_cast<int>(o.nics.size()));
     PathType inter = PathType::PIX;  // graph->typeInter starts at PIX; no NET on one node
     if (est.nodes > 1) {
       if (o.nics.empty())
@@ -891,6 +897,25 @@ NcclGraphEstimate estimate_nccl_graph(const topo::Topology& t, const NcclModelOp
       "channels",
       tb.name, est.channels, est.bw_intra_gbps, est.bw_inter_gbps, est.tree_channels, est.tree_bw_intra_gbps,
       est.tree_bw_inter_gbps, topo::to_string(est.intra_path), topo::to_string(est.inter_path), est.comm_channels));
+  // CollNet: comm->collNetSupport needs NCCL_COLLNET_ENABLE=1 and a collective network (the
+  // SHARP plugin: our fabric's `sharp`) on more than one node (init.cc computes the CollNet graphs
+  // only then). The graphs' searches (Chain: NCCL_TOPO_PATTERN_TREE with collNet, min = max =
+  // the ring's channels; Direct: NCCL_TOPO_PATTERN_COLLNET_DIRECT, one channel per head NIC) are
+  // not transcribed: both take the tree graph's bandwidths, Chain the ring's channels and Direct
+  // one channel per NIC of a node (at most its GPUs).
+  if (options.collnet_enable == 1 && est.nodes > 1 && t.fabric() && t.fabric()->sharp && tb.models_nvls) {
+    est.collnet_support = true;
+    est.collnet_chain_channels = est.channels;
+    est.collnet_direct_channels = std::max(1, std::min(nics_min, est.gpus_per_node));
+    est.collnet_bw_intra_gbps = est.tree_bw_intra_gbps;
+    est.collnet_bw_inter_gbps = est.tree_bw_inter_gbps;
+    est.notes.push_back(fmt::format("CollNet (SHARP): Chain {} x {:.1f}/{:.1f} GB/s, Direct {} channels{}",
+                                    est.collnet_chain_channels, est.collnet_bw_intra_gbps, est.collnet_bw_inter_gbps,
+                                    est.collnet_direct_channels, est.nvswitch ? "" : " (off: no NVSwitch)"));
+  } else if (options.collnet_enable == 1) {
+    est.notes.push_back(est.nodes == 1 ? "NCCL_COLLNET_ENABLE=1: one node, no CollNet"
+                                       : "NCCL_COLLNET_ENABLE=1: the fabric has no SHARP (--sharp), no CollNet");
+  }
   if (tb.models_nvls)
     est.notes.push_back(fmt::format("NVLS graph {} x {:.1f}/{:.1f} GB/s, NVLS {} ({} channels)",
                                     est.nvls_graph_channels, est.nvls_bw_intra_gbps, est.nvls_bw_inter_gbps,
@@ -942,18 +967,24 @@ NcclTuneResult nccl_tune_model(const NcclGraphEstimate& g) {
   gi[kRing] = {g.channels, g.bw_intra_gbps, g.bw_inter_gbps, g.intra_link};
   // The NVLS graph's GPU -> NVS -> GPU paths are NVLink: typeIntra LINK_NVL.
   gi[kNvls] = gi[kNvlsTree] = {g.nvls_graph_channels, g.nvls_bw_intra_gbps, g.nvls_bw_inter_gbps, kNcclHwNvlink};
+  constexpr int kCollNetDirect = static_cast<int>(NcclAlgo::CollNetDirect),
+                kCollNetChain = static_cast<int>(NcclAlgo::CollNetChain);
+  gi[kCollNetChain] = {g.collnet_chain_channels, g.collnet_bw_intra_gbps, g.collnet_bw_inter_gbps, g.intra_link};
+  gi[kCollNetDirect] = {g.collnet_direct_channels, g.collnet_bw_intra_gbps, g.collnet_bw_inter_gbps, g.intra_link};
 
   // Network post overhead (getNetOverhead): 1 us on Intel, 2 us on AMD, 1 us otherwise.
   const double net_overhead_base = g.cpu_vendor == "amd" ? 2.0 : 1.0;
 
   for (int a = 0; a < kNcclNumAlgos; ++a) {
     const bool nvls_algo = a == kNvls || a == kNvlsTree;
-    if (a != kTree && a != kRing && !(nvls_algo && tb.models_nvls)) continue;  // PAT, CollNet (see above)
+    const bool collnet = a == kCollNetDirect || a == kCollNetChain;
+    if (a != kTree && a != kRing && !(nvls_algo && tb.models_nvls) && !(collnet && g.collnet_support))
+      continue;  // PAT; CollNet without collNetSupport (see above)
     for (int p : {kLL, kLL128, kSimple}) {
-      if (nvls_algo && p != kSimple) continue;  // NVLS / NVLSTree: Simple only
+      if ((nvls_algo || collnet) && p != kSimple) continue;  // NVLS / NVLSTree / CollNet: Simple only ("Not used")
       const GraphInfo& gr = gi[static_cast<std::size_t>(a)];
-      // Bandwidth: nChannels * per-channel bw (bwIntra up to 2 nodes, bwInter beyond).
-      double bw = n_nodes <= 2 ? gr.bw_intra : gr.bw_inter;
+      // Bandwidth: nChannels * per-channel bw (bwIntra up to 2 nodes or for CollNet, bwInter beyond).
+      double bw = n_nodes <= 2 || collnet ? gr.bw_intra : gr.bw_inter;
       if (nvls_algo) {
         if (gr.channels < 2) continue;  // "NVLS/NVLStree needs at least 2 channels"
         // NVLS bus bandwidth per channel; allreduce pipelines two operations (x2).
@@ -971,8 +1002,15 @@ NcclTuneResult nccl_tune_model(const NcclGraphEstimate& g) {
       if (a == kTree && p == kLL) bus_bw = std::min(bus_bw * 1.0 / 3.8, ll_max_bw);
       if (a == kTree && p == kLL128)
         bus_bw = std::min(bus_bw * (n_nodes == 1 ? 7.0 / 9.0 : 120.0 / 128.0), gr.channels * per_ch_max_tree_ll128_bw);
-      // Bus bandwidth to algorithm bandwidth: ring, NVLS, NVLSTree nRanks/nsteps; tree 0.5.
-      const double ratio = a == kTree ? 0.5 : static_cast<double>(n_ranks) / nsteps;
+      if (a == kCollNetDirect) {
+        // "Collnet+Direct requires all GPUs to have a local NIC to work at full speed".
+        double factor = ppn / gr.channels;  // GPU/NIC ratio
+        factor -= (factor - 1) / 2;
+        bus_bw /= factor;
+        if (g.sm >= 90) bus_bw *= .85;
+      }
+      // Bus bandwidth to algorithm bandwidth: ring, NVLS, NVLSTree nRanks/nsteps; tree, CollNet 0.5.
+      const double ratio = a == kTree || collnet ? 0.5 : static_cast<double>(n_ranks) / nsteps;
       m.algbw_gbps[a][p] = bus_bw * ratio;
 
       // Latency.
@@ -991,6 +1029,11 @@ NcclTuneResult nccl_tune_model(const NcclGraphEstimate& g) {
         lat += 2 * ((n_ranks / n_nodes - 1) * intra_lat + log2i(static_cast<std::uint64_t>(n_nodes)) * inter_lat);
       } else if (a == kNvls) {
         lat = intra_lat + (n_nodes > 1 ? inter_lat : 0.0);  // replaces the base latency
+      } else if (a == kCollNetDirect) {                     // "Add 0.4 us arity serialization latency"
+        const int local = n_ranks / n_nodes - 1;
+        lat += 2 * (std::min(1, local) * intra_lat + local * 0.4) + inter_lat;
+      } else if (a == kCollNetChain) {
+        lat += 2 * (n_ranks / n_nodes - 1) * intra_lat + inter_lat;
       } else {
         lat += intra_lat + 2 * log2i(static_cast<std::uint64_t>(n_nodes)) * inter_lat;
       }
@@ -1000,8 +1043,11 @@ NcclTuneResult nccl_tune_model(const NcclGraphEstimate& g) {
       // CollNet); NVLS and NVLSTree need nvlsSupport (enqueue.cc updateCollCostTable).
       bool on = en.algo[static_cast<std::size_t>(a)] != 0;
       if (a == kNvlsTree && n_nodes == 1) on = false;
-      if (a == kNvls && n_nodes > 1) on = false;
+      // With CollNet (config.collnetEnable) NVLS runs across nodes too (NVLS + CollNet), and
+      // CollNet Direct needs NVSwitches (nvsCount > 0).
+      if (a == kNvls && n_nodes > 1 && !g.collnet_support) on = false;
       if (nvls_algo && !g.nvls_support) on = false;
+      if (a == kCollNetDirect && !g.nvswitch) on = false;
       // NCCL_PROTO's AllReduce row; LL128 left at 2 ("auto") by NCCL's rule: Volta or later
       // (2.22.3: SM 70, 80 or 90 only) with NVLink inside the node and the NIC close to the GPU:
       // typeInter <= PXB (<= PXN on SM90+: we accept any NIC path on NVLink SM90 nodes, as NCCL

@@ -48,11 +48,12 @@ namespace topocoll::sim {
 // The NCCL environment the model honours, typed. Defaults are NCCL's (unset variables).
 struct NcclModelOptions {
   NcclVersion version = kDefaultNcclVersion;  // --nccl-version
-  std::string algo;       // NCCL_ALGO, NCCL's parseList syntax ("Tree,Ring", "^NVLS", "allreduce:Ring"); "" = unset
-  std::string proto;      // NCCL_PROTO, same syntax over LL, LL128, Simple; "" = unset
-  int min_channels = -2;  // NCCL_MIN_NCHANNELS; -2 = unset (NCCL_PARAM default)
-  int max_channels = -2;  // NCCL_MAX_NCHANNELS; -2 = unset
-  int nvls_enable = 2;    // NCCL_NVLS_ENABLE: 0 off, 2 (default) where the GPUs report multicast, else on
+  std::string algo;        // NCCL_ALGO, NCCL's parseList syntax ("Tree,Ring", "^NVLS", "allreduce:Ring"); "" = unset
+  std::string proto;       // NCCL_PROTO, same syntax over LL, LL128, Simple; "" = unset
+  int min_channels = -2;   // NCCL_MIN_NCHANNELS; -2 = unset (NCCL_PARAM default)
+  int max_channels = -2;   // NCCL_MAX_NCHANNELS; -2 = unset
+  int nvls_enable = 2;     // NCCL_NVLS_ENABLE: 0 off, 2 (default) where the GPUs report multicast, else on
+  int collnet_enable = 0;  // NCCL_COLLNET_ENABLE: 0 (default) off, 1 CollNet where the network reduces (SHARP)
 };
 
 // "2.22.3" | "2.28.9"; InputError naming `what` and the accepted versions otherwise.
@@ -62,8 +63,8 @@ std::string_view to_string(NcclVersion v);
 // The variables above, by name (kNcclEnvKeys). set_nccl_env: InputError naming `what`, the key and
 // the value for an unknown key or a value that is not an integer where NCCL reads one; the names in
 // NCCL_ALGO / NCCL_PROTO are checked against the release when the model reads them.
-inline constexpr std::array<std::string_view, 5> kNcclEnvKeys = {"NCCL_ALGO", "NCCL_PROTO", "NCCL_MIN_NCHANNELS",
-                                                                 "NCCL_MAX_NCHANNELS", "NCCL_NVLS_ENABLE"};
+inline constexpr std::array<std::string_view, 6> kNcclEnvKeys = {
+    "NCCL_ALGO", "NCCL_PROTO", "NCCL_MIN_NCHANNELS", "NCCL_MAX_NCHANNELS", "NCCL_NVLS_ENABLE", "NCCL_COLLNET_ENABLE"};
 void set_nccl_env(NcclModelOptions& o, const std::string& key, const std::string& value, const std::string& what);
 // "KEY=VALUE" (the `--nccl-env` flag): set_nccl_env on its two halves.
 void set_nccl_env(NcclModelOptions& o, const std::string& assignment, const std::string& what);
@@ -100,8 +101,16 @@ struct NcclGraphEstimate {
   double nvls_bw_intra_gbps = 0.0;  // NVLS graph bwIntra
   double nvls_bw_inter_gbps = 0.0;  // NVLS graph bwInter
   int nvls_channels = 0;            // comm->nvlsChannels: the channels NVLS and NVLSTree run with
-  NcclModelOptions options;         // the release and environment this estimate was made for
-  std::vector<std::string> notes;   // what the estimate assumed
+  // CollNet (SHARP): comm->collNetSupport (NCCL_COLLNET_ENABLE=1, a network that reduces: the
+  // fabric's `sharp`, more than one node), and the CollNet graphs: Chain a tree-pattern search on
+  // the ring's channels, Direct one channel per NIC of a node (its heads). Estimated from the tree
+  // graph's figures (nccl_model.cpp).
+  bool collnet_support = false;
+  int collnet_chain_channels = 0, collnet_direct_channels = 0;
+  double collnet_bw_intra_gbps = 0.0, collnet_bw_inter_gbps = 0.0;
+  bool nvswitch = false;           // ncclTopoGetNvsCount > 0 (CollNet Direct needs it)
+  NcclModelOptions options;        // the release and environment this estimate was made for
+  std::vector<std::string> notes;  // what the estimate assumed
 };
 
 // Derives the estimate from our topology (see nccl_model.cpp for each step: NVLink counts times

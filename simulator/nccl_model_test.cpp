@@ -10,11 +10,13 @@
 #include <cstdlib>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "common/errors.hpp"
+#include "topologies/load.hpp"
 #include "topologies/presets.hpp"
 
 namespace topocoll::sim {
@@ -603,12 +605,72 @@ TEST_CASE("nccl_model: bad NCCL environment and versions are input errors naming
   CHECK(from.min_channels == -2);
 }
 
-TEST_CASE("nccl model: NCCL_COLLNET_ENABLE=0 is accepted (CollNet is never modelled), 1 is an input error") {
+TEST_CASE("nccl model: NCCL_COLLNET_ENABLE takes 0 or 1") {
   NcclModelOptions o;
   set_nccl_env(o, "NCCL_COLLNET_ENABLE=0", "--nccl-env");
-  CHECK_THROWS_WITH_AS(set_nccl_env(o, "NCCL_COLLNET_ENABLE=1", "--nccl-env"),
-                       "--nccl-env NCCL_COLLNET_ENABLE=1: CollNet is not modelled; expected NCCL_COLLNET_ENABLE=0",
-                       InputError);
+  CHECK(o.collnet_enable == 0);
+  set_nccl_env(o, "NCCL_COLLNET_ENABLE=1", "--nccl-env");
+  CHECK(o.collnet_enable == 1);
+  CHECK_THROWS_WITH_AS(
+      set_nccl_env(o, "NCCL_COLLNET_ENABLE=2", "--nccl-env"),
+      "--nccl-env NCCL_COLLNET_ENABLE=2: expected 0 (CollNet off) or 1 (on where the fabric has SHARP)", InputError);
+  CHECK(nccl_options_from_env({{"NCCL_COLLNET_ENABLE", "1"}}).collnet_enable == 1);
+}
+
+// CollNet (SHARP) as 2.28.9's tuning.cc models it: only with NCCL_COLLNET_ENABLE=1 on a fabric
+// that reduces; then CollNet Direct / Chain (Simple only) join the choice, and NVLS runs across
+// nodes. Without either, every choice is what it was (NVLS / NVLSTree untouched).
+TEST_CASE("nccl model: CollNet with NCCL_COLLNET_ENABLE=1 on a SHARP fabric, choices unchanged otherwise") {
+  auto cluster = [](bool sharp) {
+    topo::TopologyOptions o{"dgx-h100"};
+    o.nodes = 4;
+    o.fabric = topo::FabricKind::RailFatTree;
+    o.sharp = sharp;
+    return topo::load_topology(o);
+  };
+  NcclModelOptions on;
+  on.collnet_enable = 1;
+  const NcclGraphEstimate plain = estimate_nccl_graph(cluster(false), NcclModelOptions{});
+  const NcclGraphEstimate sharp_off = estimate_nccl_graph(cluster(true), NcclModelOptions{});
+  const NcclGraphEstimate enabled_no_sharp = estimate_nccl_graph(cluster(false), on);
+  const NcclGraphEstimate collnet = estimate_nccl_graph(cluster(true), on);
+  CHECK_FALSE(plain.collnet_support);
+  CHECK_FALSE(sharp_off.collnet_support);
+  CHECK_FALSE(enabled_no_sharp.collnet_support);
+  REQUIRE(collnet.collnet_support);
+  CHECK(collnet.collnet_direct_channels == 8);  // one per NIC: 8 x 400G on a DGX H100
+  CHECK(collnet.collnet_chain_channels == collnet.channels);
+  auto algos = [](const NcclGraphEstimate& g, std::uint64_t bytes) {
+    std::set<std::string> out;
+    for (const NcclPrediction& p : nccl_predictions(g, bytes)) out.insert(p.algorithm + "/" + p.protocol);
+    return out;
+  };
+  for (std::uint64_t bytes = 1024; bytes <= (8ull << 30); bytes *= 32) {
+    CAPTURE(bytes);
+    const NcclPrediction base = nccl_choice(plain, bytes);
+    for (const NcclGraphEstimate* g : {&sharp_off, &enabled_no_sharp}) {
+      const NcclPrediction p = nccl_choice(*g, bytes);
+      CHECK(p.algorithm == base.algorithm);
+      CHECK(p.protocol == base.protocol);
+      CHECK(p.time_us == doctest::Approx(base.time_us));
+    }
+    const auto with = algos(collnet, bytes);
+    CHECK(with.count("CollNetDirect/Simple") == 1);
+    CHECK(with.count("CollNetChain/Simple") == 1);
+    CHECK(with.count("CollNetDirect/LL") == 0);
+    CHECK(with.count("NVLS/Simple") == 1);  // NVLS + CollNet across nodes
+    CHECK(algos(plain, bytes).count("CollNetDirect/Simple") == 0);
+    CHECK(algos(plain, bytes).count("NVLS/Simple") == 0);
+  }
+  // CollNet Direct, tuning.cc: busBw = nChannels * bwIntra / (GPU/NIC factor, 1 here) * .85 (sm90),
+  // algbw = busBw * .5; latency 2 (1 intraLat + 7 x 0.4 us) + interLat.
+  const NcclTuneResult m = nccl_tune_model(collnet);
+  const int d = static_cast<int>(NcclAlgo::CollNetDirect), simple = static_cast<int>(NcclProto::Simple);
+  CHECK(m.algbw_gbps[d][simple] == doctest::Approx(8 * collnet.collnet_bw_intra_gbps * .85 * .5));
+  const NcclTuningTables& tb = nccl_tuning_tables(NcclVersion::V2_28_9);
+  CHECK(m.latency_us[d][simple] ==
+        doctest::Approx(tb.base_lat_us[d][simple] + 2 * (tb.hw_lat_us[kNcclHwNvlink][d][simple] + 7 * 0.4) +
+                        tb.hw_lat_us[kNcclHwNet][d][simple] + 2 * collnet.latency_inter_us));
 }
 
 }  // namespace topocoll::sim

@@ -116,7 +116,10 @@ expect_error "--channels 0: expected 1 to 64" verify --topology dgx-h100 --nodes
 expect_error "unknown data type 'float7'" verify --topology dgx-h100 --nodes 2 --dtype float7
 expect_error "--channels x: expected nccl (what stock NCCL runs with here) or 1 to 64" sim --topology pcie-8gpu -b 1K -e 1K --channels x
 expect_error "--channels 65: expected nccl" sim --topology pcie-8gpu -b 1K -e 1K --channels 65
-expect_error "CollNet is not modelled" sim --topology pcie-8gpu -b 1K -e 1K --nccl-env NCCL_COLLNET_ENABLE=1
+expect_error "expected 0 (CollNet off) or 1" sim --topology pcie-8gpu -b 1K -e 1K --nccl-env NCCL_COLLNET_ENABLE=2
+# CollNet: NCCL_COLLNET_ENABLE=1 on a fabric with SHARP (--sharp) puts CollNet in the NCCL model's choice.
+expect_ok sim --topology dgx-h100 -N 4 -a ring -b 32M -e 32M --sharp --nccl-env NCCL_COLLNET_ENABLE=1 --nccl-env NCCL_ALGO=CollNetDirect,CollNetChain &&
+  contains "CollNetChain/Simple" "sim --sharp NCCL_COLLNET_ENABLE=1"
 # --channels nccl (the default) runs schedules with NCCL's channels: 24 on one DGX H100.
 if expect_ok sim --topology dgx-h100 -a ring -b 1M -e 1M --format jsonl; then
   grep -q '"engine":"analytic".*' "$tmp/out" && grep '"engine":"analytic"' "$tmp/out" | grep -q '"channels":24' ||

@@ -37,6 +37,7 @@ topo::TopologyOptions topology_options(const TopoArgs& a) {
   o.transport = a.transport;
   if (a.ecmp) o.ecmp = topo::parse_ecmp(*a.ecmp);
   if (a.no_pxn) o.pxn = false;
+  if (a.sharp) o.sharp = true;
   o.nics_per_gpu = a.nics_per_gpu;
   return o;
 }

@@ -21,6 +21,7 @@ struct TopoArgs {
   std::optional<std::string> ecmp;       // hash | ideal
   std::optional<int> nics_per_gpu;
   bool no_pxn = false;
+  bool sharp = false;
   std::string format = "text";
   std::string output;
   std::string from, to;

@@ -57,6 +57,9 @@ void add_topology_flags(CLI::App* cmd, topocoll::tools::TopoArgs& a, bool requir
   cmd->add_option("--ecmp", a.ecmp, "equal-cost paths: hash (per-flow hash, collisions) | ideal (default hash)");
   cmd->add_option("--nics-per-gpu", a.nics_per_gpu, "make each NIC of the node this many (1..16; default 1)");
   cmd->add_flag("--no-pxn", a.no_pxn, "no PXN: a GPU sends through its own NIC (NCCL_PXN_DISABLE=1)");
+  cmd->add_flag("--sharp", a.sharp,
+                "the network's switches reduce (SHARP on Quantum InfiniBand): SHARP switch groups run, and the "
+                "NCCL model considers CollNet");
 }
 
 // The malloc this process runs with, as found at run time: jemalloc when its API is linked in
@@ -186,7 +189,7 @@ The trace covers one run: the first algorithm at the largest size.)";
       ->default_val("2.28.9");
   simc->add_option("--nccl-env", sim_args.nccl_env,
                    "NCCL variable for the model, KEY=VALUE, repeatable (NCCL_ALGO, NCCL_PROTO, NCCL_MIN_NCHANNELS, "
-                   "NCCL_MAX_NCHANNELS, NCCL_NVLS_ENABLE; also read from the environment)");
+                   "NCCL_MAX_NCHANNELS, NCCL_NVLS_ENABLE, NCCL_COLLNET_ENABLE; also read from the environment)");
   simc->add_flag("--simgrid-plain", sim_args.simgrid_plain,
                  "simgrid engine: every transfer through SimGrid as shipped, no fast paths (same results, slower)");
   simc->footer(kSimExamples);

@@ -337,6 +337,7 @@ Topology load_topology(const TopologyOptions& options) {
   if (options.transport) spec.fabric.transport = find_transport(*options.transport).name;
   if (options.ecmp) spec.fabric.ecmp = *options.ecmp;
   if (options.pxn) spec.fabric.pxn = *options.pxn;
+  if (options.sharp) spec.fabric.sharp = *options.sharp;
   if (options.nics_per_gpu) spec.nics_per_gpu = *options.nics_per_gpu;
 
   std::vector<NodeModel> hosts;

@@ -22,6 +22,7 @@ struct TopologyOptions {
   std::optional<std::string> transport;  // topologies/transports.hpp
   std::optional<EcmpMode> ecmp;
   std::optional<bool> pxn;
+  std::optional<bool> sharp;           // FabricSpec::sharp (the fabric key 'sharp', `--sharp`)
   std::optional<int> nics_per_gpu;     // transform.hpp multiply_nics
   bool merge_nvswitch_planes = false;  // see transform.hpp (the simulator's view)
 };

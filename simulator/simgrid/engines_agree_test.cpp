@@ -5,11 +5,13 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <cstdio>
 #include <string>
 #include <vector>
 
 #include "algorithms/ir/layout.hpp"
 #include "algorithms/registry.hpp"
+#include "common/errors.hpp"
 #include "simulator/calibration.hpp"
 #include "simulator/engine.hpp"
 #include "simulator/simgrid/simgrid_engine.hpp"
@@ -121,6 +123,142 @@ TEST_CASE("closed forms: dgx-h100 x16 ring 256 MiB Simple, channels 1..32") {
   // The static sharing (every flow at 1/C of the port all the time) would be the upper bound
   // itself: 2682.96 us, where the engines give 1856.41 us.
   CHECK(at8 < 0.75 * upper);
+}
+
+// Switch schedules (simulator/switch_plan.hpp): NVLS on one DGX H100 and SHARP on two, hand-built
+// (simulator/testing.hpp). Pipelined NVLS (256 chunks a channel) keeps every port busy both ways,
+// so the analytic engine's static sharing meets SimGrid's dynamic one; the SHARP cases run 4 and
+// 16 instances a channel on 2 channels (several flows per NIC at once), on one leaf (2 nodes) and
+// across two leaves through a spine (8 nodes).
+TEST_CASE("engines agree on switch schedules (NVLS, SHARP)") {
+  const topo::Topology h100 = testing::load("dgx-h100", 1);
+  for (const Calibration& c : {ideal_calibration(), default_calibration()}) {
+    CAPTURE(c.source);
+    const Both r = run_both(h100, testing::nvls_allreduce(8, (1u << 30) / 4, 4, 256), c);
+    CHECK(std::abs(r.analytic - r.simgrid) / r.simgrid <= 0.01);
+  }
+  topo::TopologyOptions o{"dgx-h100"};
+  o.nodes = 2;
+  o.fabric = topo::FabricKind::FatTree;
+  o.sharp = true;
+  o.merge_nvswitch_planes = true;
+  const topo::Topology two = topo::load_topology(o);
+  for (const Calibration& c : {ideal_calibration(), default_calibration()}) {
+    CAPTURE(c.source);
+    const Both r = run_both(two, testing::sharp_allreduce(16, (64u << 20) / 4, 2, 4), c);
+    CHECK(std::abs(r.analytic - r.simgrid) / r.simgrid <= 0.01);
+  }
+  o.nodes = 8;  // 64 NICs under 2 leaves: the aggregation tree through a spine
+  const topo::Topology eight = topo::load_topology(o);
+  for (const Calibration& c : {ideal_calibration(), default_calibration()}) {
+    CAPTURE(c.source);
+    const Both r = run_both(eight, testing::sharp_allreduce(64, (64u << 20) / 4, 2, 16), c);
+    CHECK(std::abs(r.analytic - r.simgrid) / r.simgrid <= 0.01);
+  }
+}
+
+// SimGrid as shipped (no fast paths) times switch flows the same way (they never take islands),
+// and a trace holds every switch operation of both engines, each ending after it started.
+TEST_CASE("switch schedules: SimGrid with and without fast paths, traces of every switch op") {
+  const topo::Topology t = testing::load("dgx-h100", 1);
+  const algo::Schedule s = testing::nvls_allreduce(8, 8 * 2 * 4 * 1024, 2, 4);
+  const Calibration c = default_calibration();
+  SimOptions plain;
+  plain.simgrid_fast_paths = false;
+  const double fast = make_simgrid_engine()->run(t, s, c, SimOptions{}).time_s;
+  CHECK(make_simgrid_engine()->run(t, s, c, plain).time_s == doctest::Approx(fast).epsilon(1e-9));
+  SimOptions traced;
+  traced.trace = true;
+  // Per rank and channel: 4 x 8 reduce-scatter sends, 4 receives and 4 multicast sends, 4 x 8 receives.
+  const std::size_t ops = 8 * 2 * (4 * 8 + 4 + 4 + 4 * 8);
+  for (const SimResult& r :
+       {make_analytic_engine()->run(t, s, c, traced), make_simgrid_engine()->run(t, s, c, traced)}) {
+    CAPTURE(r.engine);
+    CHECK(r.trace.size() == ops);
+    std::size_t sends = 0, recvs = 0;
+    for (const TraceEvent& e : r.trace) {
+      CHECK(e.end_s >= e.start_s);
+      CHECK(e.end_s <= r.time_s);
+      sends += e.kind == algo::OpKind::SwitchSend;
+      recvs += e.kind == algo::OpKind::SwitchRecv;
+    }
+    CHECK(sends == 8 * 2 * (4 * 8 + 4));
+    CHECK(recvs == 8 * 2 * (4 + 4 * 8));
+  }
+}
+
+// Switch flows share links with point-to-point transfers: channel 0 reduces every GPU's part to
+// rank 0 through the NVSwitch (16 instances), channel 1 runs a ring of sends on the same NVLink
+// ports at once. Both engines share the ports max-min between the two kinds of flow; the
+// analytic engine statically (pass 2: flows off islands), SimGrid dynamically. Every GPU's port
+// sends 512 MiB (its parts and its ring sends): 1193 us at 450 GB/s (ideal); SimGrid 1231 us,
+// analytic 1268 us, 3 % apart, as point-to-point schedules off islands can be (above): the
+// bound here is 5 %.
+TEST_CASE("switch schedules: switch flows and sends share the NVLink ports alike in both engines") {
+  const topo::Topology t = testing::load("dgx-h100", 1);
+  const std::uint64_t part = (16u << 20) / 4;
+  std::vector<algo::Program> programs(8);
+  for (int r = 0; r < 8; ++r) {
+    algo::ProgramBuilder b(programs[static_cast<std::size_t>(r)]);
+    for (int m = 0; m < 16; ++m) b.switch_send(0, algo::Chunk{algo::BufferId::Input, m * part, part}, 0);
+    if (r == 0)
+      for (int m = 0; m < 16; ++m) b.switch_recv(0, algo::Chunk{algo::BufferId::Output, m * part, part}, 0);
+    for (int m = 0; m < 16; ++m) {
+      b.send((r + 1) % 8, algo::Chunk{algo::BufferId::Input, m * part, part}, 1);
+      b.recv((r + 7) % 8, algo::Chunk{algo::BufferId::Scratch, m * part, part}, 1);
+    }
+  }
+  algo::Schedule s = algo::Schedule::from_programs(
+      "mixed", algo::CollectiveArgs::allreduce(16 * part, algo::DataType::Float32, algo::ReduceOp::Sum, 8), 2,
+      16 * part, std::move(programs));
+  s.add_switch_group({algo::SwitchKind::Nvls, {0, 1, 2, 3, 4, 5, 6, 7}, {0}});
+  for (const Calibration& c : {ideal_calibration(), default_calibration()}) {
+    CAPTURE(c.source);
+    const Both r = run_both(t, s, c);
+    MESSAGE(
+        fmt::format("mixed, {}: analytic {:.1f} us, simgrid {:.1f} us", c.source, r.analytic * 1e6, r.simgrid * 1e6));
+    CHECK(std::abs(r.analytic - r.simgrid) / r.simgrid <= 0.05);
+  }
+}
+
+// A switch_recv whose instance never gets its parts waits forever: both engines say so.
+TEST_CASE("switch schedules: a receive without its parts does not complete, in both engines") {
+  const topo::Topology t = testing::load("dgx-h100", 1);
+  std::vector<algo::Program> programs(8);
+  algo::ProgramBuilder(programs[0]).switch_send(0, algo::Chunk{algo::BufferId::Input, 0, 4}, 0);
+  algo::ProgramBuilder(programs[1]).switch_recv(0, algo::Chunk{algo::BufferId::Output, 0, 4}, 0);
+  algo::Schedule s = algo::Schedule::from_programs(
+      "half", algo::CollectiveArgs::allreduce(4, algo::DataType::Float32, algo::ReduceOp::Sum, 8), 1, 0,
+      std::move(programs));
+  s.add_switch_group({algo::SwitchKind::Nvls, {0, 2}, {1}});  // rank 2 never gives its part
+  const Calibration c = default_calibration();
+  CHECK_THROWS_WITH_AS(make_analytic_engine()->run(t, s, c, SimOptions{}),
+                       doctest::Contains("rank 1 channel 0 waits forever"), ScheduleError);
+  CHECK_THROWS_WITH_AS(make_simgrid_engine()->run(t, s, c, SimOptions{}),
+                       doctest::Contains("rank 1 channel 0 at switch_recv (operation 0 of the channel)"),
+                       ScheduleError);
+}
+
+// 8 x H100 (NVLink4, NVSwitch gen3: what an HGX H200 has) at 8 GiB, defaults (docs/simulator.md,
+// "Switch operations"): per GPU port and direction ring moves 2 S (N-1)/N and NVLS S (1 + 1/N),
+// both at R = 450 GB/s x 20.6/25 = 370.8 GB/s:
+//   ring = 2 S (N-1) / (N R) = 40.54 ms,  NVLS = S (1 + 1/N) / R = 26.06 ms,  ratio 14/9 = 1.556;
+// NVLS's pipeline fill (~3 of 256 chunks) and ring's per-step latencies are the rest (2 %).
+TEST_CASE("closed forms: 8 GiB on 8 x H100, NVLS ahead of ring by the traffic, both engines") {
+  const topo::Topology t = testing::load("dgx-h100", 1);
+  const Calibration c = default_calibration();
+  const double S = 8.0 * (1u << 30), N = 8, R = 450e9 * 20.6 / 25.0;
+  const Both nvls = run_both(t, testing::nvls_allreduce(8, (8ull << 30) / 4, 4, 256), c);
+  const Both ring = run_both(t, generate("ring", t, 8ull << 30, 4), c);
+  MESSAGE(
+      fmt::format("8 GiB, 8 x H100: ring {:.3f} / {:.3f} ms, NVLS {:.3f} / {:.3f} ms (analytic / simgrid), "
+                  "ratio {:.3f} / {:.3f}",
+                  ring.analytic * 1e3, ring.simgrid * 1e3, nvls.analytic * 1e3, nvls.simgrid * 1e3,
+                  ring.analytic / nvls.analytic, ring.simgrid / nvls.simgrid));
+  for (double x : {nvls.analytic, nvls.simgrid}) CHECK(x == doctest::Approx(S * (1 + 1 / N) / R).epsilon(0.02));
+  for (double x : {ring.analytic, ring.simgrid}) CHECK(x == doctest::Approx(2 * S * (N - 1) / (N * R)).epsilon(0.02));
+  CHECK(ring.simgrid / nvls.simgrid == doctest::Approx(2 * (N - 1) / (N + 1)).epsilon(0.02));
+  CHECK(ring.analytic / nvls.analytic == doctest::Approx(2 * (N - 1) / (N + 1)).epsilon(0.02));
 }
 
 }  // namespace

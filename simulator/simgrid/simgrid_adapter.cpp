@@ -254,6 +254,7 @@ struct Simulation::Impl {
   };
   std::unordered_map<std::uint64_t, Port> ports;
   std::vector<Connection> connections;
+  std::vector<std::pair<sg4::Host*, sg4::Host*>> path_hosts;  // per switch flow
   std::unordered_map<const topo::Link*, sg4::SplitDuplexLink*> links;
 
   // Completions, collected where SimGrid reports them and handed to the listener from a timer
@@ -404,6 +405,41 @@ struct Simulation::Impl {
       root->add_bypass_route(zones[ea]->get_netpoint(), zones[eb]->get_netpoint(), pa.router, pb.router,
                              in_route(parts.fabric, cap));
     }
+    // Switch flows: a zone each, two hosts, the path between them.
+    std::unordered_map<std::string, sg4::Link*> reduce_links;
+    std::unordered_map<std::int64_t, std::size_t> shared;  // share -> the path whose zone it uses
+    for (std::size_t k = 0; k < spec.paths.size(); ++k) {
+      const PathConnection& pc = spec.paths[k];
+      if (pc.share >= 0 && pc.cap <= 0) {
+        const auto [it, fresh] = shared.try_emplace(pc.share, k);
+        if (!fresh) {
+          path_hosts.push_back(path_hosts[it->second]);
+          continue;
+        }
+      }
+      std::vector<Step> steps;
+      Vertex at = pc.from;
+      for (Edge e : pc.links) {
+        const Vertex a = boost::source(e, g), b = boost::target(e, g), next = a == at ? b : a;
+        steps.push_back({e, at, next, catalog.up(e, at)});
+        at = next;
+      }
+      const std::string name = fmt::format("switch-flow{}", k);
+      sg4::NetZone* zone = sg4::create_full_zone(name + ":zone");
+      zone->set_parent(root);
+      sg4::Host* a = zone->create_host(name + ":from", spec.compute_speed);
+      sg4::Host* b = zone->create_host(name + ":to", spec.compute_speed);
+      std::vector<sg4::LinkInRoute> links =
+          in_route(steps, pc.cap > 0 ? root->create_link(name + ":cap", pc.cap) : nullptr);
+      if (pc.reduce_rate > 0) {
+        auto [it, fresh] = reduce_links.try_emplace(pc.reduce_name, nullptr);
+        if (fresh) it->second = root->create_link(pc.reduce_name, pc.reduce_rate);
+        links.emplace_back(it->second);
+      }
+      zone->add_route(a->get_netpoint(), b->get_netpoint(), nullptr, nullptr, links, false);
+      zone->seal();
+      path_hosts.push_back({a, b});
+    }
     root->seal();
     engine->seal_platform();
   }
@@ -457,9 +493,14 @@ struct Simulation::Impl {
   }
 
   void transfer(std::uint32_t index, double bytes) {
-    const Connection& conn = connections.at(index);
-    sg4::CommPtr comm =
-        sg4::Comm::sendto_init(hosts[endpoint(conn.src, conn.channel)], hosts[endpoint(conn.dst, conn.channel)]);
+    sg4::CommPtr comm;
+    if (index >= connections.size()) {
+      const auto& [from, to] = path_hosts.at(index - connections.size());
+      comm = sg4::Comm::sendto_init(from, to);
+    } else {
+      const Connection& conn = connections[index];
+      comm = sg4::Comm::sendto_init(hosts[endpoint(conn.src, conn.channel)], hosts[endpoint(conn.dst, conn.channel)]);
+    }
     comm->set_payload_size(static_cast<std::uint64_t>(bytes));
     comm->detach();
     transfers_in_flight.insert(comm->get_impl(), InFlight{index, maestro_list.take(comm->get_impl())});

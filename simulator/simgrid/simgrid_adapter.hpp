@@ -27,6 +27,12 @@
 //   of that rate "<a/c>-><b/c>:cap" (a connection carries one message at a time, so its private
 //   link caps each transfer, never two transfers together).
 //
+//   A switch flow (simulator/switch_plan.hpp: a part up to an NVSwitch or a leaf, a reduced
+//   stream to a spine, a result down) runs between two hosts of a zone of its own under the top
+//   zone, "switch-flowK:from" -> "switch-flowK:to", on the model's links of its path, plus its cap
+//   link and, for NVLS parts that reduce, the NVSwitch's reduction port of that GPU
+//   ("<nvswitch>:reduce@<gpu>", a link of the port's reduction rate).
+//
 // Why this shape. A SimGrid zone route joins two zones through ONE pair of gateways, but the
 // NIC a GPU's traffic uses (its rail, or the receiver's with PXN) depends on the GPU and its
 // peer, and the spine on the pair of NICs. A zone per endpoint, holding it and the NICs it uses
@@ -129,12 +135,29 @@ struct Connection {
   int src = 0, dst = 0, channel = 0;
 };
 
+// A switch flow (simulator/switch_plan.hpp): a walk on model links from vertex `from` (a GPU
+// or a switch), with its private cap link (cap > 0, bytes/s) and the NVSwitch reduction port it
+// crosses (reduce_rate > 0: a link of that rate named reduce_name, shared by every path that
+// names it). Each gets a zone of its own with two hosts and the one route between them; paths
+// with the same `share` (>= 0) and no cap use one zone (their transfers are separate comms on
+// the same route, each shared max-min like any other).
+struct PathConnection {
+  topo::Vertex from = 0;
+  std::vector<topo::Edge> links;
+  double cap = 0.0;
+  double reduce_rate = 0.0;
+  std::string reduce_name;
+  std::int64_t share = -1;
+};
+
 struct PlatformSpec {
   const topo::Topology* topology = nullptr;
   const Calibration* calibration = nullptr;
   int channels = 1;
   // The connections that will carry data; routes exist for these only.
   std::vector<Connection> connections;
+  // Switch flows; transfer index connections.size() + k is paths[k].
+  std::vector<PathConnection> paths;
   // Each endpoint (GPU, channel) computes a local copy or reduce of B bytes in B / compute_speed.
   double compute_speed = 1e9;
   // SimGrid 3.32's detached-transfer list workaround (above, "Activities"); false runs SimGrid

@@ -61,6 +61,7 @@
 #include <deque>
 #include <limits>
 #include <map>
+#include <optional>
 #include <queue>
 #include <string_view>
 #include <unordered_map>
@@ -72,6 +73,7 @@
 #include "simulator/islands.hpp"
 #include "simulator/routes.hpp"
 #include "simulator/simgrid/simgrid_adapter.hpp"
+#include "simulator/switch_plan.hpp"
 
 namespace topocoll::sim {
 
@@ -135,6 +137,11 @@ struct Connection {
   std::uint32_t waiter = kNone;  // channel blocked on the next message
   Fifo<std::uint64_t> queued;    // bytes of issued messages not started yet
   Fifo<std::uint32_t> in_trace;  // trace entries of sends whose last byte has not left (tracing only)
+  // Switch flows (switch_plan.hpp): the plan's flow, and the bytes of the message being pushed
+  // and of those that left but have not landed (an up or agg landing forwards them).
+  std::uint32_t switch_flow = kNone;
+  std::uint64_t pushing = 0;
+  Fifo<std::uint64_t> landing;
 };
 
 // One (rank, channel): its steps [begin, end) and where it is.
@@ -175,7 +182,19 @@ class Execution final : public sg::Listener {
     spec.calibration = &c_;
     spec.channels = s_.num_channels();
     spec.connections.reserve(conns_.size());
-    for (const Connection& conn : conns_) spec.connections.push_back({conn.src, conn.dst, conn.channel});
+    for (std::uint32_t i = 0; i < switch_base_; ++i)
+      spec.connections.push_back({conns_[i].src, conns_[i].dst, conns_[i].channel});
+    if (plan_)
+      for (const SwitchFlow& f : plan_->flows()) {
+        const SwitchPath& path = plan_->paths()[f.path];
+        sg::PathConnection pc{path.from, path.links, path.cap, 0.0, {}, static_cast<std::int64_t>(f.path)};
+        if (path.reduce_port >= 0) {
+          const ReducePort& port = plan_->reduce_ports()[static_cast<std::size_t>(path.reduce_port)];
+          pc.reduce_rate = port.rate;
+          pc.reduce_name = port.name;
+        }
+        spec.paths.push_back(std::move(pc));
+      }
     spec.compute_speed = c_.reduce_gbps > 0 ? c_.reduce_gbps * 1e9 : 1e9;
     spec.list_workaround = o_.simgrid_fast_paths;
     sim_ = std::make_unique<sg::Simulation>(spec, *this);
@@ -242,6 +261,9 @@ class Execution final : public sg::Listener {
           case EventKind::Route:
             island_done(e.id, e.version, e.time);
             break;
+          case EventKind::Deliver:
+            deliver(e.id, e.time);
+            break;
           case EventKind::Computed:  // SimGrid runs computations (compute_done)
             break;
         }
@@ -264,6 +286,12 @@ class Execution final : public sg::Listener {
   std::uint64_t island_transfers_ = 0;
   std::vector<std::uint32_t> done_scratch_;
   std::vector<Event> due_;  // wake(): the batch being handled
+  // Switch groups: the plan, where its flows start in conns_, the instances' parts, and per
+  // rendezvous the bytes of results waiting out the switch latency (in order).
+  std::optional<SwitchPlan> plan_;
+  std::optional<SwitchInstances> instances_;
+  std::uint32_t switch_base_ = 0;
+  std::vector<Fifo<std::uint64_t>> delivering_;
 
   // The channel an event resumes, when known: a landing's waiting receiver.
   std::uint32_t channel_of(const Event& e) const {
@@ -288,6 +316,8 @@ class Execution final : public sg::Listener {
     const std::uint64_t elem = algo::size_of(s_.args().dtype);
     channels_.resize(static_cast<std::size_t>(p) * static_cast<std::size_t>(K));
     algo::Connections connections(p, K);  // (src, dst, channel) -> connection
+    Router router(t_);
+    if (s_.uses_switch()) plan_.emplace(t_, s_, c_, router);
     for (int r = 0; r < p; ++r) {
       // The program, checked; its steps channel 0's first, then channel 1's, ... Connections are
       // numbered in program order.
@@ -309,7 +339,15 @@ class Execution final : public sg::Listener {
           throw InputError(fmt::format("rank {}: {} moves {} bytes: the SimGrid engine takes at most {} per operation",
                                        r, algo::describe(op), bytes, Step::kMaxBytes));
         std::uint32_t conn = kNone;
-        if (algo::is_transfer(op.kind)) {
+        if (op.is_switch()) {
+          if (!plan_ || op.peer < 0 || op.peer >= static_cast<int>(s_.switch_groups().size()))
+            throw ScheduleError(fmt::format("rank {}: {} names no switch group of the schedule's {}", r,
+                                            algo::describe(op), s_.switch_groups().size()),
+                                r, op.channel);
+          const std::uint32_t rv = plan_->use(op.peer, op.channel);
+          conn =
+              op.kind == OpKind::SwitchSend ? plan_->up_flow(rv, r) : plan_->down_flow(rv, r);  // + switch_base_ below
+        } else if (algo::is_transfer(op.kind)) {
           conn = connections.id_of(r, op);
           if (conn > Step::kMaxConn)
             throw InputError(
@@ -326,15 +364,36 @@ class Execution final : public sg::Listener {
         steps_[c.end++] = Step(op.kind, bytes, conn);
       }
     }
+    // Switch flows after the point-to-point connections; their steps named the plan's flow.
+    switch_base_ = static_cast<std::uint32_t>(conns_.size());
+    if (plan_) {
+      if (switch_base_ + plan_->flows().size() > Step::kMaxConn)
+        throw InputError(
+            fmt::format("the schedule uses more than {} connections and switch flows: more than the "
+                        "SimGrid engine takes",
+                        Step::kMaxConn + 1));
+      for (Step& st : steps_)
+        if (st.kind() == OpKind::SwitchSend || st.kind() == OpKind::SwitchRecv)
+          st = Step(st.kind(), st.bytes(), st.conn() + switch_base_);
+      for (std::uint32_t f = 0; f < plan_->flows().size(); ++f) {
+        conns_.emplace_back();
+        Connection& conn = conns_.back();
+        conn.switch_flow = f;
+        conn.latency_s = plan_->paths()[plan_->flows()[f].path].latency_s;
+        if (conn.latency_s > 0) conn.lane = events_.lane_for(conn.latency_s);
+      }
+      instances_.emplace(*plan_);
+      delivering_.resize(plan_->rendezvous().size());
+    }
     // Each connection's latency: the Router's route, calibrated, and the per-hop overhead.
-    Router router(t_);
     const auto& g = t_.graph();
-    for (Connection& conn : conns_) {
+    for (std::uint32_t i = 0; i < switch_base_; ++i) {
+      Connection& conn = conns_[i];
       const Route& route = router.route(conn.src, conn.dst, conn.channel);
       conn.latency_s = c_.route_latency_s(g, route.links);
       if (conn.latency_s > 0) conn.lane = events_.lane_for(conn.latency_s);
     }
-    if (o_.simgrid_fast_paths) find_islands(router);
+    if (o_.simgrid_fast_paths && !plan_) find_islands(router);  // switch flows cross links islands would own
     if (o_.trace) trace_.reserve(steps_.size());
     TC_LOG_INFO("sim", "simgrid: {} ranks x {} channels, {} operations, {} connections ({} on {} islands)", p, K,
                 steps_.size(), conns_.size(),
@@ -346,7 +405,7 @@ class Execution final : public sg::Listener {
   void find_islands(Router& router) {
     std::vector<IslandEnd> ends;
     ends.reserve(conns_.size());
-    for (const Connection& conn : conns_) ends.push_back({conn.src, conn.dst, conn.channel});
+    for (const Connection& conn : conns_) ends.push_back({conn.src, conn.dst, conn.channel});  // no switch flows here
     IslandMap map = sim::find_islands(t_, router, c_, ends);
     islands_ = std::move(map.islands);
     for (std::size_t i = 0; i < conns_.size(); ++i) {
@@ -372,7 +431,9 @@ class Execution final : public sg::Listener {
   void start_transfer(std::uint32_t id, std::uint64_t bytes, double now) {
     Connection& conn = conns_[id];
     conn.busy = true;
-    if (o_.trace) trace_[conn.in_trace.front()].start_s = now;
+    conn.pushing = bytes;
+    // (Switch flows the switch itself sends on, agg / bcast / down, have no trace entries.)
+    if (o_.trace && !conn.in_trace.empty()) trace_[conn.in_trace.front()].start_s = now;
     if (conn.island == kNone) {
       sim_->transfer(id, static_cast<double>(bytes));
       return;
@@ -418,7 +479,8 @@ class Execution final : public sg::Listener {
   // and the connection sends its next message.
   void depart(std::uint32_t id, double now) {
     Connection& conn = conns_[id];
-    if (o_.trace) trace_[conn.in_trace.pop()].end_s = now;
+    if (o_.trace && !conn.in_trace.empty()) trace_[conn.in_trace.pop()].end_s = now;
+    if (conn.switch_flow != kNone) conn.landing.push(conn.pushing);
     time_s_ = std::max(time_s_, now);
     conn.busy = false;
     if (conn.latency_s > 0)
@@ -431,18 +493,72 @@ class Execution final : public sg::Listener {
   // Connection `id`'s next message lands at `time`: wake its receiver if it waits for it.
   void land(std::uint32_t id, double time) {
     Connection& conn = conns_[id];
-    ++conn.landed;
     time_s_ = std::max(time_s_, time);
+    if (conn.switch_flow != kNone) {
+      const std::uint64_t bytes = conn.landing.pop();
+      const SwitchFlow& sf = plan_->flows()[conn.switch_flow];
+      if (sf.role == SwitchRole::Up) return part_landed(sf.rendezvous, sf.member, time, bytes);
+      if (sf.role == SwitchRole::Agg) {
+        double ready = 0.0;
+        if (instances_->stream_landed(sf.rendezvous, sf.member, time, ready)) result_ready(sf.rendezvous, bytes, time);
+        return;
+      }
+      if (sf.role == SwitchRole::Bcast) {  // the result reached a leaf: one copy to each of its receivers
+        const std::uint32_t down0 = switch_base_ + plan_->down_base(sf.rendezvous);
+        for (std::uint32_t k : plan_->group(plan_->rendezvous()[sf.rendezvous].group).receivers_of_bcast[sf.member])
+          send_on(down0 + k, bytes, time);
+        return;
+      }
+    }
+    ++conn.landed;
     if (conn.waiter == kNone) return;
     const std::uint32_t ch = conn.waiter;
     conn.waiter = kNone;
     advance(ch, time);
   }
 
+  // A message of `bytes` joins switch flow `conn` (plan flow numbering + switch_base_) at `now`.
+  void send_on(std::uint32_t conn, std::uint64_t bytes, double now) {
+    ++transfers_;
+    if (conns_[conn].busy)
+      conns_[conn].queued.push(bytes);
+    else
+      start_transfer(conn, bytes, now);
+  }
+  // Contributor `member`'s part landed at its aggregator at `time`.
+  void part_landed(std::uint32_t rv, std::uint32_t member, double time, std::uint64_t bytes) {
+    double ready = 0.0;
+    std::uint64_t instance = 0;
+    if (!instances_->part_landed(rv, member, time, ready, instance)) return;
+    const int group = plan_->rendezvous()[rv].group;
+    if (!plan_->aggregates(group)) return result_ready(rv, bytes, time);
+    send_on(switch_base_ + plan_->agg_flow(rv, plan_->group(group).aggregator_of[member]), bytes, time);
+  }
+  // An instance is reduced at the root at `time`: its result leaves the switch latency later.
+  void result_ready(std::uint32_t rv, std::uint64_t bytes, double time) {
+    const double latency = plan_->group(plan_->rendezvous()[rv].group).latency_s;
+    if (latency <= 0) return deliver_now(rv, bytes, time);
+    delivering_[rv].push(bytes);
+    push({time + latency, 0, rv, 0, EventKind::Deliver});
+  }
+  void deliver(std::uint32_t rv, double time) { deliver_now(rv, delivering_[rv].pop(), time); }
+  // One copy of the result down to each receiver.
+  void deliver_now(std::uint32_t rv, std::uint64_t bytes, double time) {
+    const SwitchPlan::GroupInfo& info = plan_->group(plan_->rendezvous()[rv].group);
+    if (!info.bcast_path.empty()) {  // across leaves: one copy to each leaf (land() goes on)
+      for (std::uint32_t b = 0; b < info.bcast_path.size(); ++b)
+        send_on(switch_base_ + plan_->bcast_base(rv) + b, bytes, time);
+      return;
+    }
+    const std::uint32_t down0 = switch_base_ + plan_->down_base(rv);
+    for (std::uint32_t k = 0; k < info.down_path.size(); ++k) send_on(down0 + k, bytes, time);
+  }
+
   void record(const Channel& ch, const Step& st, double start, double end) {
     if (!o_.trace) return;
-    const int peer =
-        st.conn() == kNone ? -1 : (st.kind() == OpKind::Send ? conns_[st.conn()].dst : conns_[st.conn()].src);
+    int peer = st.conn() == kNone ? -1 : (st.kind() == OpKind::Send ? conns_[st.conn()].dst : conns_[st.conn()].src);
+    if (st.conn() != kNone && conns_[st.conn()].switch_flow != kNone)
+      peer = plan_->rendezvous()[plan_->flows()[conns_[st.conn()].switch_flow].rendezvous].group;
     trace_.push_back({ch.rank, ch.channel, st.kind(), peer, st.bytes(), start, end});
   }
 
@@ -459,7 +575,8 @@ class Execution final : public sg::Listener {
       if (!ch.blocked) ch.reached_s = now;
       ch.blocked = false;
       switch (st.kind()) {
-        case OpKind::Send: {
+        case OpKind::Send:
+        case OpKind::SwitchSend: {
           Connection& conn = conns_[st.conn()];
           ++transfers_;
           if (o_.trace) {
@@ -475,7 +592,8 @@ class Execution final : public sg::Listener {
           break;
         }
         case OpKind::Recv:
-        case OpKind::RecvReduce: {
+        case OpKind::RecvReduce:
+        case OpKind::SwitchRecv: {
           Connection& conn = conns_[st.conn()];
           if (conn.landed == conn.consumed) {  // wait for the message
             conn.waiter = id;
@@ -508,7 +626,7 @@ class Execution final : public sg::Listener {
       if (ch.next == ch.end) continue;
       if (++count <= 3) {
         const Step& st = steps_[ch.next];
-        const int peer = st.conn() == kNone ? -1 : conns_[st.conn()].src;
+        const int peer = st.conn() == kNone || conns_[st.conn()].switch_flow != kNone ? -1 : conns_[st.conn()].src;
         stuck += fmt::format("{}rank {} channel {} at {} (operation {} of the channel{})", stuck.empty() ? "" : "; ",
                              ch.rank, ch.channel, algo::to_string(st.kind()), ch.next - ch.begin,
                              peer >= 0 ? fmt::format(", from rank {}", peer) : "");
