@@ -1,6 +1,7 @@
 // The view of a topology an algorithm needs: which ranks share a node, the order to visit a
-// node's GPUs (along the fastest paths), and each rank's rail. Pure data: algorithms and their
-// tests can build one without a Topology.
+// node's GPUs (along the fastest paths), each rank's rail, and where a switch can reduce (NVLS
+// in a node, SHARP in the fabric). Pure data: algorithms and their tests can build one without a
+// Topology.
 #pragma once
 
 #include <vector>
@@ -18,19 +19,38 @@ struct Layout {
   std::vector<std::vector<int>> node_ranks;  // per node: its ranks in intra-node ring order
   std::vector<int> rail_of;                  // per rank: NIC rail, -1 none
   int rails = 0;                             // NICs per node (max)
+  // Per node: NVLS is possible (NVSwitch multicast / multimem, contract rule 11's SwitchKind::Nvls).
+  // NCCL 2.28 src/transport/nvls.cc ncclNvlsInit sets nvlsSupport from the driver's
+  // CU_DEVICE_ATTRIBUTE_MULTICAST_SUPPORTED, which Hopper (sm 90) and later GPUs report when an
+  // NVSwitch connects them, and only with at least 2 GPUs in the node.
+  std::vector<bool> nvls;
+  // The fabric reduces (SHARP in the InfiniBand switches, NCCL's CollNet): topo::FabricSpec::sharp.
+  bool sharp = false;
 
   // Same number of ranks on every node.
   bool uniform() const;
   int ranks_per_node() const { return nodes == 0 ? 0 : static_cast<int>(node_ranks.front().size()); }
+  // Every node can run NVLS (false for an empty nvls list).
+  bool nvls_everywhere() const;
+  // The first node without NVLS, -1 when every node has it.
+  int first_node_without_nvls() const;
+};
+
+// What a test layout's hardware can do in the network (uniform_layout).
+struct LayoutFeatures {
+  bool nvls = false;   // every node has NVSwitch multicast (NVLS)
+  bool sharp = false;  // the fabric reduces (SHARP)
 };
 
 // `nodes` nodes of `per_node` ranks each, rank = node * per_node + local, identity order, one
-// rail per local rank.
-Layout uniform_layout(int nodes, int per_node);
+// rail per local rank; NVLS and SHARP as `features` say.
+Layout uniform_layout(int nodes, int per_node, LayoutFeatures features = {});
 
 // From a topology: ranks as the topology numbers them; inside each node the ring order is a
 // greedy walk from local GPU 0 to the unvisited GPU with the widest path (ties: lowest index),
-// so GPUs sharing NVLink or a PCIe switch are neighbours and a socket is crossed once.
+// so GPUs sharing NVLink or a PCIe switch are neighbours and a socket is crossed once. A node
+// has NVLS when it holds an NVSwitch, at least 2 GPUs and every GPU is sm 90 or later; the
+// layout has SHARP when the fabric says so.
 Layout layout_of(const topo::Topology& t);
 
 }  // namespace topocoll::algo

@@ -1,5 +1,7 @@
 #include "algorithms/ir/schedule.hpp"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "common/checked.hpp"
@@ -182,8 +184,30 @@ int Schedule::add_switch_group(SwitchGroup g) {
   };
   check(g.contributors, "contributors");
   check(g.receivers, "receivers");
+  auto sorted = [](const std::vector<int>& ranks) {
+    MemberIndex m;
+    m.reserve(ranks.size());
+    for (std::size_t i = 0; i < ranks.size(); ++i) m.emplace_back(ranks[i], static_cast<int>(i));
+    std::sort(m.begin(), m.end());
+    return m;
+  };
+  member_index_.emplace_back(sorted(g.contributors), sorted(g.receivers));
   switch_groups_.push_back(std::move(g));
   return index;
+}
+
+namespace {
+int find_member(const std::vector<std::pair<int, int>>& m, int rank) {
+  auto it = std::lower_bound(m.begin(), m.end(), std::pair<int, int>{rank, -1});
+  return it != m.end() && it->first == rank ? it->second : -1;
+}
+}  // namespace
+
+int Schedule::contributor_index(int g, int rank) const {
+  return find_member(member_index_[static_cast<std::size_t>(g)].first, rank);
+}
+int Schedule::receiver_index(int g, int rank) const {
+  return find_member(member_index_[static_cast<std::size_t>(g)].second, rank);
 }
 
 std::uint64_t Schedule::buffer_count(BufferId b) const {

@@ -140,6 +140,10 @@ class Schedule {
   const std::vector<SwitchGroup>& switch_groups() const { return switch_groups_; }
   int add_switch_group(SwitchGroup g);
   bool uses_switch() const { return !switch_groups_.empty(); }
+  // The position of `rank` among group g's contributors / receivers, -1 when it is not one
+  // (O(log members); g must be a group index).
+  int contributor_index(int g, int rank) const;
+  int receiver_index(int g, int rank) const;
 
  private:
   std::string name_;
@@ -149,6 +153,9 @@ class Schedule {
   Generator generator_;
   std::vector<ChannelPattern> patterns_;  // empty: every channel Pipeline
   std::vector<SwitchGroup> switch_groups_;
+  // Per group: (rank, position) sorted by rank, for contributors and for receivers.
+  using MemberIndex = std::vector<std::pair<int, int>>;
+  std::vector<std::pair<MemberIndex, MemberIndex>> member_index_;
 };
 
 }  // namespace topocoll::algo
