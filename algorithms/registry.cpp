@@ -25,7 +25,8 @@ const std::vector<Algorithm>& registry() {
       reduce_chain(),                              // generators/rooted.cpp
       reduce_tree(),                               // generators/rooted.cpp
       nvls_allreduce(),                            // generators/nvls.cpp
-      hierarchical(HierarchicalStages{             // generators/hierarchical.cpp
+      hierarchical(HierarchicalStages{
+          // generators/hierarchical.cpp
           "hierarchical-nvls",
           "NVLS reduce-scatter in each node (the NVSwitch reduces), ring allreduce across nodes per rail, NVLS "
           "multicast allgather in each node",

@@ -433,8 +433,8 @@ class Verifier {
   }
 
   // merged = current (op) data, run by run (positions relative to the chunk).
-  bool combine(int rank, const Op& op, std::size_t index, const std::vector<Run>& current,
-               const std::vector<Run>& data, std::vector<Run>& merged) {
+  bool combine(int rank, const Op& op, std::size_t index, const std::vector<Run>& current, const std::vector<Run>& data,
+               std::vector<Run>& merged) {
     std::size_t i = 0, j = 0;
     while (i < current.size() && j < data.size()) {
       const std::uint64_t a = std::max(current[i].start, data[j].start), b = std::min(current[i].end, data[j].end);
@@ -520,11 +520,11 @@ class Verifier {
     if (!ready) return true;
     SwitchInstance& inst = q.live[static_cast<std::size_t>(n - q.base)];
     if (inst.count != op.dst.count)
-      return fail(Failure::SizeMismatch,
-                  fmt::format("{}: receives {} elements from instance {} of switch group {}, whose parts have {} "
-                              "(rank {} op {})",
-                              where(rank, op, index), op.dst.count, n, op.peer, inst.count, inst.first_rank,
-                              inst.first_op));
+      return fail(
+          Failure::SizeMismatch,
+          fmt::format("{}: receives {} elements from instance {} of switch group {}, whose parts have {} "
+                      "(rank {} op {})",
+                      where(rank, op, index), op.dst.count, n, op.peer, inst.count, inst.first_rank, inst.first_op));
     write_chunk(rank, op.dst, inst.value);
     record_write(rank, channel, op.dst);
     ch.clock = std::max(ch.clock, inst.clock + 1);
@@ -710,8 +710,8 @@ class Verifier {
           return fail(Failure::UnmatchedSend,
                       fmt::format("{}: its part of instance {} of switch group {} is never received: receiver rank {} "
                                   "finished channel {} after receiving {} instances ({} of {} parts given)",
-                                  where(inst.first_rank, op, inst.first_op), n, g, sg.receivers[i], channel,
-                                  q.taken[i], inst.parts, sg.contributors.size()));
+                                  where(inst.first_rank, op, inst.first_op), n, g, sg.receivers[i], channel, q.taken[i],
+                                  inst.parts, sg.contributors.size()));
     }
     for (const auto& [key, q] : queues_) {
       if (q.empty()) continue;

@@ -53,9 +53,9 @@ struct VerifyOptions {
 
 struct VerifyResult {
   Failure failure = Failure::None;
-  std::string message;                     // names rank, channel, operation index
-  std::uint64_t operations = 0;            // total over ranks
-  std::uint64_t steps = 0;                 // longest chain of dependent transfers (logical clock)
+  std::string message;           // names rank, channel, operation index
+  std::uint64_t operations = 0;  // total over ranks
+  std::uint64_t steps = 0;       // longest chain of dependent transfers (logical clock)
   // Bytes sent count what a rank gives to a switch too (switch_send): NVLS within its node,
   // SHARP to other nodes.
   std::uint64_t max_bytes_sent = 0;        // max over ranks

@@ -277,9 +277,9 @@ TEST_CASE("verifier: switch groups prove an allreduce, a reduce-scatter + multic
   std::vector<Program> p(2);
   for (int r2 = 0; r2 < 2; ++r2) {
     const std::uint64_t mine = static_cast<std::uint64_t>(r2) * 2;
-    p[static_cast<std::size_t>(r2)] = {switch_send(0, in(0, 2)),          switch_send(1, in(2, 2)),
-                                       switch_recv(r2, out(mine, 2)),     switch_send(2 + r2, out(mine, 2)),
-                                       switch_recv(2, out(0, 2)),         switch_recv(3, out(2, 2))};
+    p[static_cast<std::size_t>(r2)] = {switch_send(0, in(0, 2)),      switch_send(1, in(2, 2)),
+                                       switch_recv(r2, out(mine, 2)), switch_send(2 + r2, out(mine, 2)),
+                                       switch_recv(2, out(0, 2)),     switch_recv(3, out(2, 2))};
   }
   const VerifyResult v = run_switch(p, nv, allreduce(2, 4));
   CHECK_MESSAGE(v.ok(), v.message);

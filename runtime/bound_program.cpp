@@ -15,9 +15,10 @@ void resolve_chunk(const algo::Chunk& c, std::size_t elem, std::uint8_t& buffer,
 void refuse_switch_ops(const algo::Schedule& s, const std::string& executor) {
   if (!s.uses_switch()) return;
   const bool nvls = s.switch_groups().front().kind == algo::SwitchKind::Nvls;
-  throw InputError(fmt::format("schedule '{}' uses in-network reduction (switch_send on an {} group), which {} cannot "
-                               "run: it needs NVSwitch multicast (NVLS) or SHARP; simulate it with `topocoll sim`",
-                               s.name(), nvls ? "NVLS" : "SHARP", executor));
+  throw InputError(
+      fmt::format("schedule '{}' uses in-network reduction (switch_send on an {} group), which {} cannot "
+                  "run: it needs NVSwitch multicast (NVLS) or SHARP; simulate it with `topocoll sim`",
+                  s.name(), nvls ? "NVLS" : "SHARP", executor));
 }
 
 std::vector<BoundOp> bind_program(const algo::Program& program, std::size_t elem) {

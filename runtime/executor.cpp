@@ -269,11 +269,11 @@ bool Plan::step(Channel& ch, std::uint32_t index, Transport& t) {
   const std::string held = first->blocked_on >= 0 ? " (to receive an earlier send)" : "";
   const std::string others = waiting > 1 ? fmt::format(" ({} other channels wait too)", waiting - 1) : "";
   if (op.is_switch() && first->blocked_on < 0)
-    throw PeerTimeout(fmt::format("rank {}: no progress for {} ms: channel {} op {} ({}) waits for the contributors "
-                                  "of switch group {}{}",
-                                  rank_, o.progress_timeout.count(), op.channel, index, algo::describe(op), op.peer,
-                                  others),
-                      rank_, -1, static_cast<int>(op.channel), index);
+    throw PeerTimeout(
+        fmt::format("rank {}: no progress for {} ms: channel {} op {} ({}) waits for the contributors "
+                    "of switch group {}{}",
+                    rank_, o.progress_timeout.count(), op.channel, index, algo::describe(op), op.peer, others),
+        rank_, -1, static_cast<int>(op.channel), index);
   throw PeerTimeout(fmt::format("rank {}: no progress for {} ms: channel {} op {} ({}) waits for peer {}{}{}", rank_,
                                 o.progress_timeout.count(), op.channel, index, algo::describe(op), peer, held, others),
                     rank_, peer, static_cast<int>(op.channel), index);

@@ -140,9 +140,10 @@ void InprocTransport::switch_send(const SwitchMember& m, int channel, const void
     if (inst.parts.empty()) inst.parts.resize(static_cast<std::size_t>(m.contributors));
     for (const auto& part : inst.parts)
       if (inst.given > 0 && !part.empty() && part.size() != bytes)
-        throw InputError(fmt::format("inproc: rank {} gives {} bytes to instance {} of switch group {} on channel {}, "
-                                     "but another contributor gave {}",
-                                     rank_, bytes, n, m.group, channel, part.size()));
+        throw InputError(
+            fmt::format("inproc: rank {} gives {} bytes to instance {} of switch group {} on channel {}, "
+                        "but another contributor gave {}",
+                        rank_, bytes, n, m.group, channel, part.size()));
     auto& mine = inst.parts[static_cast<std::size_t>(m.position)];
     mine.resize(bytes);
     if (bytes > 0) std::memcpy(mine.data(), data, bytes);
@@ -164,9 +165,10 @@ bool InprocTransport::switch_recv(const SwitchMember& m, int channel, std::size_
     if (inst.given < static_cast<std::size_t>(m.contributors)) return false;
     for (const auto& part : inst.parts) {
       if (part.size() != bytes)
-        throw InputError(fmt::format("inproc: rank {} receives {} bytes from instance {} of switch group {} on "
-                                     "channel {}, but its parts have {} bytes",
-                                     rank_, bytes, n, m.group, channel, part.size()));
+        throw InputError(
+            fmt::format("inproc: rank {} receives {} bytes from instance {} of switch group {} on "
+                        "channel {}, but its parts have {} bytes",
+                        rank_, bytes, n, m.group, channel, part.size()));
       parts.push_back(part.data());
     }
   }

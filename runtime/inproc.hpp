@@ -24,9 +24,9 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
-#include <span>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -65,7 +65,7 @@ class InprocFabric {
     std::uint64_t base = 0;
   };
   std::mutex switch_mu_;
-  std::unordered_map<std::uint64_t, SwitchQueue> switches_;  // key: group, channel
+  std::unordered_map<std::uint64_t, SwitchQueue> switches_;       // key: group, channel
   SwitchQueue& switch_queue(const SwitchMember& m, int channel);  // switch_mu_ held
   std::atomic<bool> aborted_{false};
   std::mutex abort_mu_;

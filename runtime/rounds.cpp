@@ -46,7 +46,7 @@ Access access(const Op& op) {
       return {op.src, op.dst};
     case OpKind::Reduce:
       return {op.src, op.dst};  // dst is read too: covered by the write
-    case OpKind::SwitchSend:  // refused by plan_rounds; listed for completeness
+    case OpKind::SwitchSend:    // refused by plan_rounds; listed for completeness
       return {op.src, {}};
     case OpKind::SwitchRecv:
       return {{}, op.dst};

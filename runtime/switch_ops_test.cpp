@@ -29,8 +29,8 @@ Schedule group_allreduce(int p, std::vector<int> contributors, std::uint64_t cou
     b.switch_send(0, {BufferId::Input, 0, count}, 0);
     b.switch_recv(0, {BufferId::Output, 0, count}, 0);
   }
-  Schedule s = Schedule::from_programs("hand-made", CollectiveArgs::allreduce(count, DataType::Float32, ReduceOp::Sum, p),
-                                       1, 0, std::move(programs));
+  Schedule s = Schedule::from_programs(
+      "hand-made", CollectiveArgs::allreduce(count, DataType::Float32, ReduceOp::Sum, p), 1, 0, std::move(programs));
   std::vector<int> all;
   for (int r = 0; r < p; ++r) all.push_back(r);
   s.add_switch_group(SwitchGroup{SwitchKind::Sharp, std::move(contributors), all});
@@ -71,8 +71,7 @@ std::vector<std::vector<float>> run_threads(const Schedule& s, const std::vector
 
 TEST_CASE("switch ops: the point-to-point and round executors refuse them when bound") {
   const Schedule s = nvls_schedule();
-  const std::string tail =
-      "cannot run: it needs NVSwitch multicast (NVLS) or SHARP; simulate it with `topocoll sim`";
+  const std::string tail = "cannot run: it needs NVSwitch multicast (NVLS) or SHARP; simulate it with `topocoll sim`";
   CHECK_THROWS_WITH_AS(Plan(s, 0),
                        ("schedule 'nvls' uses in-network reduction (switch_send on an NVLS group), which the "
                         "point-to-point executor (the MPI, UCX and device runtimes) " +
@@ -87,17 +86,18 @@ TEST_CASE("switch ops: the point-to-point and round executors refuse them when b
                        topocoll::InputError);
   CHECK_THROWS_WITH_AS(RoundExecutor(s, 0, RoundPlan{}), doctest::Contains("which the round executor"),
                        topocoll::InputError);
-  const Schedule sharp = find_algorithm("collnet").generate(
-      uniform_layout(2, 4, {.sharp = true}), CollectiveArgs::allreduce(100, DataType::Float32, ReduceOp::Sum, 8),
-      Tuning{});
-  CHECK_THROWS_WITH_AS(Plan(sharp, 3), doctest::Contains("schedule 'collnet' uses in-network reduction (switch_send "
-                                                         "on an SHARP group)"),
+  const Schedule sharp =
+      find_algorithm("collnet").generate(uniform_layout(2, 4, {.sharp = true}),
+                                         CollectiveArgs::allreduce(100, DataType::Float32, ReduceOp::Sum, 8), Tuning{});
+  CHECK_THROWS_WITH_AS(Plan(sharp, 3),
+                       doctest::Contains("schedule 'collnet' uses in-network reduction (switch_send "
+                                         "on an SHARP group)"),
                        topocoll::InputError);
   // Without switch groups nothing changes.
-  CHECK_NOTHROW(Plan(find_algorithm("ring").generate(uniform_layout(1, 8),
-                                                     CollectiveArgs::allreduce(100, DataType::Float32, ReduceOp::Sum, 8),
-                                                     Tuning{}),
-                     0));
+  CHECK_NOTHROW(
+      Plan(find_algorithm("ring").generate(
+               uniform_layout(1, 8), CollectiveArgs::allreduce(100, DataType::Float32, ReduceOp::Sum, 8), Tuning{}),
+           0));
 }
 
 TEST_CASE("switch ops: the in-process transport reduces in contributor order") {

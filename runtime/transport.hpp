@@ -10,10 +10,10 @@
 #pragma once
 
 #include <chrono>
-#include <functional>
-#include <span>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
+#include <span>
 #include <string>
 #include <vector>
 

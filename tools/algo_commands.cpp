@@ -47,8 +47,8 @@ algo::Layout layout_of(const AlgoArgs& a) {
       throw InputError(fmt::format("--layout {}: expected NODESxRANKS_PER_NODE, e.g. 128x8", a.layout));
     const int nodes = number(a.layout.substr(0, x)), per_node = number(a.layout.substr(x + 1));
     if (nodes < 1 || per_node < 1 || static_cast<long>(nodes) * per_node > algo::kMaxRanks)
-      throw InputError(fmt::format("--layout {}: expected 1 to {} ranks in all, at least 1 x 1", a.layout,
-                                   algo::kMaxRanks));
+      throw InputError(
+          fmt::format("--layout {}: expected 1 to {} ranks in all, at least 1 x 1", a.layout, algo::kMaxRanks));
     l = algo::uniform_layout(nodes, per_node, {.nvls = a.nvls, .sharp = a.sharp});
   } else {
     l = load_job(a).layout;

@@ -130,9 +130,10 @@ Schedule make_hierarchical(const Layout& l, const CollectiveArgs& a, const Tunin
 Support supports_hierarchical(const Layout& l, const HierarchicalStages& st) {
   if (!l.uniform()) return Support::no("needs the same number of GPUs on every node");
   if (st.nvls_intra && !l.nvls_everywhere())
-    return Support::no(fmt::format("needs NVLS (NVSwitch multicast on GPUs of sm 90 or later, NCCL's nvlsSupport) "
-                                   "in every node; node {} has none",
-                                   l.first_node_without_nvls()));
+    return Support::no(
+        fmt::format("needs NVLS (NVSwitch multicast on GPUs of sm 90 or later, NCCL's nvlsSupport) "
+                    "in every node; node {} has none",
+                    l.first_node_without_nvls()));
   if (!st.inner || st.pattern == ChannelPattern::Tree) {
     if (l.nodes < 2)
       return Support::no(fmt::format("needs at least 2 nodes (it reduces across nodes); on one node use {}",

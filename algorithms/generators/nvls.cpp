@@ -38,8 +38,7 @@ NvlsGroups add_nvls_groups(Schedule& s, std::span<const int> members) {
 
 void nvls_reduce_scatter_send(ProgramBuilder& b, const NvlsGroups& g, std::span<const int> local_of,
                               const std::vector<Chunk>& src, std::uint64_t pieces, std::uint64_t k, int channel) {
-  for (std::size_t j = 0; j < src.size(); ++j)
-    b.switch_send(g.rs + local_of[j], slice(src[j], pieces, k), channel);
+  for (std::size_t j = 0; j < src.size(); ++j) b.switch_send(g.rs + local_of[j], slice(src[j], pieces, k), channel);
 }
 
 void nvls_reduce_scatter_recv(ProgramBuilder& b, const NvlsGroups& g, std::span<const int> local_of, int pos,
@@ -94,9 +93,10 @@ Schedule make_nvls(const Layout& l, const CollectiveArgs& a, const Tuning& t) {
 
 Support supports_nvls(const Layout& l, const CollectiveArgs&, const Tuning&) {
   if (l.nodes != 1)
-    return Support::no(fmt::format("needs one NVLink domain (one node); the layout has {} nodes: across nodes use "
-                                   "nvls-tree or hierarchical-nvls",
-                                   l.nodes));
+    return Support::no(
+        fmt::format("needs one NVLink domain (one node); the layout has {} nodes: across nodes use "
+                    "nvls-tree or hierarchical-nvls",
+                    l.nodes));
   if (!l.nvls_everywhere())
     return Support::no(
         "needs NVLS (NVSwitch multicast on GPUs of sm 90 or later, NCCL's nvlsSupport); the node has none");

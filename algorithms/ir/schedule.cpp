@@ -1,8 +1,8 @@
 #include "algorithms/ir/schedule.hpp"
 
-#include <algorithm>
-
 #include <fmt/format.h>
+
+#include <algorithm>
 
 #include "common/checked.hpp"
 #include "common/errors.hpp"
@@ -169,8 +169,8 @@ int Schedule::add_switch_group(SwitchGroup g) {
   const int index = static_cast<int>(switch_groups_.size());
   auto check = [&](const std::vector<int>& ranks, std::string_view role) {
     if (ranks.empty())
-      throw InputError(fmt::format("schedule '{}': switch group {} has no {}: expected at least one rank", name_,
-                                   index, role));
+      throw InputError(
+          fmt::format("schedule '{}': switch group {} has no {}: expected at least one rank", name_, index, role));
     std::vector<bool> seen(static_cast<std::size_t>(args_.ranks), false);
     for (int r : ranks) {
       if (r < 0 || r >= args_.ranks)

@@ -54,9 +54,7 @@ struct Op {
   Chunk src;               // Send, Copy, Reduce, SwitchSend
   Chunk dst;               // Recv, RecvReduce, Copy, Reduce, SwitchRecv
   bool operator==(const Op&) const = default;
-  std::uint64_t count() const {
-    return kind == OpKind::Send || kind == OpKind::SwitchSend ? src.count : dst.count;
-  }
+  std::uint64_t count() const { return kind == OpKind::Send || kind == OpKind::SwitchSend ? src.count : dst.count; }
   bool is_switch() const { return kind == OpKind::SwitchSend || kind == OpKind::SwitchRecv; }
 };
 std::string describe(const Op& op);  // "send(peer 3, output[0:128]) ch 1"

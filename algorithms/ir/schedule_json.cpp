@@ -74,11 +74,11 @@ Op parse_op(const json& j, const std::string& where, int groups) {
     op.kind = kind == "switch_send" ? OpKind::SwitchSend : OpKind::SwitchRecv;
     op.peer = parse_int(j[2], where, "group");
     if (op.peer < 0 || op.peer >= groups)
-      throw InputError(groups == 0 ? fmt::format("{}: switch group {} but \"switch_groups\" declares none", where,
-                                                 op.peer)
-                                   : fmt::format("{}: switch group {} is not one of the {} in \"switch_groups\" "
-                                                 "(0..{})",
-                                                 where, op.peer, groups, groups - 1));
+      throw InputError(groups == 0
+                           ? fmt::format("{}: switch group {} but \"switch_groups\" declares none", where, op.peer)
+                           : fmt::format("{}: switch group {} is not one of the {} in \"switch_groups\" "
+                                         "(0..{})",
+                                         where, op.peer, groups, groups - 1));
     Chunk c{parse_buffer(j[3], where), parse_u64(j[4], where, "offset"), parse_u64(j[5], where, "count")};
     (op.kind == OpKind::SwitchSend ? op.src : op.dst) = c;
   } else if (kind == "copy" || kind == "reduce") {
@@ -88,10 +88,10 @@ Op parse_op(const json& j, const std::string& where, int groups) {
     op.src = Chunk{parse_buffer(j[2], where), parse_u64(j[3], where, "offset"), count};
     op.dst = Chunk{parse_buffer(j[4], where), parse_u64(j[5], where, "offset"), count};
   } else {
-    throw InputError(fmt::format("{}: unknown operation '{}': expected send, recv, recv_reduce, copy, reduce, "
-                                 "switch_send or switch_recv",
-                                 where,
-                                 json_input::escaped(kind)));
+    throw InputError(
+        fmt::format("{}: unknown operation '{}': expected send, recv, recv_reduce, copy, reduce, "
+                    "switch_send or switch_recv",
+                    where, json_input::escaped(kind)));
   }
   const int channel = parse_int(j[1], where, "channel");  // the verifier checks it against "channels"
   if (channel < 0 || channel > 65535) throw InputError(fmt::format("{}: channel {} is out of range", where, channel));
@@ -203,9 +203,10 @@ Schedule read_schedule_json(const std::string& text, const std::string& source) 
       const std::string where = fmt::format("{}: switch_groups[{}]", source, g);
       const json& e = gs[g];
       if (!e.is_object() || !e.contains("kind") || !e.contains("contributors") || !e.contains("receivers"))
-        throw InputError(fmt::format("{}: expected {{\"kind\": \"nvls\" or \"sharp\", \"contributors\": [ranks], "
-                                     "\"receivers\": [ranks]}}, got {}",
-                                     where, json_input::echo(e)));
+        throw InputError(
+            fmt::format("{}: expected {{\"kind\": \"nvls\" or \"sharp\", \"contributors\": [ranks], "
+                        "\"receivers\": [ranks]}}, got {}",
+                        where, json_input::echo(e)));
       SwitchGroup sg;
       const std::string kind = json_input::string(e["kind"], where, "\"kind\"");
       if (kind == "nvls")
@@ -213,13 +214,13 @@ Schedule read_schedule_json(const std::string& text, const std::string& source) 
       else if (kind == "sharp")
         sg.kind = SwitchKind::Sharp;
       else
-        throw InputError(fmt::format("{}: unknown switch kind '{}': expected nvls or sharp", where,
-                                     json_input::escaped(kind)));
+        throw InputError(
+            fmt::format("{}: unknown switch kind '{}': expected nvls or sharp", where, json_input::escaped(kind)));
       for (const char* role : {"contributors", "receivers"}) {
         const json& list = e[role];
         if (!list.is_array())
-          throw InputError(fmt::format("{}: \"{}\" must be an array of ranks, got {}", where, role,
-                                       json_input::echo(list)));
+          throw InputError(
+              fmt::format("{}: \"{}\" must be an array of ranks, got {}", where, role, json_input::echo(list)));
         std::vector<int>& out = std::string_view(role) == "contributors" ? sg.contributors : sg.receivers;
         for (const json& r : list)
           out.push_back(bounded<int>(r, where, fmt::format("{} rank", role), 0, a.ranks - 1, "\"ranks\" - 1"));
@@ -241,8 +242,8 @@ Schedule read_schedule_json(const std::string& text, const std::string& source) 
                       kMaxScheduleOperations));
     Program p;
     for (std::size_t i = 0; i < programs[r].size(); ++i)
-      p.push_back(parse_op(programs[r][i], fmt::format("{}: programs[{}][{}]", source, r, i),
-                           static_cast<int>(groups.size())));
+      p.push_back(
+          parse_op(programs[r][i], fmt::format("{}: programs[{}][{}]", source, r, i), static_cast<int>(groups.size())));
     progs.push_back(std::move(p));
   }
   Schedule sched = Schedule::from_programs(name, a, channels, scratch, std::move(progs));

@@ -14,8 +14,8 @@ using namespace topocoll::algo;
 TEST_CASE("schedule json: every registered algorithm round-trips op for op") {
   for (const Algorithm& alg : registry()) {
     // One node for nvls (one NVLink domain), three for the others.
-    const Layout l = alg.name == "nvls" ? uniform_layout(1, 6, {.nvls = true})
-                                        : uniform_layout(3, 2, {.nvls = true, .sharp = true});
+    const Layout l =
+        alg.name == "nvls" ? uniform_layout(1, 6, {.nvls = true}) : uniform_layout(3, 2, {.nvls = true, .sharp = true});
     CollectiveArgs a;
     a.collective = alg.collective;
     a.ranks = l.ranks;
@@ -78,7 +78,8 @@ TEST_CASE("schedule json: switch groups and switch ops, and their bad input") {
   bad("\"receivers\": [1, 0]", "\"receivers\": []",
       "s.json: switch_groups[0]: schedule 'sharp': switch group 0 has no receivers: expected at least one rank");
   bad(R"(["switch_recv", 0, 0, "output", 0, 4]],
-  [)", R"(["switch_recv", 0, 3, "output", 0, 4]],
+  [)",
+      R"(["switch_recv", 0, 3, "output", 0, 4]],
   [)",
       "s.json: programs[0][1]: switch group 3 is not one of the 1 in \"switch_groups\" (0..0)");
   bad(R"({"kind": "sharp", "contributors": [0, 1], "receivers": [1, 0]})", R"({"kind": "sharp"})",
