@@ -73,6 +73,7 @@ TEST_CASE("conformance: every registered algorithm is proven correct on awkward 
           VerifyOptions o;
           o.in_place = in_place;
           o.node_of = layout.node_of;
+          o.domain_of = layout.domain_of_ranks();
           const VerifyResult r = verify(sched, o);
           INFO(fmt::format("{} p={} shape={}x{} count={} channels={} in_place={}", alg.name, p, nodes, per_node, n,
                            t.channels, in_place));
@@ -196,6 +197,23 @@ TEST_CASE("registry: the in-network algorithms say what the layout lacks") {
   CHECK(flat.pattern(0) == ChannelPattern::Pipeline);
   CHECK(flat.switch_groups().front() ==
         SwitchGroup{SwitchKind::Nvls, {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}, {0}});
+  // The trays of one NVLink domain (an NVL72's 18 x 4) run nvls across their nodes, proven with
+  // the domains known to the verifier.
+  const Layout nvl = uniform_layout(18, 4, {.nvls = true, .nodes_per_nvlink_domain = 18});
+  CollectiveArgs a72 = a;
+  a72.ranks = 72;
+  REQUIRE_MESSAGE(find_algorithm("nvls").supports(nvl, a72, Tuning{}).ok,
+                  find_algorithm("nvls").supports(nvl, a72, Tuning{}).reason);
+  VerifyOptions o72;
+  o72.node_of = nvl.node_of;
+  o72.domain_of = nvl.domain_of_ranks();
+  const VerifyResult r72 = verify(find_algorithm("nvls").generate(nvl, a72, Tuning{}), o72);
+  CHECK_MESSAGE(r72.ok(), r72.message);
+  CHECK(reason("nvls", uniform_layout(4, 4, {.nvls = true, .nodes_per_nvlink_domain = 2})) ==
+        "needs one NVLink domain (one node); the layout has 4 nodes: across nodes use nvls-tree or hierarchical-nvls");
+  // Without the domains the verifier sees NVLS groups across nodes.
+  o72.domain_of.clear();
+  CHECK(verify(find_algorithm("nvls").generate(nvl, a72, Tuning{}), o72).failure == Failure::BadGroup);
   const Schedule sharp = find_algorithm("collnet").generate(uniform_layout(2, 8, {.sharp = true}), a, Tuning{});
   CHECK(sharp.switch_groups().size() == 8);
   CHECK(sharp.switch_groups()[3] == SwitchGroup{SwitchKind::Sharp, {3, 11}, {3, 11}});

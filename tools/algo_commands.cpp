@@ -49,8 +49,13 @@ algo::Layout layout_of(const AlgoArgs& a) {
     if (nodes < 1 || per_node < 1 || static_cast<long>(nodes) * per_node > algo::kMaxRanks)
       throw InputError(
           fmt::format("--layout {}: expected 1 to {} ranks in all, at least 1 x 1", a.layout, algo::kMaxRanks));
-    l = algo::uniform_layout(nodes, per_node, {.nvls = a.nvls, .sharp = a.sharp});
+    if (a.nvlink_domain < 1 || a.nvlink_domain > nodes)
+      throw InputError(
+          fmt::format("--nvlink-domain {}: expected 1 to {} nodes (the layout's)", a.nvlink_domain, nodes));
+    l = algo::uniform_layout(nodes, per_node,
+                             {.nvls = a.nvls, .sharp = a.sharp, .nodes_per_nvlink_domain = a.nvlink_domain});
   } else {
+    if (a.nvlink_domain != 1) throw InputError("--nvlink-domain needs --layout");
     l = load_job(a).layout;
     if (a.nvls) l.nvls.assign(static_cast<std::size_t>(l.nodes), true);
     if (a.sharp) l.sharp = true;
@@ -149,6 +154,7 @@ int verify_command(const AlgoArgs& a, std::ostream& out) {
     algo::VerifyOptions o;
     o.in_place = a.in_place;
     o.node_of = layout.node_of;
+    o.domain_of = layout.domain_of_ranks();
     const algo::VerifyResult r = algo::verify(alg->generate(layout, c, t), o);
     print_result(out, alg->name, layout.ranks, r,
                  std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());

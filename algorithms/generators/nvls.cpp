@@ -1,4 +1,5 @@
-// nvls: NCCL's NVLS allreduce inside one NVLink domain (one node). The NVSwitch reduces: per
+// nvls: NCCL's NVLS allreduce inside one NVLink domain (one node, or the nodes of one domain:
+// Layout::nvlink_domain, the trays of an NVL72). The NVSwitch reduces: per
 // channel the data is cut into one segment per rank, and every piece of it goes through two
 // switch operations (contract rule 11):
 //
@@ -62,7 +63,9 @@ int nvls_channels(const Tuning& t) {
 
 Schedule make_nvls(const Layout& l, const CollectiveArgs& a, const Tuning& t) {
   const int K = nvls_channels(t);
-  const std::vector<int>& members = l.node_ranks.front();
+  // The domain's ranks, node after node (one node, or the trays of one NVLink domain).
+  std::vector<int> members;
+  for (const auto& node : l.node_ranks) members.insert(members.end(), node.begin(), node.end());
   const int p = static_cast<int>(members.size());
   auto pos_of = std::make_shared<std::vector<int>>(positions(members, l.ranks));
   auto local_of = std::make_shared<std::vector<int>>();
@@ -92,14 +95,15 @@ Schedule make_nvls(const Layout& l, const CollectiveArgs& a, const Tuning& t) {
 }
 
 Support supports_nvls(const Layout& l, const CollectiveArgs&, const Tuning&) {
-  if (l.nodes != 1)
+  if (!l.one_nvlink_domain())
     return Support::no(
         fmt::format("needs one NVLink domain (one node); the layout has {} nodes: across nodes use "
                     "nvls-tree or hierarchical-nvls",
                     l.nodes));
   if (!l.nvls_everywhere())
     return Support::no(
-        "needs NVLS (NVSwitch multicast on GPUs of sm 90 or later, NCCL's nvlsSupport); the node has none");
+        fmt::format("needs NVLS (NVSwitch multicast on GPUs of sm 90 or later, NCCL's nvlsSupport); {} has none",
+                    l.nodes == 1 ? std::string("the node") : fmt::format("node {}", l.first_node_without_nvls())));
   return Support::yes();
 }
 

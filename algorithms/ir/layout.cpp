@@ -24,6 +24,19 @@ int Layout::first_node_without_nvls() const {
   return -1;
 }
 
+std::vector<int> Layout::domain_of_ranks() const {
+  std::vector<int> out;
+  out.reserve(node_of.size());
+  for (int n : node_of) out.push_back(domain_of_node(n));
+  return out;
+}
+
+bool Layout::one_nvlink_domain() const {
+  for (int n = 0; n < nodes; ++n)
+    if (domain_of_node(n) != domain_of_node(0)) return false;
+  return true;
+}
+
 Layout uniform_layout(int nodes, int per_node, LayoutFeatures features) {
   if (nodes < 1 || per_node < 1)
     throw InputError(fmt::format("layout of {} nodes x {} ranks: expected at least 1 x 1", nodes, per_node));
@@ -39,6 +52,8 @@ Layout uniform_layout(int nodes, int per_node, LayoutFeatures features) {
   }
   l.nvls.assign(static_cast<std::size_t>(nodes), features.nvls);
   l.sharp = features.sharp;
+  if (features.nodes_per_nvlink_domain > 1)
+    for (int n = 0; n < nodes; ++n) l.nvlink_domain.push_back(n / features.nodes_per_nvlink_domain);
   return l;
 }
 

@@ -26,6 +26,9 @@ struct Layout {
   std::vector<bool> nvls;
   // The fabric reduces (SHARP in the InfiniBand switches, NCCL's CollNet): topo::FabricSpec::sharp.
   bool sharp = false;
+  // Per node: its NVLink domain, nodes whose GPUs share one NVSwitch fabric (the 18 trays of a
+  // GB200 NVL72); empty: every node a domain of its own.
+  std::vector<int> nvlink_domain;
 
   // Same number of ranks on every node.
   bool uniform() const;
@@ -34,12 +37,20 @@ struct Layout {
   bool nvls_everywhere() const;
   // The first node without NVLS, -1 when every node has it.
   int first_node_without_nvls() const;
+  // The NVLink domain of node n (n itself when nvlink_domain is empty).
+  int domain_of_node(int n) const { return nvlink_domain.empty() ? n : nvlink_domain[static_cast<std::size_t>(n)]; }
+  // Per rank: its NVLink domain (VerifyOptions::domain_of).
+  std::vector<int> domain_of_ranks() const;
+  // Every node in one NVLink domain.
+  bool one_nvlink_domain() const;
 };
 
 // What a test layout's hardware can do in the network (uniform_layout).
 struct LayoutFeatures {
   bool nvls = false;   // every node has NVSwitch multicast (NVLS)
   bool sharp = false;  // the fabric reduces (SHARP)
+  // Consecutive nodes sharing one NVLink domain (an NVL72 is 18 trays of 4 GPUs); 1: none.
+  int nodes_per_nvlink_domain = 1;
 };
 
 // `nodes` nodes of `per_node` ranks each, rank = node * per_node + local, identity order, one
