@@ -49,7 +49,8 @@ TEST_CASE("conformance: every registered algorithm is proven correct on awkward 
   for (const Algorithm& alg : registry()) {
     for (int p : rank_counts) {
       for (auto [nodes, per_node] : shapes(p)) {
-        const Layout layout = uniform_layout(nodes, per_node);
+        // NVLS in every node and SHARP in the fabric, so the in-network algorithms run too.
+        const Layout layout = uniform_layout(nodes, per_node, {.nvls = true, .sharp = true});
         const std::vector<std::uint64_t> ns = counts(p);
         for (std::size_t ni = 0; ni < ns.size(); ++ni) {
           const std::uint64_t n = ns[ni];
@@ -72,6 +73,7 @@ TEST_CASE("conformance: every registered algorithm is proven correct on awkward 
           VerifyOptions o;
           o.in_place = in_place;
           o.node_of = layout.node_of;
+          o.domain_of = layout.domain_of_ranks();
           const VerifyResult r = verify(sched, o);
           INFO(fmt::format("{} p={} shape={}x{} count={} channels={} in_place={}", alg.name, p, nodes, per_node, n,
                            t.channels, in_place));
@@ -88,7 +90,7 @@ TEST_CASE("conformance: every registered algorithm is proven correct on awkward 
 TEST_CASE("conformance: cost sheets match the bytes and steps the verifier counts") {
   for (const Algorithm& alg : registry()) {
     for (auto [nodes, per_node] : std::vector<std::pair<int, int>>{{1, 8}, {4, 8}, {5, 4}, {16, 1}, {3, 3}}) {
-      const Layout layout = uniform_layout(nodes, per_node);
+      const Layout layout = uniform_layout(nodes, per_node, {.nvls = true, .sharp = true});
       const int p = layout.ranks;
       for (int channels : {1, 2, 4}) {
         Tuning t;
@@ -149,7 +151,7 @@ TEST_CASE("registry: hierarchical says why it cannot run on nodes of different s
   a.count = 100;
   std::size_t hierarchical = 0;
   for (const Algorithm& alg : registry()) {
-    if (!alg.name.starts_with("hierarchical")) continue;
+    if (!alg.name.starts_with("hierarchical") || alg.name == "hierarchical-nvls") continue;
     ++hierarchical;
     CAPTURE(alg.name);
     const Support s = alg.supports(l, a, Tuning{});
@@ -163,4 +165,56 @@ TEST_CASE("registry: hierarchical says why it cannot run on nodes of different s
     o.node_of = l.node_of;
     CHECK(verify(find_algorithm(name).generate(l, a, Tuning{}), o).ok());
   }
+}
+
+TEST_CASE("registry: the in-network algorithms say what the layout lacks") {
+  CollectiveArgs a;
+  a.ranks = 16;
+  a.count = 1000;
+  auto reason = [&](const char* name, const Layout& l) { return find_algorithm(name).supports(l, a, Tuning{}).reason; };
+  const Layout plain = uniform_layout(2, 8);
+  CHECK(reason("nvls", uniform_layout(1, 16)) ==
+        "needs NVLS (NVSwitch multicast on GPUs of sm 90 or later, NCCL's nvlsSupport); the node has none");
+  CHECK(reason("nvls", uniform_layout(2, 8, {.nvls = true})) ==
+        "needs one NVLink domain (one node); the layout has 2 nodes: across nodes use nvls-tree or hierarchical-nvls");
+  for (const char* name : {"nvls-tree", "hierarchical-nvls"})
+    CHECK(reason(name, plain) ==
+          "needs NVLS (NVSwitch multicast on GPUs of sm 90 or later, NCCL's nvlsSupport) in every node; node 0 has "
+          "none");
+  CHECK(reason("nvls-tree", uniform_layout(1, 16, {.nvls = true})) ==
+        "needs at least 2 nodes (it reduces across nodes); on one node use nvls");
+  CHECK(reason("collnet", plain) ==
+        "needs a fabric whose switches reduce (SHARP, NCCL's CollNet): the fabric's 'sharp' is off");
+  CHECK(reason("collnet", uniform_layout(1, 16, {.sharp = true})) ==
+        "needs at least 2 nodes (it reduces across nodes); on one node use ring");
+  CHECK(find_algorithm("collnet").supports(uniform_layout(2, 8, {.sharp = true}), a, Tuning{}).ok);
+  CHECK(find_algorithm("hierarchical-nvls").supports(uniform_layout(1, 16, {.nvls = true}), a, Tuning{}).ok);
+  // Channel patterns: NVLSTree's channels run NCCL's tree kernel, NVLS's a pipeline.
+  const Schedule tree = find_algorithm("nvls-tree").generate(uniform_layout(2, 8, {.nvls = true}), a, Tuning{});
+  CHECK(tree.pattern(0) == ChannelPattern::Tree);
+  CHECK(tree.switch_groups().size() == 2 * 2 * 8);  // per node: 8 reduce-scatter + 8 multicast groups
+  const Schedule flat = find_algorithm("nvls").generate(uniform_layout(1, 16, {.nvls = true}), a, Tuning{});
+  CHECK(flat.pattern(0) == ChannelPattern::Pipeline);
+  CHECK(flat.switch_groups().front() ==
+        SwitchGroup{SwitchKind::Nvls, {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}, {0}});
+  // The trays of one NVLink domain (an NVL72's 18 x 4) run nvls across their nodes, proven with
+  // the domains known to the verifier.
+  const Layout nvl = uniform_layout(18, 4, {.nvls = true, .nodes_per_nvlink_domain = 18});
+  CollectiveArgs a72 = a;
+  a72.ranks = 72;
+  REQUIRE_MESSAGE(find_algorithm("nvls").supports(nvl, a72, Tuning{}).ok,
+                  find_algorithm("nvls").supports(nvl, a72, Tuning{}).reason);
+  VerifyOptions o72;
+  o72.node_of = nvl.node_of;
+  o72.domain_of = nvl.domain_of_ranks();
+  const VerifyResult r72 = verify(find_algorithm("nvls").generate(nvl, a72, Tuning{}), o72);
+  CHECK_MESSAGE(r72.ok(), r72.message);
+  CHECK(reason("nvls", uniform_layout(4, 4, {.nvls = true, .nodes_per_nvlink_domain = 2})) ==
+        "needs one NVLink domain (one node); the layout has 4 nodes: across nodes use nvls-tree or hierarchical-nvls");
+  // Without the domains the verifier sees NVLS groups across nodes.
+  o72.domain_of.clear();
+  CHECK(verify(find_algorithm("nvls").generate(nvl, a72, Tuning{}), o72).failure == Failure::BadGroup);
+  const Schedule sharp = find_algorithm("collnet").generate(uniform_layout(2, 8, {.sharp = true}), a, Tuning{});
+  CHECK(sharp.switch_groups().size() == 8);
+  CHECK(sharp.switch_groups()[3] == SwitchGroup{SwitchKind::Sharp, {3, 11}, {3, 11}});
 }

@@ -65,4 +65,44 @@ inline std::vector<MalformedCase> malformed_schedules() {
   return out;
 }
 
+// The static faults of switch ops (contract rule 11), for the executors that run them (the
+// verifier, the simulator engines). Same shape as above; the schedule declares three NVLS groups:
+// 0 = {contributors 0 1, receivers 0 1}, 1 = {contributors 1, receivers 0 1},
+// 2 = {contributors 0 1, receivers 1}; rank 0's op 1 is the bad one.
+inline std::vector<MalformedCase> malformed_switch_schedules() {
+  const CollectiveArgs args = CollectiveArgs::allreduce(4, DataType::Float32, ReduceOp::Sum, 2);
+  auto with_bad_op = [&](std::string name, Op bad, std::string message) {
+    std::vector<Program> programs(2);
+    ProgramBuilder(programs[0]).switch_send(0, {BufferId::Input, 0, 4}, 0);
+    programs[0].push_back(bad);
+    ProgramBuilder(programs[0]).switch_recv(0, {BufferId::Output, 0, 4}, 0);
+    ProgramBuilder(programs[1]).switch_send(0, {BufferId::Input, 0, 4}, 0);
+    ProgramBuilder(programs[1]).switch_recv(0, {BufferId::Output, 0, 4}, 0);
+    Schedule s = Schedule::from_programs(name, args, 1, 0, std::move(programs));
+    s.add_switch_group(SwitchGroup{SwitchKind::Nvls, {0, 1}, {0, 1}});
+    s.add_switch_group(SwitchGroup{SwitchKind::Nvls, {1}, {0, 1}});
+    s.add_switch_group(SwitchGroup{SwitchKind::Nvls, {0, 1}, {1}});
+    return MalformedCase{name, std::move(s), std::move(message)};
+  };
+  std::vector<MalformedCase> out;
+  out.push_back(with_bad_op("switch group out of range", Op{OpKind::SwitchSend, 0, 5, {BufferId::Input, 0, 4}, {}},
+                            "rank 0 channel 0 op 1 (switch_send(group 5, input[0:4]) ch 0): switch group 5 is not a "
+                            "group of 0..2"));
+  out.push_back(with_bad_op("switch send by a non-contributor",
+                            Op{OpKind::SwitchSend, 0, 1, {BufferId::Input, 0, 4}, {}},
+                            "rank 0 channel 0 op 1 (switch_send(group 1, input[0:4]) ch 0): rank 0 is not a "
+                            "contributor of switch group 1 (nvls)"));
+  out.push_back(with_bad_op("switch receive by a non-receiver",
+                            Op{OpKind::SwitchRecv, 0, 2, {}, {BufferId::Output, 0, 4}},
+                            "rank 0 channel 0 op 1 (switch_recv(group 2, output[0:4]) ch 0): rank 0 is not a receiver "
+                            "of switch group 2 (nvls)"));
+  out.push_back(with_bad_op("switch send out of bounds", Op{OpKind::SwitchSend, 0, 0, {BufferId::Input, 2, 4}, {}},
+                            "rank 0 channel 0 op 1 (switch_send(group 0, input[2:6]) ch 0): input[2:6] is outside the "
+                            "input buffer of 4 elements"));
+  out.push_back(with_bad_op("switch receive into the input", Op{OpKind::SwitchRecv, 0, 0, {}, {BufferId::Input, 0, 4}},
+                            "rank 0 channel 0 op 1 (switch_recv(group 0, input[0:4]) ch 0): the input buffer is "
+                            "read-only"));
+  return out;
+}
+
 }  // namespace topocoll::algo::testing

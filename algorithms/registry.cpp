@@ -24,6 +24,23 @@ const std::vector<Algorithm>& registry() {
       broadcast_tree(),                            // generators/rooted.cpp
       reduce_chain(),                              // generators/rooted.cpp
       reduce_tree(),                               // generators/rooted.cpp
+      nvls_allreduce(),                            // generators/nvls.cpp
+      hierarchical(HierarchicalStages{
+          // generators/hierarchical.cpp
+          "hierarchical-nvls",
+          "NVLS reduce-scatter in each node (the NVSwitch reduces), ring allreduce across nodes per rail, NVLS "
+          "multicast allgather in each node",
+          true, &ring_group(), ChannelPattern::Pipeline}),
+      hierarchical(HierarchicalStages{
+          "nvls-tree",
+          "NCCL's NVLSTree: NVLS reduce-scatter in each node, double-binary-tree allreduce across nodes per rail, "
+          "NVLS multicast allgather in each node",
+          true, &dbt_group(), ChannelPattern::Tree}),
+      hierarchical(HierarchicalStages{
+          "collnet",
+          "NCCL's CollNet: ring reduce-scatter in each node, SHARP allreduce across nodes in the network switches "
+          "per rail, ring allgather in each node",
+          false, nullptr, ChannelPattern::Pipeline}),
   };
   return kAll;
 }

@@ -46,6 +46,8 @@ std::string_view to_string(Failure f) {
       return "uninitialised read";
     case Failure::ChannelRace:
       return "write race between channels";
+    case Failure::BadGroup:
+      return "bad switch group";
   }
   return "?";
 }
@@ -196,6 +198,26 @@ struct Message {
   std::size_t op_index;  // sender's op index (for messages)
 };
 
+// Contract rule 11: the instances of one (switch group, channel). Contributor k's n-th
+// switch_send gives its part to instance n; receiver i's n-th switch_recv takes instance n once
+// every contributor gave its part. `live` holds instances base, base + 1, ... not yet taken by
+// every receiver; a part is folded into the instance's value as it arrives (the symbolic
+// reduction does not depend on the order; the real executors reduce in contributor order).
+struct SwitchInstance {
+  std::uint64_t count = 0;
+  std::size_t parts = 0, taken = 0;
+  std::vector<Run> value;
+  std::uint64_t clock = 0;
+  int first_rank = -1;  // the first contributor to give a part, and its op (for messages)
+  std::size_t first_op = 0;
+};
+struct SwitchQueue {
+  std::vector<std::uint64_t> given;  // per contributor position: parts given
+  std::vector<std::uint64_t> taken;  // per receiver position: instances taken
+  std::deque<SwitchInstance> live;
+  std::uint64_t base = 0;
+};
+
 struct ChannelState {
   std::span<const std::uint32_t> ops;  // indices into the rank's program (its ProgramIndex)
   std::size_t next = 0;
@@ -233,6 +255,7 @@ class Verifier {
   const int p_;
   std::vector<RankState> ranks_;
   std::unordered_map<std::uint64_t, std::deque<Message>> queues_;
+  std::unordered_map<std::uint64_t, SwitchQueue> switch_;  // key: group * K + channel
   std::deque<std::pair<int, int>> work_;
   VerifyResult result_;
 
@@ -248,6 +271,35 @@ class Verifier {
            static_cast<std::uint64_t>(channel);
   }
   int node_of(int rank) const { return o_.node_of.empty() ? 0 : o_.node_of[static_cast<std::size_t>(rank)]; }
+  int domain_of(int rank) const {
+    return o_.domain_of.empty() ? node_of(rank) : o_.domain_of[static_cast<std::size_t>(rank)];
+  }
+  const SwitchGroup& group(int g) const { return s_.switch_groups()[static_cast<std::size_t>(g)]; }
+  SwitchQueue& switch_queue(int g, int channel) {
+    const std::uint64_t key = static_cast<std::uint64_t>(g) * static_cast<std::uint64_t>(s_.num_channels()) +
+                              static_cast<std::uint64_t>(channel);
+    auto [it, added] = switch_.try_emplace(key);
+    if (added) {
+      it->second.given.assign(group(g).contributors.size(), 0);
+      it->second.taken.assign(group(g).receivers.size(), 0);
+    }
+    return it->second;
+  }
+  // The first contributor of instance n of (g, channel) that has not given its part; -1 none.
+  int missing_contributor(int g, int channel, std::uint64_t n) {
+    SwitchQueue& q = switch_queue(g, channel);
+    for (std::size_t k = 0; k < q.given.size(); ++k)
+      if (q.given[k] <= n) return group(g).contributors[k];
+    return -1;
+  }
+  // The rank whose progress a blocked op waits for: a receive's peer, a switch receive's first
+  // missing contributor.
+  int waits_for(int rank, const Op& op) {
+    if (op.kind != OpKind::SwitchRecv) return op.peer;
+    SwitchQueue& q = switch_queue(op.peer, op.channel);
+    return missing_contributor(op.peer, op.channel,
+                               q.taken[static_cast<std::size_t>(s_.receiver_index(op.peer, rank))]);
+  }
 
   // Storage and offset of a chunk after in-place aliasing (in_place_storage): 0 input, 1 output,
   // 2 scratch.
@@ -269,6 +321,8 @@ class Verifier {
         return Failure::WritesInput;
       case StaticFault::SizeMismatch:
         return Failure::SizeMismatch;
+      case StaticFault::BadGroup:
+        return Failure::BadGroup;
     }
     return Failure::None;
   }
@@ -289,6 +343,31 @@ class Verifier {
       st.reads.resize(static_cast<std::size_t>(s_.num_channels()));
       for (int c = 0; c < s_.num_channels(); ++c) st.channels[static_cast<std::size_t>(c)].ops = st.index.channel(c);
       init_buffers(r, st);
+    }
+    return check_groups();
+  }
+
+  // With a layout: an NVLS group stays inside one NVLink domain; a SHARP group spans nodes.
+  bool check_groups() {
+    if (o_.node_of.empty() && o_.domain_of.empty()) return true;
+    for (int g = 0; g < static_cast<int>(s_.switch_groups().size()); ++g) {
+      const SwitchGroup& sg = group(g);
+      std::vector<int> members = sg.contributors;
+      members.insert(members.end(), sg.receivers.begin(), sg.receivers.end());
+      const int first = members.front();
+      if (sg.kind == SwitchKind::Nvls) {
+        for (int r : members)
+          if (domain_of(r) != domain_of(first))
+            return fail(Failure::BadGroup,
+                        fmt::format("switch group {} (nvls) spans NVLink domains: rank {} is in domain {}, rank {} in "
+                                    "domain {}; NVLS reduces inside one NVLink domain",
+                                    g, first, domain_of(first), r, domain_of(r)));
+      } else if (std::all_of(members.begin(), members.end(), [&](int r) { return node_of(r) == node_of(first); })) {
+        return fail(Failure::BadGroup,
+                    fmt::format("switch group {} (sharp) has all its ranks on node {}; SHARP reduces in the network "
+                                "switches, between nodes",
+                                g, node_of(first)));
+      }
     }
     return true;
   }
@@ -348,8 +427,14 @@ class Verifier {
   // dst (op)= data: every overlapping pair of runs must reduce the same input element from
   // disjoint rank sets.
   bool reduce_chunk(int rank, const Op& op, std::size_t index, const Chunk& c, const std::vector<Run>& data) {
-    std::vector<Run> current = read_chunk(rank, c);
     std::vector<Run> merged;
+    if (!combine(rank, op, index, read_chunk(rank, c), data, merged)) return false;
+    return write_chunk(rank, c, merged);
+  }
+
+  // merged = current (op) data, run by run (positions relative to the chunk).
+  bool combine(int rank, const Op& op, std::size_t index, const std::vector<Run>& current, const std::vector<Run>& data,
+               std::vector<Run>& merged) {
     std::size_t i = 0, j = 0;
     while (i < current.size() && j < data.size()) {
       const std::uint64_t a = std::max(current[i].start, data[j].start), b = std::min(current[i].end, data[j].end);
@@ -373,7 +458,85 @@ class Verifier {
       merged.push_back({a, b, Value{true, x.shift, unite(x.ranks, y.ranks)}});
       (current[i].end < data[j].end) ? ++i : ((current[i].end == data[j].end) ? (++i, ++j) : ++j);
     }
-    return write_chunk(rank, c, merged);
+    return true;
+  }
+
+  // Contract rule 11, a contributor's part: captured now, folded into instance n.
+  bool switch_send(int rank, int channel, const Op& op, std::size_t index) {
+    RankState& st = ranks_[static_cast<std::size_t>(rank)];
+    ChannelState& ch = st.channels[static_cast<std::size_t>(channel)];
+    record_read(rank, channel, op.src);
+    std::vector<Run> data = read_chunk(rank, op.src);
+    if (!check_initialised(rank, op, index, data)) return false;
+    const SwitchGroup& sg = group(op.peer);
+    const std::uint64_t bytes = op.src.count * size_of(args_.dtype);
+    std::uint64_t& sum = sg.kind == SwitchKind::Nvls ? st.intra_bytes : st.inter_bytes;
+    const std::optional<std::uint64_t> total = checked_add(sum, bytes);
+    if (!total)
+      throw ScheduleError(fmt::format("{}: the rank sends 2^64 bytes or more in total", where(rank, op, index)), rank,
+                          channel, index);
+    sum = *total;
+    SwitchQueue& q = switch_queue(op.peer, channel);
+    const std::size_t k = static_cast<std::size_t>(s_.contributor_index(op.peer, rank));
+    const std::uint64_t n = q.given[k]++;
+    while (q.base + q.live.size() <= n) q.live.emplace_back();
+    SwitchInstance& inst = q.live[static_cast<std::size_t>(n - q.base)];
+    if (inst.parts == 0) {
+      inst.count = op.src.count;
+      inst.value = std::move(data);
+      inst.first_rank = rank;
+      inst.first_op = index;
+    } else {
+      if (inst.count != op.src.count)
+        return fail(Failure::SizeMismatch,
+                    fmt::format("{}: gives {} elements to instance {} of switch group {} on channel {}, but rank {} "
+                                "gave {} (its op {})",
+                                where(rank, op, index), op.src.count, n, op.peer, channel, inst.first_rank, inst.count,
+                                inst.first_op));
+      std::vector<Run> merged;
+      if (!combine(rank, op, index, inst.value, data, merged)) return false;
+      inst.value = std::move(merged);
+    }
+    inst.clock = std::max(inst.clock, ch.clock);
+    if (++inst.parts < sg.contributors.size()) return true;
+    for (int r : sg.receivers) {  // complete: wake the receivers
+      ChannelState& other = ranks_[static_cast<std::size_t>(r)].channels[static_cast<std::size_t>(channel)];
+      if (!other.queued && !other.done()) {
+        other.queued = true;
+        work_.push_back({r, channel});
+      }
+    }
+    return true;
+  }
+
+  // Contract rule 11, a receiver: blocks (returns false in `ready`) until instance n is complete.
+  bool switch_recv(int rank, int channel, const Op& op, std::size_t index, bool& ready) {
+    ChannelState& ch = ranks_[static_cast<std::size_t>(rank)].channels[static_cast<std::size_t>(channel)];
+    const SwitchGroup& sg = group(op.peer);
+    SwitchQueue& q = switch_queue(op.peer, channel);
+    const std::size_t i = static_cast<std::size_t>(s_.receiver_index(op.peer, rank));
+    const std::uint64_t n = q.taken[i];
+    ready = n < q.base + q.live.size() && q.live[static_cast<std::size_t>(n - q.base)].parts == sg.contributors.size();
+    if (!ready) return true;
+    SwitchInstance& inst = q.live[static_cast<std::size_t>(n - q.base)];
+    if (inst.count != op.dst.count)
+      return fail(
+          Failure::SizeMismatch,
+          fmt::format("{}: receives {} elements from instance {} of switch group {}, whose parts have {} "
+                      "(rank {} op {})",
+                      where(rank, op, index), op.dst.count, n, op.peer, inst.count, inst.first_rank, inst.first_op));
+    write_chunk(rank, op.dst, inst.value);
+    record_write(rank, channel, op.dst);
+    ch.clock = std::max(ch.clock, inst.clock + 1);
+    result_.steps = std::max(result_.steps, ch.clock);
+    ++q.taken[i];
+    ++inst.taken;
+    while (!q.live.empty() && q.live.front().taken == sg.receivers.size() &&
+           q.live.front().parts == sg.contributors.size()) {
+      q.live.pop_front();
+      ++q.base;
+    }
+    return true;
   }
 
   bool check_initialised(int rank, const Op& op, std::size_t index, const std::vector<Run>& data) {
@@ -448,6 +611,15 @@ class Verifier {
           record_write(rank, channel, op.dst);
           break;
         }
+        case OpKind::SwitchSend:
+          if (!switch_send(rank, channel, op, index)) return false;
+          break;
+        case OpKind::SwitchRecv: {
+          bool ready = false;
+          if (!switch_recv(rank, channel, op, index, ready)) return false;
+          if (!ready) return true;  // blocked
+          break;
+        }
       }
       ++ch.next;
     }
@@ -494,13 +666,25 @@ class Verifier {
           }
           seen[static_cast<std::size_t>(cur)] = 1;
           chain.push_back(cur);
-          cur = st.program()[cc.ops[cc.next]].peer;
+          cur = waits_for(cur, st.program()[cc.ops[cc.next]]);
+          TOPOCOLL_ASSERT(cur >= 0, "a blocked switch receive whose instance is complete");
         }
         // The chain ends at a rank whose channel finished: the last waiter's receive is unmatched.
         const int waiter = chain.back();
         const RankState& st = ranks_[static_cast<std::size_t>(waiter)];
         const ChannelState& cc = st.channels[static_cast<std::size_t>(c)];
         const std::size_t index = cc.ops[cc.next];
+        const Op& op = st.program()[index];
+        if (op.kind == OpKind::SwitchRecv) {
+          const SwitchQueue& q = switch_queue(op.peer, c);
+          const std::uint64_t n = q.taken[static_cast<std::size_t>(s_.receiver_index(op.peer, waiter))];
+          const int missing = waits_for(waiter, op);
+          return fail(Failure::UnmatchedRecv,
+                      fmt::format("{}: waits for instance {} of switch group {}, but contributor rank {} finished "
+                                  "channel {} after giving {} parts",
+                                  where(waiter, op, index), n, op.peer, missing, c,
+                                  q.given[static_cast<std::size_t>(s_.contributor_index(op.peer, missing))]));
+        }
         return fail(Failure::UnmatchedRecv,
                     fmt::format("{}: waits for rank {}, which finished channel {} without sending it",
                                 where(waiter, st.program()[index], index), st.program()[index].peer, c));
@@ -509,6 +693,26 @@ class Verifier {
   }
 
   bool check_leftovers() {
+    std::vector<std::uint64_t> keys;
+    for (const auto& [key, q] : switch_)
+      if (!q.live.empty()) keys.push_back(key);
+    std::sort(keys.begin(), keys.end());
+    for (std::uint64_t key : keys) {  // parts no receiver takes, lowest (group, channel) first
+      const SwitchQueue& q = switch_.at(key);
+      const int g = static_cast<int>(key / static_cast<std::uint64_t>(s_.num_channels()));
+      const int channel = static_cast<int>(key % static_cast<std::uint64_t>(s_.num_channels()));
+      const SwitchInstance& inst = q.live.front();
+      const std::uint64_t n = q.base;
+      const SwitchGroup& sg = group(g);
+      const Op& op = ranks_[static_cast<std::size_t>(inst.first_rank)].program()[inst.first_op];
+      for (std::size_t i = 0; i < q.taken.size(); ++i)
+        if (q.taken[i] <= n)
+          return fail(Failure::UnmatchedSend,
+                      fmt::format("{}: its part of instance {} of switch group {} is never received: receiver rank {} "
+                                  "finished channel {} after receiving {} instances ({} of {} parts given)",
+                                  where(inst.first_rank, op, inst.first_op), n, g, sg.receivers[i], channel, q.taken[i],
+                                  inst.parts, sg.contributors.size()));
+    }
     for (const auto& [key, q] : queues_) {
       if (q.empty()) continue;
       const std::uint64_t channel = key % static_cast<std::uint64_t>(s_.num_channels());

@@ -226,3 +226,148 @@ TEST_CASE("verifier: a generated ring for 16,384 ranks can be walked rank by ran
   }
   CHECK(sends == 17 * 2 * 2 * 16383);  // 17 ranks walked, 2 channels, 2(p-1) sends each
 }
+
+// ---- switch ops (contract rule 11) ------------------------------------------------------------
+
+namespace {
+
+Op switch_send(int group, Chunk c, int ch = 0) {
+  return Op{OpKind::SwitchSend, static_cast<std::uint16_t>(ch), group, c, Chunk{}};
+}
+Op switch_recv(int group, Chunk c, int ch = 0) {
+  return Op{OpKind::SwitchRecv, static_cast<std::uint16_t>(ch), group, Chunk{}, c};
+}
+
+std::vector<int> iota_ranks(int p) {
+  std::vector<int> v;
+  for (int r = 0; r < p; ++r) v.push_back(r);
+  return v;
+}
+
+// `programs` with the given switch groups.
+VerifyResult run_switch(std::vector<Program> programs, const std::vector<SwitchGroup>& groups,
+                        CollectiveArgs a = allreduce(3, 4), VerifyOptions o = {}) {
+  Schedule s = Schedule::from_programs("hand-made", a, 1, 0, std::move(programs));
+  for (const SwitchGroup& g : groups) s.add_switch_group(g);
+  return verify(s, o);
+}
+
+// SHARP-style: 3 ranks give their input to one group (all contribute, all receive).
+std::vector<Program> switch_allreduce(int p) {
+  std::vector<Program> programs(static_cast<std::size_t>(p));
+  for (auto& prog : programs) prog = {switch_send(0, in(0, 4)), switch_recv(0, out(0, 4))};
+  return programs;
+}
+
+}  // namespace
+
+TEST_CASE("verifier: switch groups prove an allreduce, a reduce-scatter + multicast, and count bytes") {
+  const SwitchGroup all{SwitchKind::Sharp, iota_ranks(3), iota_ranks(3)};
+  VerifyOptions nodes;
+  nodes.node_of = {0, 1, 2};
+  const VerifyResult r = run_switch(switch_allreduce(3), {all}, allreduce(3, 4), nodes);
+  CHECK_MESSAGE(r.ok(), r.message);
+  CHECK(r.steps == 1);
+  CHECK(r.max_bytes_sent == 16);
+  CHECK(r.max_inter_bytes_sent == 16);  // SHARP: to the network
+  // NVLS: rank j receives element j reduced (groups 0..1), then multicasts it (groups 2..3).
+  std::vector<SwitchGroup> nv;
+  for (int j = 0; j < 2; ++j) nv.push_back({SwitchKind::Nvls, {0, 1}, {j}});
+  for (int j = 0; j < 2; ++j) nv.push_back({SwitchKind::Nvls, {j}, {0, 1}});
+  std::vector<Program> p(2);
+  for (int r2 = 0; r2 < 2; ++r2) {
+    const std::uint64_t mine = static_cast<std::uint64_t>(r2) * 2;
+    p[static_cast<std::size_t>(r2)] = {switch_send(0, in(0, 2)),      switch_send(1, in(2, 2)),
+                                       switch_recv(r2, out(mine, 2)), switch_send(2 + r2, out(mine, 2)),
+                                       switch_recv(2, out(0, 2)),     switch_recv(3, out(2, 2))};
+  }
+  const VerifyResult v = run_switch(p, nv, allreduce(2, 4));
+  CHECK_MESSAGE(v.ok(), v.message);
+  CHECK(v.steps == 2);
+  CHECK(v.max_bytes_sent == 24);  // 4 elements reduced + 2 multicast, 4 bytes each
+  CHECK(v.max_inter_bytes_sent == 0);
+}
+
+TEST_CASE("verifier: a switch receive waiting for a part that never comes") {
+  auto p = switch_allreduce(3);
+  p[2].clear();  // rank 2 never contributes (nor receives)
+  expect(run_switch(p, {{SwitchKind::Sharp, iota_ranks(3), iota_ranks(3)}}), Failure::UnmatchedRecv,
+         "rank 0 channel 0 op 1 (switch_recv(group 0, output[0:4]) ch 0): waits for instance 0 of switch group 0, but "
+         "contributor rank 2 finished channel 0 after giving 0 parts");
+}
+
+TEST_CASE("verifier: deadlock through a switch group and a point-to-point receive") {
+  // Rank 0 receives from rank 1 before contributing; rank 1 waits for the switch before sending.
+  std::vector<Program> p = {
+      {recv(1, out(0, 4)), switch_send(0, in(0, 4)), switch_recv(0, out(0, 4))},
+      {switch_send(0, in(0, 4)), switch_recv(0, out(0, 4)), send(0, in(0, 4))},
+  };
+  expect(run_switch(p, {{SwitchKind::Nvls, {0, 1}, {0, 1}}}, allreduce(2, 4)), Failure::Deadlock,
+         "ranks wait in a cycle 0 -> 1 -> 0");
+  // A receiver that contributes after its own receive waits on itself.
+  std::vector<Program> self = {{switch_recv(0, out(0, 4)), switch_send(0, in(0, 4))}};
+  expect(run_switch(self, {{SwitchKind::Nvls, {0}, {0}}}, allreduce(1, 4)), Failure::Deadlock,
+         "ranks wait in a cycle 0 -> 0");
+}
+
+TEST_CASE("verifier: parts of one instance of different sizes") {
+  auto p = switch_allreduce(3);
+  p[1][0] = switch_send(0, in(0, 3));
+  expect(run_switch(p, {{SwitchKind::Nvls, iota_ranks(3), iota_ranks(3)}}), Failure::SizeMismatch,
+         "rank 1 channel 0 op 0 (switch_send(group 0, input[0:3]) ch 0): gives 3 elements to instance 0 of switch "
+         "group 0 on channel 0, but rank 0 gave 4 (its op 0)");
+  auto q = switch_allreduce(3);
+  q[2][1] = switch_recv(0, out(0, 2));
+  expect(run_switch(q, {{SwitchKind::Nvls, iota_ranks(3), iota_ranks(3)}}), Failure::SizeMismatch,
+         "rank 2 channel 0 op 1 (switch_recv(group 0, output[0:2]) ch 0): receives 2 elements from instance 0 of "
+         "switch group 0, whose parts have 4");
+}
+
+TEST_CASE("verifier: parts that no receiver takes, and a receiver that skips an instance") {
+  auto p = switch_allreduce(3);
+  for (auto& prog : p) prog.push_back(switch_send(0, in(0, 4)));  // a second instance nobody receives
+  expect(run_switch(p, {{SwitchKind::Nvls, iota_ranks(3), iota_ranks(3)}}), Failure::UnmatchedSend,
+         "op 2 (switch_send(group 0, input[0:4]) ch 0): its part of instance 1 of switch group 0 is never received: "
+         "receiver rank 0 finished channel 0 after receiving 1 instances (3 of 3 parts given)");
+  auto q = switch_allreduce(3);
+  q[1].pop_back();  // rank 1 never receives instance 0
+  const VerifyResult r = run_switch(q, {{SwitchKind::Nvls, iota_ranks(3), iota_ranks(3)}});
+  expect(r, Failure::UnmatchedSend, "receiver rank 1 finished channel 0 after receiving 0 instances");
+}
+
+TEST_CASE("verifier: a rank contributing twice to one reduction is double counted") {
+  // Group 0's contributors are ranks 0 and 1, but rank 1 gives rank 0's value (received first).
+  std::vector<Program> p = {
+      {send(1, in(0, 4)), switch_send(0, in(0, 4)), switch_recv(0, out(0, 4))},
+      {recv(0, out(0, 4)), switch_send(0, out(0, 4)), switch_recv(0, out(0, 4))},
+  };
+  expect(run_switch(p, {{SwitchKind::Nvls, {0, 1}, {0, 1}}}, allreduce(2, 4)), Failure::DoubleCounted,
+         "rank 0's contribution counted twice");
+}
+
+TEST_CASE("verifier: an NVLS group across nodes and a SHARP group inside one node") {
+  VerifyOptions o;
+  o.node_of = {0, 0, 1};
+  expect(run_switch(switch_allreduce(3), {{SwitchKind::Nvls, iota_ranks(3), iota_ranks(3)}}, allreduce(3, 4), o),
+         Failure::BadGroup,
+         "switch group 0 (nvls) spans NVLink domains: rank 0 is in domain 0, rank 2 in domain 1; NVLS reduces inside "
+         "one NVLink domain");
+  // The same nodes in one NVLink domain (an NVL72's trays): fine.
+  o.domain_of = {0, 0, 0};
+  CHECK(run_switch(switch_allreduce(3), {{SwitchKind::Nvls, iota_ranks(3), iota_ranks(3)}}, allreduce(3, 4), o).ok());
+  VerifyOptions one;
+  one.node_of = {0, 0, 0};
+  expect(run_switch(switch_allreduce(3), {{SwitchKind::Sharp, iota_ranks(3), iota_ranks(3)}}, allreduce(3, 4), one),
+         Failure::BadGroup,
+         "switch group 0 (sharp) has all its ranks on node 0; SHARP reduces in the network switches, between nodes");
+}
+
+TEST_CASE("verifier: a switch part is the value when it is issued") {
+  // Rank 0 contributes, then overwrites its output: the reduction keeps the value given.
+  std::vector<Program> p = {
+      {copy(in(0, 4), out(0, 4)), switch_send(0, out(0, 4)), recv(1, out(0, 4)), switch_recv(0, out(0, 4))},
+      {switch_send(0, in(0, 4)), send(0, in(0, 4)), switch_recv(0, out(0, 4))},
+  };
+  const VerifyResult r = run_switch(p, {{SwitchKind::Nvls, {0, 1}, {0, 1}}}, allreduce(2, 4));
+  CHECK_MESSAGE(r.ok(), r.message);
+}

@@ -1,12 +1,24 @@
 #include "runtime/bound_program.hpp"
 
+#include <fmt/format.h>
+
 #include "algorithms/ir/program_index.hpp"
+#include "common/errors.hpp"
 
 namespace topocoll::runtime {
 
 void resolve_chunk(const algo::Chunk& c, std::size_t elem, std::uint8_t& buffer, std::size_t& offset) {
   buffer = c.count == 0 ? kNoBuffer : static_cast<std::uint8_t>(c.buffer);
   offset = c.count == 0 ? 0 : static_cast<std::size_t>(c.offset) * elem;
+}
+
+void refuse_switch_ops(const algo::Schedule& s, const std::string& executor) {
+  if (!s.uses_switch()) return;
+  const bool nvls = s.switch_groups().front().kind == algo::SwitchKind::Nvls;
+  throw InputError(
+      fmt::format("schedule '{}' uses in-network reduction (switch_send on an {} group), which {} cannot "
+                  "run: it needs NVSwitch multicast (NVLS) or SHARP; simulate it with `topocoll sim`",
+                  s.name(), nvls ? "NVLS" : "SHARP", executor));
 }
 
 std::vector<BoundOp> bind_program(const algo::Program& program, std::size_t elem) {

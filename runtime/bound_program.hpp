@@ -11,6 +11,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "algorithms/ir/schedule.hpp"
@@ -33,6 +34,11 @@ struct BoundOp {
 // A chunk of a checked program as (buffer index, byte offset) for `elem`-byte elements. A
 // zero-element chunk resolves to kNoBuffer, offset 0.
 void resolve_chunk(const algo::Chunk& c, std::size_t elem, std::uint8_t& buffer, std::size_t& offset);
+
+// Executors that cannot run switch ops (contract rule 11) refuse a schedule that has switch
+// groups, at bind time: InputError "schedule 'nvls' uses in-network reduction (switch_send on an
+// NVLS group), which <executor> cannot run: ...". Nothing for a schedule without groups.
+void refuse_switch_ops(const algo::Schedule& s, const std::string& executor);
 
 // Every op of a checked program, bound for `elem`-byte elements.
 std::vector<BoundOp> bind_program(const algo::Program& program, std::size_t elem);

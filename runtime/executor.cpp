@@ -29,12 +29,26 @@ std::string Plan::where(std::size_t index) const {
 // Fetches the program and checks every operation against the schedule's shape (ProgramIndex),
 // resolves its chunks to (buffer, byte offset), splits the operations per channel and sizes the
 // staging.
-Plan::Plan(const algo::Schedule& s, int rank, MemorySpace& memory)
+Plan::Plan(const algo::Schedule& s, int rank, MemorySpace& memory, SwitchOps switch_ops)
     : args_(s.args()), name_(s.name()), rank_(rank), elem_(algo::size_of(s.args().dtype)), memory_(&memory) {
+  if (switch_ops == SwitchOps::Refuse)
+    refuse_switch_ops(s, "the point-to-point executor (the MPI, UCX and device runtimes)");
   if (rank < 0 || rank >= s.num_ranks())
     throw InputError(
         fmt::format("execute: rank {} is not a rank of schedule '{}' (0..{})", rank, s.name(), s.num_ranks() - 1));
   algo::ProgramIndex index(s, rank);
+  if (s.uses_switch()) {
+    switch_of_.resize(index.size());
+    for (std::size_t i = 0; i < index.size(); ++i) {
+      const Op& op = index.op(i);
+      if (!op.is_switch()) continue;
+      const algo::SwitchGroup& g = s.switch_groups()[static_cast<std::size_t>(op.peer)];
+      const int position = op.kind == OpKind::SwitchSend ? s.contributor_index(op.peer, rank)
+                                                         : s.receiver_index(op.peer, rank);  // checked: a member
+      switch_of_[i] = SwitchMember{op.peer, position, static_cast<int>(g.contributors.size()),
+                                   static_cast<int>(g.receivers.size())};
+    }
+  }
   channels_.resize(static_cast<std::size_t>(index.num_channels()));
   for (std::size_t c = 0; c < channels_.size(); ++c) {
     const auto ops = index.channel(static_cast<int>(c));
@@ -213,6 +227,27 @@ bool Plan::step(Channel& ch, std::uint32_t index, Transport& t) {
       reduce_local(*memory_, args_.dtype, args_.op, dst, src, b.count, b.bytes, reduce_staging_);
       return true;
     }
+    case OpKind::SwitchSend:  // the part is copied when given (contract rule 11)
+      try {
+        t.switch_send(switch_of_[index], b.channel, ptr(b.src_buffer, b.src_offset), b.bytes);
+      } catch (const InputError& e) {
+        throw InputError(fmt::format("execute: {}: {}", where(index), e.what()));
+      }
+      return true;
+    case OpKind::SwitchRecv: {
+      // dst = part 0 (op) part 1 (op) ..., in contributor order.
+      std::byte* dst = ptr(b.dst_buffer, b.dst_offset);
+      if (!clear_to_write(ch, dst, b.bytes, t)) return false;
+      auto consume = [&](std::span<const std::byte* const> parts) {
+        memory_->copy(dst, parts[0], b.bytes);
+        for (std::size_t k = 1; k < parts.size(); ++k) memory_->reduce(args_.dtype, args_.op, dst, parts[k], b.count);
+      };
+      try {
+        return t.switch_recv(switch_of_[index], b.channel, b.bytes, consume);
+      } catch (const InputError& e) {
+        throw InputError(fmt::format("execute: {}: {}", where(index), e.what()));
+      }
+    }
   }
   return true;
 }
@@ -233,6 +268,12 @@ bool Plan::step(Channel& ch, std::uint32_t index, Transport& t) {
   const int peer = first->blocked_on >= 0 ? first->blocked_on : op.peer;
   const std::string held = first->blocked_on >= 0 ? " (to receive an earlier send)" : "";
   const std::string others = waiting > 1 ? fmt::format(" ({} other channels wait too)", waiting - 1) : "";
+  if (op.is_switch() && first->blocked_on < 0)
+    throw PeerTimeout(
+        fmt::format("rank {}: no progress for {} ms: channel {} op {} ({}) waits for the contributors "
+                    "of switch group {}{}",
+                    rank_, o.progress_timeout.count(), op.channel, index, algo::describe(op), op.peer, others),
+        rank_, -1, static_cast<int>(op.channel), index);
   throw PeerTimeout(fmt::format("rank {}: no progress for {} ms: channel {} op {} ({}) waits for peer {}{}{}", rank_,
                                 o.progress_timeout.count(), op.channel, index, algo::describe(op), peer, held, others),
                     rank_, peer, static_cast<int>(op.channel), index);
@@ -258,6 +299,7 @@ void finish_avg(const algo::CollectiveArgs& a, int rank, void* output, MemorySpa
 }
 
 void execute(const algo::Schedule& s, int rank, const Buffers& b, Transport& t, const ExecOptions& o) {
+  if (t.runs_switch_ops()) return Plan(s, rank, host_memory(), SwitchOps::Run).run(b, t, o);
   Plan(s, rank).run(b, t, o);
 }
 

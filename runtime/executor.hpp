@@ -77,6 +77,10 @@ struct ExecOptions {
   static ExecOptions from_environment();
 };
 
+// Whether a plan runs switch ops (contract rule 11) through its transport (Transport::
+// runs_switch_ops: the in-process one) or refuses their schedules when bound (MPI, UCX, devices).
+enum class SwitchOps : std::uint8_t { Refuse, Run };
+
 // One rank's program of a schedule, bound once and run many times (style rule 4: bind in setup,
 // execute in run). The plan copies what it needs from the schedule; the schedule may go away.
 class Plan {
@@ -89,8 +93,10 @@ class Plan {
   // message) for a program that does not fit the schedule's shape (bad peer, channel or chunk, a
   // write to the input, a copy or reduce of different sizes). The buffers given to run() live in `memory`
   // (runtime/memory_space.hpp), which does the plan's copies, reductions and staging; it must
-  // outlive the plan.
-  explicit Plan(const algo::Schedule& s, int rank, MemorySpace& memory = host_memory());
+  // outlive the plan. A schedule with switch groups is an InputError unless `switch_ops` is Run
+  // (and the transport given to run() then runs them).
+  explicit Plan(const algo::Schedule& s, int rank, MemorySpace& memory = host_memory(),
+                SwitchOps switch_ops = SwitchOps::Refuse);
 
   // Runs the program on `b` over `t` and returns when every channel has finished and every send
   // has completed. Throws InputError for a null buffer that a chunk needs or a message of the
@@ -136,6 +142,7 @@ class Plan {
   std::size_t elem_ = 1;
   algo::Program program_;  // for error messages
   std::vector<BoundOp> ops_;
+  std::vector<SwitchMember> switch_of_;  // per op (switch ops only; empty without switch groups)
   std::vector<Channel> channels_;
   BufferNeeds needs_;
   MemorySpace* memory_ = nullptr;
@@ -151,7 +158,8 @@ class Plan {
 void finish_avg(const algo::CollectiveArgs& a, int rank, void* output, MemorySpace& memory);
 
 // Runs rank `rank`'s program of `s` on `b` over `t` and returns when every channel has finished:
-// Plan(s, rank).run(b, t, o), for callers that run a schedule once.
+// Plan(s, rank).run(b, t, o), for callers that run a schedule once; switch ops run when the
+// transport runs them (Transport::runs_switch_ops), else the schedule is refused.
 void execute(const algo::Schedule& s, int rank, const Buffers& b, Transport& t, const ExecOptions& o = {});
 
 }  // namespace topocoll::runtime

@@ -108,6 +108,83 @@ bool InprocTransport::try_recv(int peer, int channel, void* dst, std::size_t byt
   return true;
 }
 
+// ---- switch ops ----------------------------------------------------------------------------------
+
+InprocFabric::SwitchQueue& InprocFabric::switch_queue(const SwitchMember& m, int channel) {
+  auto [it, added] = switches_.try_emplace(queue_key(m.group, channel));
+  if (added) {
+    it->second.given.assign(static_cast<std::size_t>(m.contributors), 0);
+    it->second.taken.assign(static_cast<std::size_t>(m.receivers), 0);
+  }
+  return it->second;
+}
+
+void InprocTransport::wake_all() const {
+  for (auto& m : fabric_.mailboxes_) {
+    {
+      std::lock_guard<std::mutex> lock(m->mu);
+      ++m->arrivals;
+    }
+    m->cv.notify_all();
+  }
+}
+
+void InprocTransport::switch_send(const SwitchMember& m, int channel, const void* data, std::size_t bytes) {
+  bool complete = false;
+  {
+    std::lock_guard<std::mutex> lock(fabric_.switch_mu_);
+    InprocFabric::SwitchQueue& q = fabric_.switch_queue(m, channel);
+    const std::uint64_t n = q.given[static_cast<std::size_t>(m.position)]++;
+    while (q.base + q.live.size() <= n) q.live.emplace_back();
+    InprocFabric::SwitchInstance& inst = q.live[static_cast<std::size_t>(n - q.base)];
+    if (inst.parts.empty()) inst.parts.resize(static_cast<std::size_t>(m.contributors));
+    for (const auto& part : inst.parts)
+      if (inst.given > 0 && !part.empty() && part.size() != bytes)
+        throw InputError(
+            fmt::format("inproc: rank {} gives {} bytes to instance {} of switch group {} on channel {}, "
+                        "but another contributor gave {}",
+                        rank_, bytes, n, m.group, channel, part.size()));
+    auto& mine = inst.parts[static_cast<std::size_t>(m.position)];
+    mine.resize(bytes);
+    if (bytes > 0) std::memcpy(mine.data(), data, bytes);
+    complete = ++inst.given == static_cast<std::size_t>(m.contributors);
+  }
+  if (complete) wake_all();
+}
+
+bool InprocTransport::switch_recv(const SwitchMember& m, int channel, std::size_t bytes,
+                                  const std::function<void(std::span<const std::byte* const>)>& consume) {
+  std::vector<const std::byte*> parts;
+  std::uint64_t n = 0;
+  {
+    std::lock_guard<std::mutex> lock(fabric_.switch_mu_);
+    InprocFabric::SwitchQueue& q = fabric_.switch_queue(m, channel);
+    n = q.taken[static_cast<std::size_t>(m.position)];
+    if (n >= q.base + q.live.size()) return false;
+    const InprocFabric::SwitchInstance& inst = q.live[static_cast<std::size_t>(n - q.base)];
+    if (inst.given < static_cast<std::size_t>(m.contributors)) return false;
+    for (const auto& part : inst.parts) {
+      if (part.size() != bytes)
+        throw InputError(
+            fmt::format("inproc: rank {} receives {} bytes from instance {} of switch group {} on "
+                        "channel {}, but its parts have {} bytes",
+                        rank_, bytes, n, m.group, channel, part.size()));
+      parts.push_back(part.data());
+    }
+  }
+  // The instance stays until every receiver has taken it: its parts are not touched meanwhile.
+  consume(parts);
+  std::lock_guard<std::mutex> lock(fabric_.switch_mu_);
+  InprocFabric::SwitchQueue& q = fabric_.switch_queue(m, channel);
+  ++q.taken[static_cast<std::size_t>(m.position)];
+  ++q.live[static_cast<std::size_t>(n - q.base)].taken;
+  while (!q.live.empty() && q.live.front().taken == static_cast<std::size_t>(m.receivers)) {
+    q.live.pop_front();
+    ++q.base;
+  }
+  return true;
+}
+
 void InprocTransport::wait(std::chrono::steady_clock::time_point deadline) {
   InprocFabric::Mailbox& m = mailbox(rank_);
   std::unique_lock<std::mutex> lock(m.mu);

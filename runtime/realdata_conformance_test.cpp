@@ -75,7 +75,8 @@ TEST_CASE("realdata conformance: every registered algorithm is bit-exact on real
     const Algorithm& alg = algs[ai];
     for (int p : rank_counts) {
       for (auto [nodes, per_node] : shapes(p)) {
-        const Layout layout = uniform_layout(nodes, per_node);
+        // NVLS in every node and SHARP in the fabric: the in-process transport runs switch ops.
+        const Layout layout = uniform_layout(nodes, per_node, {.nvls = true, .sharp = true});
         for (std::uint64_t n : counts(p)) {
           for (bool in_place : {false, true}) {
             const Pick k = pick(combinations, in_place);

@@ -46,6 +46,10 @@ Access access(const Op& op) {
       return {op.src, op.dst};
     case OpKind::Reduce:
       return {op.src, op.dst};  // dst is read too: covered by the write
+    case OpKind::SwitchSend:    // refused by plan_rounds; listed for completeness
+      return {op.src, {}};
+    case OpKind::SwitchRecv:
+      return {{}, op.dst};
   }
   return {};
 }
@@ -111,6 +115,7 @@ void assign(const algo::Program& prog, const std::vector<std::vector<Dep>>& deps
 }  // namespace
 
 std::vector<RoundPlan> plan_rounds(const algo::Schedule& s) {
+  refuse_switch_ops(s, "the round executor (the NCCL and MPI round runtimes)");
   const int p = s.num_ranks();
   std::vector<algo::ProgramIndex> index;  // every rank's program, checked
   std::size_t comm_ops = 0;
@@ -169,6 +174,7 @@ std::vector<RoundPlan> plan_rounds(const algo::Schedule& s) {
 
 RoundExecutor::RoundExecutor(const algo::Schedule& s, int rank, RoundPlan plan, MemorySpace& memory)
     : args_(s.args()), rank_(rank), plan_(std::move(plan)), memory_(&memory) {
+  refuse_switch_ops(s, "the round executor (the NCCL and MPI round runtimes)");
   const algo::Program prog = algo::ProgramIndex(s, rank).release_program();  // checked
   TOPOCOLL_ASSERT(plan_.round.size() == prog.size(), fmt::format("round executor: rank {}: a plan of {} ops for a "
                                                                  "program of {}",

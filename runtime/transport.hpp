@@ -12,12 +12,24 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "common/errors.hpp"
 
 namespace topocoll::runtime {
+
+// One member of a switch group (contract rule 11), as an executor names it to the transport: the
+// group, the member's position among the contributors (switch_send) or the receivers
+// (switch_recv), and the group's sizes.
+struct SwitchMember {
+  int group = 0;
+  int position = 0;
+  int contributors = 0;
+  int receivers = 0;
+};
 
 // Posts byte transfers to a peer on a channel. Matching is FIFO per (source, destination, channel).
 // Requests are small handles owned by the transport; each is tested until it reports completion,
@@ -53,6 +65,17 @@ class Transport {
   // acknowledgement UCX's CMA protocol sends after a receive, without which the peer's send never
   // completes. Default: nothing to advance.
   virtual void progress() {}
+
+  // In-network reduction (contract rule 11), only for a transport whose fabric can reduce (the
+  // in-process one; MPI, UCX and NCCL cannot, and executors refuse such schedules at bind time).
+  // switch_send copies `bytes` from `data` at once as the contributor's part of the next instance
+  // of (group, channel); switch_recv returns false until every contributor has given its part of
+  // the receiver's next instance, then calls `consume` with the parts in contributor order and
+  // returns true. InputError when parts or the receive differ in size.
+  virtual bool runs_switch_ops() const { return false; }
+  virtual void switch_send(const SwitchMember& m, int channel, const void* data, std::size_t bytes);
+  virtual bool switch_recv(const SwitchMember& m, int channel, std::size_t bytes,
+                           const std::function<void(std::span<const std::byte* const> parts)>& consume);
 };
 
 // The request slots of a transport: a Slot per Request, indexed by it, reused once released, so a

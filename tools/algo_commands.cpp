@@ -31,6 +31,38 @@ Job load_job(const AlgoArgs& a) {
   return {std::move(t), std::move(l)};
 }
 
+// verify --layout NxG (uniform_layout), or the topology's layout; --nvls / --sharp set what the
+// hardware can reduce (on a topology: as if it could).
+algo::Layout layout_of(const AlgoArgs& a) {
+  algo::Layout l;
+  if (!a.layout.empty()) {
+    if (!a.topo.topology.empty()) throw InputError("--layout and --topology: give one of them");
+    const std::size_t x = a.layout.find('x');
+    auto number = [&](const std::string& text) {
+      if (text.empty() || text.size() > 6 || text.find_first_not_of("0123456789") != std::string::npos)
+        throw InputError(fmt::format("--layout {}: expected NODESxRANKS_PER_NODE, e.g. 128x8", a.layout));
+      return std::stoi(text);
+    };
+    if (x == std::string::npos)
+      throw InputError(fmt::format("--layout {}: expected NODESxRANKS_PER_NODE, e.g. 128x8", a.layout));
+    const int nodes = number(a.layout.substr(0, x)), per_node = number(a.layout.substr(x + 1));
+    if (nodes < 1 || per_node < 1 || static_cast<long>(nodes) * per_node > algo::kMaxRanks)
+      throw InputError(
+          fmt::format("--layout {}: expected 1 to {} ranks in all, at least 1 x 1", a.layout, algo::kMaxRanks));
+    if (a.nvlink_domain < 1 || a.nvlink_domain > nodes)
+      throw InputError(
+          fmt::format("--nvlink-domain {}: expected 1 to {} nodes (the layout's)", a.nvlink_domain, nodes));
+    l = algo::uniform_layout(nodes, per_node,
+                             {.nvls = a.nvls, .sharp = a.sharp, .nodes_per_nvlink_domain = a.nvlink_domain});
+  } else {
+    if (a.nvlink_domain != 1) throw InputError("--nvlink-domain needs --layout");
+    l = load_job(a).layout;
+    if (a.nvls) l.nvls.assign(static_cast<std::size_t>(l.nodes), true);
+    if (a.sharp) l.sharp = true;
+  }
+  return l;
+}
+
 algo::Tuning tuning_of(const AlgoArgs& a) {
   if (a.channels < 1 || a.channels > 64) throw InputError(fmt::format("--channels {}: expected 1 to 64", a.channels));
   algo::Tuning t;
@@ -106,23 +138,25 @@ int verify_command(const AlgoArgs& a, std::ostream& out) {
                  std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
     return r.ok() ? 0 : 1;
   }
-  if (a.topo.topology.empty()) throw InputError("verify needs --topology T (with --nodes N) or --schedule FILE.json");
-  const Job job = load_job(a);
+  if (a.topo.topology.empty() && a.layout.empty())
+    throw InputError("verify needs --topology T (with --nodes N), --layout NxG or --schedule FILE.json");
+  const algo::Layout layout = layout_of(a);
   const algo::Tuning t = tuning_of(a);
   bool all_ok = true;
   for (const algo::Algorithm* alg : algo::select_algorithms(a.algorithm, std::nullopt)) {
-    const algo::CollectiveArgs c = args_of(a, *alg, job.layout);
-    const algo::Support s = alg->supports(job.layout, c, t);
+    const algo::CollectiveArgs c = args_of(a, *alg, layout);
+    const algo::Support s = alg->supports(layout, c, t);
     if (!s.ok) {
-      out << fmt::format("{:<20} {:>6} not supported: {}\n", alg->name, job.layout.ranks, s.reason);
+      out << fmt::format("{:<20} {:>6} not supported: {}\n", alg->name, layout.ranks, s.reason);
       continue;
     }
     const auto start = std::chrono::steady_clock::now();
     algo::VerifyOptions o;
     o.in_place = a.in_place;
-    o.node_of = job.layout.node_of;
-    const algo::VerifyResult r = algo::verify(alg->generate(job.layout, c, t), o);
-    print_result(out, alg->name, job.layout.ranks, r,
+    o.node_of = layout.node_of;
+    o.domain_of = layout.domain_of_ranks();
+    const algo::VerifyResult r = algo::verify(alg->generate(layout, c, t), o);
+    print_result(out, alg->name, layout.ranks, r,
                  std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
     all_ok &= r.ok();
   }

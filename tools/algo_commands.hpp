@@ -21,6 +21,10 @@ struct AlgoArgs {
   std::string schedule;  // verify --schedule FILE.json
   std::string output;    // schedule export -o
   bool in_place = false;
+  std::string layout;     // verify --layout NxG: N nodes of G ranks, no topology
+  bool nvls = false;      // verify --nvls: every node has NVLS (NVSwitch multicast)
+  bool sharp = false;     // verify --sharp: the fabric reduces (SHARP)
+  int nvlink_domain = 1;  // verify --nvlink-domain K: K consecutive nodes share one NVLink domain
 };
 
 int algorithms_list(std::ostream& out);

@@ -109,6 +109,32 @@ fi
 rc=$?
 if [ "$rc" -eq 1 ] && grep -q "FAIL deadlock" "$tmp/out" && grep -q "0 -> 2 -> 1 -> 0" "$tmp/out"; then ok; else
   fail "broken-ring.json: exit $rc, expected 1 with the deadlock cycle: $(cat "$tmp/out" "$tmp/err")"; fi
+# In-network reduction at 1024 ranks (issue 15): one NVLink domain of 1024 GPUs, 128 x 8 with
+# NVLS and SHARP as layouts, and 128 DGX H100 (NVLS from the hardware, SHARP assumed).
+t0=$(date +%s%N)
+if expect_ok verify --layout 1x1024 --nvls --algorithm nvls; then
+  grep -qE '^nvls +1024 .* OK$' "$tmp/out" || fail "verify nvls at 1024 ranks: $(cat "$tmp/out")"; fi
+t1=$(date +%s%N)
+if expect_ok verify --layout 128x8 --nvls --sharp --algorithm nvls-tree,collnet,hierarchical-nvls; then
+  [ "$(grep -cE ' 1024 .* OK$' "$tmp/out")" -eq 3 ] || fail "verify 128x8 in-network: $(cat "$tmp/out")"; fi
+if expect_ok verify --topology dgx-h100 --nodes 128 --sharp --algorithm nvls-tree,collnet; then
+  [ "$(grep -cE ' 1024 .* OK$' "$tmp/out")" -eq 2 ] || fail "verify dgx-h100 x 128 in-network: $(cat "$tmp/out")"; fi
+t2=$(date +%s%N)
+echo "verify at 1024 ranks: nvls $(( (t1 - t0) / 1000000 )) ms, nvls-tree + collnet (+ hierarchical-nvls) $(( (t2 - t1) / 1000000 )) ms"
+# An NVL72 as 18 trays of 4 GPUs in one NVLink domain runs nvls across its nodes.
+if expect_ok verify --layout 18x4 --nvls --nvlink-domain 18 --algorithm nvls; then
+  grep -qE '^nvls +72 .* OK$' "$tmp/out" || fail "verify nvls on an NVL72 layout: $(cat "$tmp/out")"; fi
+if expect_ok verify --topology dgx-h100 --nodes 2 --algorithm nvls,collnet; then
+  contains "nvls                     16 not supported: needs one NVLink domain (one node)" "verify nvls on 2 nodes"
+  contains "collnet                  16 not supported: needs a fabric whose switches reduce" "verify collnet without SHARP"
+fi
+if expect_ok verify --topology dgx-a100 --algorithm nvls; then
+  contains "not supported: needs NVLS (NVSwitch multicast on GPUs of sm 90 or later" "verify nvls on A100"; fi
+expect_error "--layout 12: expected NODESxRANKS_PER_NODE, e.g. 128x8" verify --layout 12
+expect_error "--layout 0x8: expected 1 to 1048576 ranks in all" verify --layout 0x8
+expect_error "--layout and --topology: give one of them" verify --layout 2x8 --topology dgx-h100
+expect_error "--nvlink-domain 19: expected 1 to 18 nodes" verify --layout 18x4 --nvls --nvlink-domain 19
+expect_error "--nvlink-domain needs --layout" verify --topology dgx-h100 --nvlink-domain 2
 expect_error "unknown algorithm 'rign'" verify --topology dgx-h100 --nodes 2 --algorithm rign
 expect_error "--count 1Q: unknown suffix 'Q'" verify --topology dgx-h100 --nodes 2 --count 1Q
 expect_error "--count -5" verify --topology dgx-h100 --nodes 2 --count -5
@@ -125,7 +151,7 @@ if expect_ok sim --topology dgx-h100 -a ring -b 1M -e 1M --format jsonl; then
   grep -q '"engine":"analytic".*' "$tmp/out" && grep '"engine":"analytic"' "$tmp/out" | grep -q '"channels":24' ||
     fail "sim default channels: expected 24 on dgx-h100: $(head -c 400 "$tmp/out")"; fi
 expect_error "--root 99: expected a rank from 0 to 15" verify --topology dgx-h100 --nodes 2 --root 99
-expect_error "verify needs --topology" verify
+expect_error "verify needs --topology T (with --nodes N), --layout NxG or --schedule FILE.json" verify
 expect_error "not valid JSON" verify --schedule "$src/README.md"
 expect_error "the topology has no GPU" verify --topology "$data/handwritten-grace-no-gpu.xml"
 expect_error "takes exactly one algorithm" schedule export --topology dgx-h100 --algorithm ring,dbt

@@ -43,6 +43,8 @@ Examples:
   topocoll verify --topology dgx-h100 --nodes 128 --algorithm all
   topocoll verify --topology dgx-a100 --nodes 3 --algorithm ring,dbt --count 1000 --channels 3 --in-place
   topocoll verify --schedule my-schedule.json
+  topocoll verify --layout 1x1024 --nvls --algorithm nvls
+  topocoll verify --topology dgx-h100 --nodes 128 --sharp --algorithm nvls-tree,collnet
   topocoll schedule export --topology dgx-h100 --nodes 2 --algorithm dbt --count 4096 -o dbt.json)";
 
 void add_topology_flags(CLI::App* cmd, topocoll::tools::TopoArgs& a, bool required = true) {
@@ -145,6 +147,15 @@ int main(int argc, char** argv) {
   add_algo_flags(verify, true);
   verify->add_option("--schedule", algo_args.schedule, "verify a schedule JSON file instead");
   verify->add_flag("--in-place", algo_args.in_place, "verify with input and output aliased");
+  verify->add_option("--layout", algo_args.layout,
+                     "NxG: N nodes of G ranks each instead of a topology (e.g. 1x1024 or 128x8)");
+  verify->add_flag("--nvls", algo_args.nvls, "every node has NVLS (NVSwitch multicast; on a topology: as if)");
+  verify->add_flag("--sharp", algo_args.sharp, "the fabric reduces (SHARP; on a topology: as if)");
+  verify
+      ->add_option("--nvlink-domain", algo_args.nvlink_domain,
+                   "with --layout: K consecutive nodes share one NVLink domain (e.g. 18x4 --nvlink-domain 18, "
+                   "an NVL72)")
+      ->default_val(1);
   verify->footer(kAlgoExamples);
   CLI::App* schedule = app.add_subcommand("schedule", "schedule interchange");
   schedule->require_subcommand(1);

@@ -2,7 +2,10 @@
 // Not part of the public API: registry.hpp is.
 #pragma once
 
+#include <cstdint>
+#include <span>
 #include <string>
+#include <vector>
 
 #include "algorithms/group.hpp"
 #include "algorithms/registry.hpp"
@@ -11,11 +14,42 @@ namespace topocoll::algo {
 
 // Allreduce.
 Algorithm ring_allreduce();                // ring.cpp
+Algorithm nvls_allreduce();                // nvls.cpp
 Algorithm dbt_allreduce();                 // dbt.cpp
 Algorithm recursive_doubling_allreduce();  // recursive_doubling.cpp
 // Reduce-scatter in each node, `inner` across nodes, allgather in each node (hierarchical.cpp).
 // Named hierarchical-<inner.name> unless `name` is given.
 Algorithm hierarchical(const GroupAllreduce& inner, std::string name = {});
+// The stages of a hierarchical allreduce: inside the nodes rings or NVLS (the NVSwitch reduces
+// and multicasts), across nodes a group allreduce stage or SHARP (one switch group per local
+// GPU index, the fabric reduces: NCCL's CollNet).
+struct HierarchicalStages {
+  std::string name;
+  std::string description;
+  bool nvls_intra = false;
+  const GroupAllreduce* inner = nullptr;  // nullptr: SHARP across nodes
+  ChannelPattern pattern = ChannelPattern::Pipeline;
+};
+Algorithm hierarchical(HierarchicalStages stages);
+
+// The NVLS stage (nvls.cpp): switch groups over the ranks of one NVLink domain, `members` in
+// their order: group rs + j has every member contribute and member j receive (a reduce-scatter
+// piece, multimem.ld_reduce); group ag + j has member j contribute and every member receive (a
+// multicast store).
+struct NvlsGroups {
+  int members = 0, rs = 0, ag = 0;
+};
+NvlsGroups add_nvls_groups(Schedule& s, std::span<const int> members);
+// Piece k of `pieces` of each segment: segment j goes to group rs + local_of[j] (local_of[j]:
+// the member the position-j segment belongs to).
+void nvls_reduce_scatter_send(ProgramBuilder& b, const NvlsGroups& g, std::span<const int> local_of,
+                              const std::vector<Chunk>& src, std::uint64_t pieces, std::uint64_t k, int channel);
+// Position pos receives piece k of its segment reduced over the members.
+void nvls_reduce_scatter_recv(ProgramBuilder& b, const NvlsGroups& g, std::span<const int> local_of, int pos,
+                              const std::vector<Chunk>& dst, std::uint64_t pieces, std::uint64_t k, int channel);
+// Position pos multicasts piece k of its segment and receives piece k of every segment.
+void nvls_allgather(ProgramBuilder& b, const NvlsGroups& g, std::span<const int> local_of, int pos,
+                    const std::vector<Chunk>& seg, std::uint64_t pieces, std::uint64_t k, int channel);
 
 // The blocks as collectives of their own.
 Algorithm reduce_scatter_ring();  // ring_blocks.cpp

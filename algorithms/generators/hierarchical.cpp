@@ -1,12 +1,18 @@
 // hierarchical-<inner>: reduce-scatter inside each node, allreduce across nodes among the GPUs
 // that hold the same segment (same local position: one rail) with any group allreduce stage
 // (group.hpp), allgather inside each node. `hierarchical` is the one over the ring stage.
+// The stages are a HierarchicalStages (generators.hpp): inside the nodes rings or NVLS
+// (nvls.cpp), across nodes a group stage or SHARP. hierarchical-nvls (NVLS inside, ring
+// across), nvls-tree (NVLS inside, double binary tree across: NCCL's NVLSTree) and collnet
+// (rings inside, SHARP across: NCCL's CollNet) are three of them.
 //
 //   node 0: [g0 g1 g2 g3] --RS--> g_i holds segment i --inner AR over nodes--> --AG--> all
 //   node 1: [g0 g1 g2 g3]                 |  (g_i of every node, one rail)
 //
 // Cost sheets in docs/algorithms.md use the names below: p ranks, N nodes, g ranks per node,
 // K channels, S bytes.
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <memory>
@@ -24,11 +30,28 @@ struct HierPlan {
   std::vector<std::vector<std::vector<int>>> intra;
   std::vector<std::vector<int>> pos;
   std::vector<int> node_of;  // per rank
+  // Switch groups (filled once the schedule exists, before any program is generated): per node
+  // its NVLS groups; per local GPU index the SHARP group of that index across nodes.
+  std::vector<NvlsGroups> nvls;
+  int sharp = -1;
 };
 
-Schedule make_hierarchical(const Layout& l, const CollectiveArgs& a, const Tuning& t, const GroupAllreduce& inner,
-                           const std::string& name) {
-  const int K = inner.channels(a, t);
+int stage_channels(const HierarchicalStages& st, const CollectiveArgs& a, const Tuning& t) {
+  return st.inner ? st.inner->channels(a, t) : std::max(1, t.channels);
+}
+
+// SHARP across nodes: every member gives each piece of `data` to the group and receives the
+// reduction over the group in place; parts run `window` pieces ahead of the receives.
+void sharp_allreduce(ProgramBuilder& b, int group, const Chunk& data, int channel, std::uint64_t se, int window) {
+  const std::uint64_t pieces = slice_count(data.count, se), w = static_cast<std::uint64_t>(std::max(window, 0));
+  for (std::uint64_t k = 0; k < pieces + w; ++k) {
+    if (k < pieces) b.switch_send(group, slice(data, pieces, k), channel);
+    if (k >= w) b.switch_recv(group, slice(data, pieces, k - w), channel);
+  }
+}
+
+Schedule make_hierarchical(const Layout& l, const CollectiveArgs& a, const Tuning& t, const HierarchicalStages& st) {
+  const int K = stage_channels(st, a, t);
   const int g = l.ranks_per_node(), N = l.nodes;
   auto plan = std::make_shared<HierPlan>();
   for (int c = 0; c < K; ++c) {
@@ -44,7 +67,7 @@ Schedule make_hierarchical(const Layout& l, const CollectiveArgs& a, const Tunin
   plan->node_of = l.node_of;
   const std::uint64_t se = slice_elems(a, t);
   const int depth = std::max(1, t.pipeline_depth);
-  return Schedule(name, a, K, 0, [plan, a, K, g, N, se, depth, inner, t](int rank, Program& out) {
+  Schedule s(st.name, a, K, 0, [plan, a, K, g, N, se, depth, st, t](int rank, Program& out) {
     ProgramBuilder b(out);
     const int n = plan->node_of[static_cast<std::size_t>(rank)];
     for (int c = 0; c < K; ++c) {
@@ -53,36 +76,91 @@ Schedule make_hierarchical(const Layout& l, const CollectiveArgs& a, const Tunin
       const auto& ring = intra[static_cast<std::size_t>(n)];
       const int i = plan->pos[static_cast<std::size_t>(c)][static_cast<std::size_t>(rank)];
       const std::vector<Chunk> seg = segments(BufferId::Output, mine, g);
-      b.copy(as_chunk(BufferId::Input, mine), as_chunk(BufferId::Output, mine), c);
+      // Ring position j on channel c is the node's GPU of local index (j + c) mod g (rotate).
+      std::vector<int> local_of;
+      for (int j = 0; j < g; ++j) local_of.push_back((j + c % g) % g);
+      const std::uint64_t pieces = slice_count(mine.count, se);
       // 1. Inside the node: position i ends with segment i reduced over the node.
-      ring_reduce_scatter(b, ring, i, seg, c, se, depth);
+      if (st.nvls_intra) {
+        const NvlsGroups& ng = plan->nvls[static_cast<std::size_t>(n)];
+        const std::vector<Chunk> in = segments(BufferId::Input, mine, g);
+        const std::uint64_t w = static_cast<std::uint64_t>(depth);
+        for (std::uint64_t k = 0; k < pieces + w; ++k) {
+          if (k < pieces) nvls_reduce_scatter_send(b, ng, local_of, in, pieces, k, c);
+          if (k >= w) nvls_reduce_scatter_recv(b, ng, local_of, i, seg, pieces, k - w, c);
+        }
+      } else {
+        b.copy(as_chunk(BufferId::Input, mine), as_chunk(BufferId::Output, mine), c);
+        ring_reduce_scatter(b, ring, i, seg, c, se, depth);
+      }
       // 2. Across nodes: the position-i GPUs of every node allreduce segment i (node n is
       //    position n of the group).
-      std::vector<int> group;
-      for (int m = 0; m < N; ++m) group.push_back(intra[static_cast<std::size_t>(m)][static_cast<std::size_t>(i)]);
-      inner.emit(b, group, n, seg[static_cast<std::size_t>(i)], c, a, t);
+      const Chunk& part = seg[static_cast<std::size_t>(i)];
+      if (st.inner) {
+        std::vector<int> group;
+        for (int m = 0; m < N; ++m) group.push_back(intra[static_cast<std::size_t>(m)][static_cast<std::size_t>(i)]);
+        st.inner->emit(b, group, n, part, c, a, t);
+      } else {
+        sharp_allreduce(b, plan->sharp + local_of[static_cast<std::size_t>(i)], part, c, se, depth);
+      }
       // 3. Inside the node: everyone gets every segment.
-      ring_allgather(b, ring, i, seg, c, se, depth);
+      if (st.nvls_intra) {
+        const NvlsGroups& ng = plan->nvls[static_cast<std::size_t>(n)];
+        for (std::uint64_t k = 0; k < pieces; ++k) nvls_allgather(b, ng, local_of, i, seg, pieces, k, c);
+      } else {
+        ring_allgather(b, ring, i, seg, c, se, depth);
+      }
     }
   });
+  if (st.nvls_intra)
+    for (const auto& node : l.node_ranks) plan->nvls.push_back(add_nvls_groups(s, node));
+  if (!st.inner) {
+    plan->sharp = static_cast<int>(s.switch_groups().size());
+    for (int local = 0; local < g; ++local) {
+      std::vector<int> across;
+      for (const auto& node : l.node_ranks) across.push_back(node[static_cast<std::size_t>(local)]);
+      s.add_switch_group(SwitchGroup{SwitchKind::Sharp, across, across});
+    }
+  }
+  if (st.pattern != ChannelPattern::Pipeline)
+    for (int c = 0; c < K; ++c) s.set_pattern(c, st.pattern);
+  return s;
 }
 
-Support supports_hierarchical(const Layout& l, const CollectiveArgs&, const Tuning&) {
+Support supports_hierarchical(const Layout& l, const HierarchicalStages& st) {
   if (!l.uniform()) return Support::no("needs the same number of GPUs on every node");
+  if (st.nvls_intra && !l.nvls_everywhere())
+    return Support::no(
+        fmt::format("needs NVLS (NVSwitch multicast on GPUs of sm 90 or later, NCCL's nvlsSupport) "
+                    "in every node; node {} has none",
+                    l.first_node_without_nvls()));
+  if (!st.inner || st.pattern == ChannelPattern::Tree) {
+    if (l.nodes < 2)
+      return Support::no(fmt::format("needs at least 2 nodes (it reduces across nodes); on one node use {}",
+                                     st.nvls_intra ? "nvls" : "ring"));
+  }
+  if (!st.inner && !l.sharp)
+    return Support::no("needs a fabric whose switches reduce (SHARP, NCCL's CollNet): the fabric's 'sharp' is off");
   return Support::yes();
 }
 
-// The two ring stages inside the nodes, plus the inner stage over N members of S/g bytes each;
-// every inner byte goes to another node.
-CostSheet cost_hierarchical(const Layout& l, const CollectiveArgs& a, const Tuning& t, const GroupAllreduce& inner) {
+// The two stages inside the nodes, plus the stage across nodes over N members of S/g bytes
+// each; every byte across goes to another node. Rings inside: 2(g-1) steps and 2(g-1)/g S
+// bytes; NVLS inside: 2 steps and S + S/g bytes given to the switch. SHARP across: 1 step and
+// S/g bytes.
+CostSheet cost_hierarchical(const Layout& l, const CollectiveArgs& a, const Tuning& t, const HierarchicalStages& st) {
   CostSheet cs;
   cs.busbw_factor = busbw_factor(a.collective, l.ranks);
-  if (l.ranks == 1 || a.count == 0) return cs;
+  if (a.count == 0 || (l.ranks == 1 && !st.nvls_intra)) return cs;
   const double g = l.ranks_per_node(), S = static_cast<double>(a.count * size_of(a.dtype));
-  const double intra = 2 * (g - 1) / g * S;
+  const double intra = st.nvls_intra ? S + S / g : 2 * (g - 1) / g * S;
+  const std::uint64_t intra_steps = st.nvls_intra ? 2 : static_cast<std::uint64_t>(2 * (l.ranks_per_node() - 1));
   GroupCost across;
-  if (l.nodes > 1) across = inner.cost(l.nodes, S / g, t);
-  cs.steps = static_cast<std::uint64_t>(2 * (l.ranks_per_node() - 1)) + across.steps;
+  if (!st.inner)
+    across = {1, S / g};
+  else if (l.nodes > 1)
+    across = st.inner->cost(l.nodes, S / g, t);
+  cs.steps = intra_steps + across.steps;
   cs.bytes_sent = static_cast<std::uint64_t>(std::llround(intra + across.bytes));
   cs.inter_bytes_sent = static_cast<std::uint64_t>(std::llround(across.bytes));
   return cs;
@@ -92,15 +170,18 @@ CostSheet cost_hierarchical(const Layout& l, const CollectiveArgs& a, const Tuni
 
 Algorithm hierarchical(const GroupAllreduce& inner, std::string name) {
   if (name.empty()) name = "hierarchical-" + inner.name;
-  return {
-      name,
-      "reduce-scatter in each node, " + inner.phrase + " allreduce across nodes per rail, allgather in each node",
-      Collective::AllReduce,
-      supports_hierarchical,
-      [inner](const Layout& l, const CollectiveArgs& a, const Tuning& t) { return cost_hierarchical(l, a, t, inner); },
-      [inner, name](const Layout& l, const CollectiveArgs& a, const Tuning& t) {
-        return make_hierarchical(l, a, t, inner, name);
-      }};
+  return hierarchical(HierarchicalStages{
+      name, "reduce-scatter in each node, " + inner.phrase + " allreduce across nodes per rail, allgather in each node",
+      false, &inner, ChannelPattern::Pipeline});
+}
+
+Algorithm hierarchical(HierarchicalStages st) {
+  return {st.name,
+          st.description,
+          Collective::AllReduce,
+          [st](const Layout& l, const CollectiveArgs&, const Tuning&) { return supports_hierarchical(l, st); },
+          [st](const Layout& l, const CollectiveArgs& a, const Tuning& t) { return cost_hierarchical(l, a, t, st); },
+          [st](const Layout& l, const CollectiveArgs& a, const Tuning& t) { return make_hierarchical(l, a, t, st); }};
 }
 
 }  // namespace topocoll::algo

@@ -14,7 +14,30 @@ bool Layout::uniform() const {
   return true;
 }
 
-Layout uniform_layout(int nodes, int per_node) {
+bool Layout::nvls_everywhere() const {
+  return !nvls.empty() && first_node_without_nvls() < 0;
+}
+
+int Layout::first_node_without_nvls() const {
+  for (int n = 0; n < nodes; ++n)
+    if (static_cast<std::size_t>(n) >= nvls.size() || !nvls[static_cast<std::size_t>(n)]) return n;
+  return -1;
+}
+
+std::vector<int> Layout::domain_of_ranks() const {
+  std::vector<int> out;
+  out.reserve(node_of.size());
+  for (int n : node_of) out.push_back(domain_of_node(n));
+  return out;
+}
+
+bool Layout::one_nvlink_domain() const {
+  for (int n = 0; n < nodes; ++n)
+    if (domain_of_node(n) != domain_of_node(0)) return false;
+  return true;
+}
+
+Layout uniform_layout(int nodes, int per_node, LayoutFeatures features) {
   if (nodes < 1 || per_node < 1)
     throw InputError(fmt::format("layout of {} nodes x {} ranks: expected at least 1 x 1", nodes, per_node));
   Layout l;
@@ -27,8 +50,31 @@ Layout uniform_layout(int nodes, int per_node) {
     l.rail_of.push_back(r % per_node);
     l.node_ranks[static_cast<std::size_t>(r / per_node)].push_back(r);
   }
+  l.nvls.assign(static_cast<std::size_t>(nodes), features.nvls);
+  l.sharp = features.sharp;
+  if (features.nodes_per_nvlink_domain > 1)
+    for (int n = 0; n < nodes; ++n) l.nvlink_domain.push_back(n / features.nodes_per_nvlink_domain);
   return l;
 }
+
+namespace {
+
+// NVLS in node n (layout.hpp): an NVSwitch, two GPUs or more, all of sm 90 or later.
+bool node_has_nvls(const topo::Topology& t, int n) {
+  const auto [first, last] = t.node_vertices(n);
+  bool nvswitch = false;
+  int gpus = 0;
+  for (topo::Vertex v = first; v < last; ++v) {
+    const topo::Device& d = t.graph()[v];
+    if (d.kind == topo::DeviceKind::NvSwitch) nvswitch = true;
+    if (d.kind != topo::DeviceKind::Gpu) continue;
+    ++gpus;
+    if (d.sm < 90) return false;
+  }
+  return nvswitch && gpus >= 2;
+}
+
+}  // namespace
 
 Layout layout_of(const topo::Topology& t) {
   if (t.num_ranks() == 0) throw InputError("the topology has no GPU: there are no ranks to run a collective on");
@@ -80,6 +126,8 @@ Layout layout_of(const topo::Topology& t) {
     for (int local : *order)
       l.node_ranks[static_cast<std::size_t>(n)].push_back(ranks[static_cast<std::size_t>(local)]);
   }
+  for (int n = 0; n < l.nodes; ++n) l.nvls.push_back(node_has_nvls(t, n));
+  l.sharp = t.fabric() && t.fabric()->sharp;
   return l;
 }
 

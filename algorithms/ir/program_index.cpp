@@ -40,6 +40,18 @@ void check_op(const Schedule& s, int rank, const Op& op, std::size_t index) {
          fmt::format("channel {} but the schedule has {} channels", op.channel, s.num_channels()));
   if (is_transfer(op.kind) && (op.peer < 0 || op.peer >= p || op.peer == rank))
     fail(StaticFault::BadPeer, rank, op, index, fmt::format("peer {} is not another rank of 0..{}", op.peer, p - 1));
+  if (is_switch(op.kind)) {
+    const int groups = static_cast<int>(s.switch_groups().size());
+    if (op.peer < 0 || op.peer >= groups)
+      fail(StaticFault::BadGroup, rank, op, index,
+           groups == 0 ? fmt::format("switch group {} but the schedule declares no switch groups", op.peer)
+                       : fmt::format("switch group {} is not a group of 0..{}", op.peer, groups - 1));
+    const bool send = op.kind == OpKind::SwitchSend;
+    if ((send ? s.contributor_index(op.peer, rank) : s.receiver_index(op.peer, rank)) < 0)
+      fail(StaticFault::BadGroup, rank, op, index,
+           fmt::format("rank {} is not a {} of switch group {} ({})", rank, send ? "contributor" : "receiver", op.peer,
+                       to_string(s.switch_groups()[static_cast<std::size_t>(op.peer)].kind)));
+  }
   if (reads_src(op.kind)) check_chunk(s, rank, op, index, op.src);
   if (writes_dst(op.kind)) check_chunk(s, rank, op, index, op.dst);
   if (writes_dst(op.kind) && op.dst.buffer == BufferId::Input)
@@ -58,6 +70,11 @@ ProgramIndex::ProgramIndex(const Schedule& s, int rank, Program program, bool by
   TOPOCOLL_ASSERT(program_.size() < UINT32_MAX, fmt::format("rank {}: {} operations", rank, program_.size()));
   const std::size_t K = static_cast<std::size_t>(std::max(s.num_channels(), 0));
   const int p = s.num_ranks();
+  const int groups = static_cast<int>(s.switch_groups().size());
+  auto member = [&](const Op& op) {
+    if (op.peer < 0 || op.peer >= groups) return false;
+    return (op.kind == OpKind::SwitchSend ? s.contributor_index(op.peer, rank) : s.receiver_index(op.peer, rank)) >= 0;
+  };
   const std::uint64_t size[3] = {s.buffer_count(BufferId::Input), s.buffer_count(BufferId::Output),
                                  s.buffer_count(BufferId::Scratch)};
   auto inside = [&](const Chunk& c) {
@@ -73,7 +90,8 @@ ProgramIndex::ProgramIndex(const Schedule& s, int rank, Program program, bool by
     const bool ok = op.channel < K && (!is_transfer(op.kind) || (op.peer >= 0 && op.peer < p && op.peer != rank)) &&
                     (!reads_src(op.kind) || inside(op.src)) &&
                     (!writes_dst(op.kind) || (inside(op.dst) && op.dst.buffer != BufferId::Input)) &&
-                    ((op.kind != OpKind::Copy && op.kind != OpKind::Reduce) || op.src.count == op.dst.count);
+                    ((op.kind != OpKind::Copy && op.kind != OpKind::Reduce) || op.src.count == op.dst.count) &&
+                    (!is_switch(op.kind) || member(op));
     if (!ok) {
       check_op(s, rank, op, i);  // throws, naming what is wrong
       TOPOCOLL_ASSERT(false, fmt::format("{}: the inline check and check_op disagree", locate(rank, op, i)));

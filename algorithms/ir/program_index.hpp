@@ -38,18 +38,21 @@ namespace topocoll::algo {
 inline bool is_transfer(OpKind k) {
   return k == OpKind::Send || k == OpKind::Recv || k == OpKind::RecvReduce;
 }
+inline bool is_switch(OpKind k) {
+  return k == OpKind::SwitchSend || k == OpKind::SwitchRecv;
+}
 inline bool reads_src(OpKind k) {  // the op has a source chunk
-  return k == OpKind::Send || k == OpKind::Copy || k == OpKind::Reduce;
+  return k == OpKind::Send || k == OpKind::Copy || k == OpKind::Reduce || k == OpKind::SwitchSend;
 }
 inline bool writes_dst(OpKind k) {  // the op has a destination chunk
-  return k != OpKind::Send;
+  return k != OpKind::Send && k != OpKind::SwitchSend;
 }
 
 // "rank 3 channel 1 op 7 (send(peer 4, output[0:128]) ch 1)": how every executor names an op.
 std::string locate(int rank, const Op& op, std::size_t index);
 
 // What the static check finds wrong; the verifier reports each as its Failure of the same name.
-enum class StaticFault : std::uint8_t { BadChannel, BadPeer, OutOfBounds, WritesInput, SizeMismatch };
+enum class StaticFault : std::uint8_t { BadChannel, BadPeer, OutOfBounds, WritesInput, SizeMismatch, BadGroup };
 
 class ProgramError : public ScheduleError {
  public:

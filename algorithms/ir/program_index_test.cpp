@@ -75,6 +75,28 @@ TEST_CASE("program index: the verifier reports the same message for every malfor
   CHECK(verify(cases[7].schedule).failure == Failure::SizeMismatch);
 }
 
+TEST_CASE("program index: switch ops name their group, membership and chunks") {
+  for (const testing::MalformedCase& c : testing::malformed_switch_schedules()) {
+    INFO(c.name);
+    CHECK_NOTHROW(ProgramIndex(c.schedule, 1));
+    CHECK_THROWS_WITH_AS(ProgramIndex(c.schedule, 0), c.message.c_str(), ScheduleError);
+    CHECK(verify(c.schedule).message == c.message);
+  }
+  const auto cases = testing::malformed_switch_schedules();
+  for (std::size_t i : {0, 1, 2}) CHECK(verify(cases[i].schedule).failure == Failure::BadGroup);
+  CHECK(verify(cases[3].schedule).failure == Failure::OutOfBounds);
+  CHECK(verify(cases[4].schedule).failure == Failure::WritesInput);
+  // A switch op in a schedule that declares no groups.
+  std::vector<Program> p(1);
+  ProgramBuilder(p[0]).switch_send(0, {BufferId::Input, 0, 4}, 0);
+  const Schedule none = Schedule::from_programs(
+      "no groups", CollectiveArgs::allreduce(4, DataType::Float32, ReduceOp::Sum, 1), 1, 0, std::move(p));
+  CHECK_THROWS_WITH_AS(ProgramIndex(none, 0),
+                       "rank 0 channel 0 op 0 (switch_send(group 0, input[0:4]) ch 0): switch group 0 but the "
+                       "schedule declares no switch groups",
+                       ScheduleError);
+}
+
 TEST_CASE("connections: dense ids in the order first seen") {
   Connections c(4, 2);
   CHECK(c.id(0, 1, 0) == 0);

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "common/checked.hpp"
 #include "common/errors.hpp"
 
@@ -167,8 +169,8 @@ int Schedule::add_switch_group(SwitchGroup g) {
   const int index = static_cast<int>(switch_groups_.size());
   auto check = [&](const std::vector<int>& ranks, std::string_view role) {
     if (ranks.empty())
-      throw InputError(fmt::format("schedule '{}': switch group {} has no {}: expected at least one rank", name_,
-                                   index, role));
+      throw InputError(
+          fmt::format("schedule '{}': switch group {} has no {}: expected at least one rank", name_, index, role));
     std::vector<bool> seen(static_cast<std::size_t>(args_.ranks), false);
     for (int r : ranks) {
       if (r < 0 || r >= args_.ranks)
@@ -182,8 +184,30 @@ int Schedule::add_switch_group(SwitchGroup g) {
   };
   check(g.contributors, "contributors");
   check(g.receivers, "receivers");
+  auto sorted = [](const std::vector<int>& ranks) {
+    MemberIndex m;
+    m.reserve(ranks.size());
+    for (std::size_t i = 0; i < ranks.size(); ++i) m.emplace_back(ranks[i], static_cast<int>(i));
+    std::sort(m.begin(), m.end());
+    return m;
+  };
+  member_index_.emplace_back(sorted(g.contributors), sorted(g.receivers));
   switch_groups_.push_back(std::move(g));
   return index;
+}
+
+namespace {
+int find_member(const std::vector<std::pair<int, int>>& m, int rank) {
+  auto it = std::lower_bound(m.begin(), m.end(), std::pair<int, int>{rank, -1});
+  return it != m.end() && it->first == rank ? it->second : -1;
+}
+}  // namespace
+
+int Schedule::contributor_index(int g, int rank) const {
+  return find_member(member_index_[static_cast<std::size_t>(g)].first, rank);
+}
+int Schedule::receiver_index(int g, int rank) const {
+  return find_member(member_index_[static_cast<std::size_t>(g)].second, rank);
 }
 
 std::uint64_t Schedule::buffer_count(BufferId b) const {

@@ -54,9 +54,7 @@ struct Op {
   Chunk src;               // Send, Copy, Reduce, SwitchSend
   Chunk dst;               // Recv, RecvReduce, Copy, Reduce, SwitchRecv
   bool operator==(const Op&) const = default;
-  std::uint64_t count() const {
-    return kind == OpKind::Send || kind == OpKind::SwitchSend ? src.count : dst.count;
-  }
+  std::uint64_t count() const { return kind == OpKind::Send || kind == OpKind::SwitchSend ? src.count : dst.count; }
   bool is_switch() const { return kind == OpKind::SwitchSend || kind == OpKind::SwitchRecv; }
 };
 std::string describe(const Op& op);  // "send(peer 3, output[0:128]) ch 1"
@@ -140,6 +138,10 @@ class Schedule {
   const std::vector<SwitchGroup>& switch_groups() const { return switch_groups_; }
   int add_switch_group(SwitchGroup g);
   bool uses_switch() const { return !switch_groups_.empty(); }
+  // The position of `rank` among group g's contributors / receivers, -1 when it is not one
+  // (O(log members); g must be a group index).
+  int contributor_index(int g, int rank) const;
+  int receiver_index(int g, int rank) const;
 
  private:
   std::string name_;
@@ -149,6 +151,9 @@ class Schedule {
   Generator generator_;
   std::vector<ChannelPattern> patterns_;  // empty: every channel Pipeline
   std::vector<SwitchGroup> switch_groups_;
+  // Per group: (rank, position) sorted by rank, for contributors and for receivers.
+  using MemberIndex = std::vector<std::pair<int, int>>;
+  std::vector<std::pair<MemberIndex, MemberIndex>> member_index_;
 };
 
 }  // namespace topocoll::algo

@@ -55,7 +55,7 @@ json chunk_fields(const Chunk& c) {
   return json::array({std::string(to_string(c.buffer)), c.offset, c.count});
 }
 
-Op parse_op(const json& j, const std::string& where) {
+Op parse_op(const json& j, const std::string& where, int groups) {
   if (!j.is_array() || j.empty() || !j[0].is_string())
     throw InputError(fmt::format("{}: an operation is [kind, channel, ...], got {}", where, json_input::echo(j)));
   const std::string kind = j[0].get<std::string>();
@@ -69,6 +69,18 @@ Op parse_op(const json& j, const std::string& where) {
     op.peer = parse_int(j[2], where, "peer");  // the verifier checks the rank
     Chunk c{parse_buffer(j[3], where), parse_u64(j[4], where, "offset"), parse_u64(j[5], where, "count")};
     (op.kind == OpKind::Send ? op.src : op.dst) = c;
+  } else if (kind == "switch_send" || kind == "switch_recv") {
+    need(6);
+    op.kind = kind == "switch_send" ? OpKind::SwitchSend : OpKind::SwitchRecv;
+    op.peer = parse_int(j[2], where, "group");
+    if (op.peer < 0 || op.peer >= groups)
+      throw InputError(groups == 0
+                           ? fmt::format("{}: switch group {} but \"switch_groups\" declares none", where, op.peer)
+                           : fmt::format("{}: switch group {} is not one of the {} in \"switch_groups\" "
+                                         "(0..{})",
+                                         where, op.peer, groups, groups - 1));
+    Chunk c{parse_buffer(j[3], where), parse_u64(j[4], where, "offset"), parse_u64(j[5], where, "count")};
+    (op.kind == OpKind::SwitchSend ? op.src : op.dst) = c;
   } else if (kind == "copy" || kind == "reduce") {
     need(7);
     op.kind = kind == "copy" ? OpKind::Copy : OpKind::Reduce;
@@ -76,8 +88,10 @@ Op parse_op(const json& j, const std::string& where) {
     op.src = Chunk{parse_buffer(j[2], where), parse_u64(j[3], where, "offset"), count};
     op.dst = Chunk{parse_buffer(j[4], where), parse_u64(j[5], where, "offset"), count};
   } else {
-    throw InputError(fmt::format("{}: unknown operation '{}': expected send, recv, recv_reduce, copy or reduce", where,
-                                 json_input::escaped(kind)));
+    throw InputError(
+        fmt::format("{}: unknown operation '{}': expected send, recv, recv_reduce, copy, reduce, "
+                    "switch_send or switch_recv",
+                    where, json_input::escaped(kind)));
   }
   const int channel = parse_int(j[1], where, "channel");  // the verifier checks it against "channels"
   if (channel < 0 || channel > 65535) throw InputError(fmt::format("{}: channel {} is out of range", where, channel));
@@ -100,6 +114,14 @@ void write_schedule_json(const Schedule& s, std::ostream& out) {
   for (int ch = 0; ch < s.num_channels(); ++ch)
     if (s.pattern(ch) == ChannelPattern::Tree) trees.push_back(ch);
   if (!trees.empty()) out << ", \"tree_channels\": " << trees.dump();
+  // In-network reduction groups, when there are any (contract rule 11; optional on input).
+  if (s.uses_switch()) {
+    json groups = json::array();
+    for (const SwitchGroup& g : s.switch_groups())
+      groups.push_back(
+          json{{"kind", std::string(to_string(g.kind))}, {"contributors", g.contributors}, {"receivers", g.receivers}});
+    out << ",\n \"switch_groups\": " << groups.dump();
+  }
   out << ",\n \"programs\": [\n";
   // One rank per line, generated and written one at a time (O(one program) memory).
   for (int r = 0; r < a.ranks; ++r) {
@@ -108,11 +130,13 @@ void write_schedule_json(const Schedule& s, std::ostream& out) {
       json o = json::array({std::string(to_string(op.kind)), op.channel});
       switch (op.kind) {
         case OpKind::Send:
+        case OpKind::SwitchSend:
           o.push_back(op.peer);
           for (auto& f : chunk_fields(op.src)) o.push_back(f);
           break;
         case OpKind::Recv:
         case OpKind::RecvReduce:
+        case OpKind::SwitchRecv:
           o.push_back(op.peer);
           for (auto& f : chunk_fields(op.dst)) o.push_back(f);
           break;
@@ -168,6 +192,42 @@ Schedule read_schedule_json(const std::string& text, const std::string& source) 
           : 0;
   std::string name = "imported";
   if (j.contains("name")) name = json_input::string(j["name"], source, "\"name\"");
+  // Switch groups: [{"kind": "nvls" | "sharp", "contributors": [ranks], "receivers": [ranks]}].
+  std::vector<SwitchGroup> groups;
+  if (j.contains("switch_groups")) {
+    const json& gs = j["switch_groups"];
+    if (!gs.is_array())
+      throw InputError(
+          fmt::format("{}: \"switch_groups\" must be an array of groups, got {}", source, json_input::echo(gs)));
+    for (std::size_t g = 0; g < gs.size(); ++g) {
+      const std::string where = fmt::format("{}: switch_groups[{}]", source, g);
+      const json& e = gs[g];
+      if (!e.is_object() || !e.contains("kind") || !e.contains("contributors") || !e.contains("receivers"))
+        throw InputError(
+            fmt::format("{}: expected {{\"kind\": \"nvls\" or \"sharp\", \"contributors\": [ranks], "
+                        "\"receivers\": [ranks]}}, got {}",
+                        where, json_input::echo(e)));
+      SwitchGroup sg;
+      const std::string kind = json_input::string(e["kind"], where, "\"kind\"");
+      if (kind == "nvls")
+        sg.kind = SwitchKind::Nvls;
+      else if (kind == "sharp")
+        sg.kind = SwitchKind::Sharp;
+      else
+        throw InputError(
+            fmt::format("{}: unknown switch kind '{}': expected nvls or sharp", where, json_input::escaped(kind)));
+      for (const char* role : {"contributors", "receivers"}) {
+        const json& list = e[role];
+        if (!list.is_array())
+          throw InputError(
+              fmt::format("{}: \"{}\" must be an array of ranks, got {}", where, role, json_input::echo(list)));
+        std::vector<int>& out = std::string_view(role) == "contributors" ? sg.contributors : sg.receivers;
+        for (const json& r : list)
+          out.push_back(bounded<int>(r, where, fmt::format("{} rank", role), 0, a.ranks - 1, "\"ranks\" - 1"));
+      }
+      groups.push_back(std::move(sg));
+    }
+  }
   const json& programs = j["programs"];
   if (!programs.is_array() || programs.size() != static_cast<std::size_t>(a.ranks))
     throw InputError(fmt::format("{}: \"programs\" must be an array of {} programs (one per rank)", source, a.ranks));
@@ -182,10 +242,18 @@ Schedule read_schedule_json(const std::string& text, const std::string& source) 
                       kMaxScheduleOperations));
     Program p;
     for (std::size_t i = 0; i < programs[r].size(); ++i)
-      p.push_back(parse_op(programs[r][i], fmt::format("{}: programs[{}][{}]", source, r, i)));
+      p.push_back(
+          parse_op(programs[r][i], fmt::format("{}: programs[{}][{}]", source, r, i), static_cast<int>(groups.size())));
     progs.push_back(std::move(p));
   }
   Schedule sched = Schedule::from_programs(name, a, channels, scratch, std::move(progs));
+  for (std::size_t g = 0; g < groups.size(); ++g) {
+    try {
+      sched.add_switch_group(std::move(groups[g]));
+    } catch (const InputError& e) {
+      throw InputError(fmt::format("{}: switch_groups[{}]: {}", source, g, e.what()));
+    }
+  }
   if (j.contains("tree_channels")) {
     const json& trees = j["tree_channels"];
     if (!trees.is_array())

@@ -12,8 +12,10 @@
 using namespace topocoll::algo;
 
 TEST_CASE("schedule json: every registered algorithm round-trips op for op") {
-  const Layout l = uniform_layout(3, 2);
   for (const Algorithm& alg : registry()) {
+    // One node for nvls (one NVLink domain), three for the others.
+    const Layout l =
+        alg.name == "nvls" ? uniform_layout(1, 6, {.nvls = true}) : uniform_layout(3, 2, {.nvls = true, .sharp = true});
     CollectiveArgs a;
     a.collective = alg.collective;
     a.ranks = l.ranks;
@@ -24,6 +26,7 @@ TEST_CASE("schedule json: every registered algorithm round-trips op for op") {
     Tuning t;
     t.channels = 3;
     t.slice_bytes = 16;
+    REQUIRE_MESSAGE(alg.supports(l, a, t).ok, alg.name);
     const Schedule s = alg.generate(l, a, t);
     std::ostringstream os;
     write_schedule_json(s, os);
@@ -38,8 +41,50 @@ TEST_CASE("schedule json: every registered algorithm round-trips op for op") {
     CHECK(back.args().root == a.root);
     for (int r = 0; r < l.ranks; ++r) CHECK(back.program(r) == s.program(r));
     for (int ch = 0; ch < s.num_channels(); ++ch) CHECK(back.pattern(ch) == s.pattern(ch));
+    CHECK(back.switch_groups() == s.switch_groups());
     CHECK(verify(back).ok());
   }
+}
+
+TEST_CASE("schedule json: switch groups and switch ops, and their bad input") {
+  const std::string text = R"({"format": "topocoll-schedule", "version": 1, "name": "sharp", "collective": "allreduce",
+ "count": 4, "dtype": "float", "op": "sum", "ranks": 2, "channels": 1,
+ "switch_groups": [{"kind": "sharp", "contributors": [0, 1], "receivers": [1, 0]}],
+ "programs": [
+  [["switch_send", 0, 0, "input", 0, 4], ["switch_recv", 0, 0, "output", 0, 4]],
+  [["switch_send", 0, 0, "input", 0, 4], ["switch_recv", 0, 0, "output", 0, 4]]
+ ]})";
+  const Schedule s = read_schedule_json(text, "s.json");
+  REQUIRE(s.switch_groups().size() == 1);
+  CHECK(s.switch_groups()[0] == SwitchGroup{SwitchKind::Sharp, {0, 1}, {1, 0}});
+  CHECK(s.program(1)[1] == Op{OpKind::SwitchRecv, 0, 0, {}, {BufferId::Output, 0, 4}});
+  CHECK(verify(s).ok());
+  std::ostringstream os;
+  write_schedule_json(s, os);
+  CHECK(os.str().find(R"("switch_groups": [{"contributors":[0,1],"kind":"sharp","receivers":[1,0]}])") !=
+        std::string::npos);
+  CHECK(os.str().find(R"(["switch_send",0,0,"input",0,4])") != std::string::npos);
+  auto bad = [&](const std::string& from, const std::string& to, const std::string& expected) {
+    std::string t = text;
+    t.replace(t.find(from), from.size(), to);
+    CHECK_THROWS_WITH_AS(read_schedule_json(t, "s.json"), expected.c_str(), topocoll::InputError);
+  };
+  bad(R"("kind": "sharp")", R"("kind": "nvswitch")",
+      "s.json: switch_groups[0]: unknown switch kind 'nvswitch': expected nvls or sharp");
+  bad("\"contributors\": [0, 1]", "\"contributors\": [0, 7]",
+      "s.json: switch_groups[0]: contributors rank 7 is more than 1 (the limit \"ranks\" - 1)");
+  bad("\"receivers\": [1, 0]", "\"receivers\": [1, 1]",
+      "s.json: switch_groups[0]: schedule 'sharp': switch group 0 names rank 1 twice among its receivers");
+  bad("\"receivers\": [1, 0]", "\"receivers\": []",
+      "s.json: switch_groups[0]: schedule 'sharp': switch group 0 has no receivers: expected at least one rank");
+  bad(R"(["switch_recv", 0, 0, "output", 0, 4]],
+  [)",
+      R"(["switch_recv", 0, 3, "output", 0, 4]],
+  [)",
+      "s.json: programs[0][1]: switch group 3 is not one of the 1 in \"switch_groups\" (0..0)");
+  bad(R"({"kind": "sharp", "contributors": [0, 1], "receivers": [1, 0]})", R"({"kind": "sharp"})",
+      "s.json: switch_groups[0]: expected {\"kind\": \"nvls\" or \"sharp\", \"contributors\": [ranks], \"receivers\": "
+      "[ranks]}, got {\"kind\":\"sharp\"}");
 }
 
 namespace {
