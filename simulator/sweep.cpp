@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "algorithms/registry.hpp"
+#include "common/errors.hpp"
 
 namespace topocoll::sim {
 
@@ -50,13 +51,25 @@ SimulatedPoint simulate_point(Engine& engine, const topo::Topology& t, const alg
                               std::uint64_t bytes, std::uint64_t count, algo::DataType dtype,
                               const SimOptions& options) {
   SimulatedPoint p;
-  // Every protocol; the fastest wins (the first in LL, LL128, Simple order on a tie).
+  // Every protocol; the fastest wins (the first in LL, LL128, Simple order on a tie). Schedules
+  // with in-network reduction run Simple only, as NCCL's NVLS, NVLSTree and CollNet do
+  // (tuning.cc: those algorithms get no LL / LL128 entry; the multimem and SHARP paths move
+  // whole buffers, not flagged lines).
+  const bool simple_only = schedule.uses_switch();
+  if (simple_only &&
+      std::find(protocols.protocols.begin(), protocols.protocols.end(), Protocol::Simple) == protocols.protocols.end())
+    throw InputError(fmt::format("{}: in-network reduction runs the Simple protocol only (as NCCL's NVLS and "
+                                 "CollNet); the protocols asked exclude it",
+                                 algorithm));
   std::size_t won = 0;
+  bool any = false;
   for (std::size_t i = 0; i < protocols.calibrations.size(); ++i) {
+    if (simple_only && protocols.protocols[i] != Protocol::Simple) continue;
     SimResult ri = engine.run(t, schedule, protocols.calibrations[i], options);
-    if (i == 0 || ri.time_s < p.result.time_s) {
+    if (!any || ri.time_s < p.result.time_s) {
       p.result = std::move(ri);
       won = i;
+      any = true;
     }
   }
   const double factor = algo::busbw_factor(algo::Collective::AllReduce, t.num_ranks());

@@ -53,12 +53,12 @@ algo::Layout layout_of(const AlgoArgs& a) {
       throw InputError(
           fmt::format("--nvlink-domain {}: expected 1 to {} nodes (the layout's)", a.nvlink_domain, nodes));
     l = algo::uniform_layout(nodes, per_node,
-                             {.nvls = a.nvls, .sharp = a.sharp, .nodes_per_nvlink_domain = a.nvlink_domain});
+                             {.nvls = a.nvls, .sharp = a.topo.sharp, .nodes_per_nvlink_domain = a.nvlink_domain});
   } else {
     if (a.nvlink_domain != 1) throw InputError("--nvlink-domain needs --layout");
     l = load_job(a).layout;
     if (a.nvls) l.nvls.assign(static_cast<std::size_t>(l.nodes), true);
-    if (a.sharp) l.sharp = true;
+    if (a.topo.sharp) l.sharp = true;
   }
   return l;
 }

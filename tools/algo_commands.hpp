@@ -23,7 +23,6 @@ struct AlgoArgs {
   bool in_place = false;
   std::string layout;     // verify --layout NxG: N nodes of G ranks, no topology
   bool nvls = false;      // verify --nvls: every node has NVLS (NVSwitch multicast)
-  bool sharp = false;     // verify --sharp: the fabric reduces (SHARP)
   int nvlink_domain = 1;  // verify --nvlink-domain K: K consecutive nodes share one NVLink domain
 };
 

@@ -150,7 +150,6 @@ int main(int argc, char** argv) {
   verify->add_option("--layout", algo_args.layout,
                      "NxG: N nodes of G ranks each instead of a topology (e.g. 1x1024 or 128x8)");
   verify->add_flag("--nvls", algo_args.nvls, "every node has NVLS (NVSwitch multicast; on a topology: as if)");
-  verify->add_flag("--sharp", algo_args.sharp, "the fabric reduces (SHARP; on a topology: as if)");
   verify
       ->add_option("--nvlink-domain", algo_args.nvlink_domain,
                    "with --layout: K consecutive nodes share one NVLink domain (e.g. 18x4 --nvlink-domain 18, "

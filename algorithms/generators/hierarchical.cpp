@@ -106,7 +106,7 @@ Schedule make_hierarchical(const Layout& l, const CollectiveArgs& a, const Tunin
       // 3. Inside the node: everyone gets every segment.
       if (st.nvls_intra) {
         const NvlsGroups& ng = plan->nvls[static_cast<std::size_t>(n)];
-        for (std::uint64_t k = 0; k < pieces; ++k) nvls_allgather(b, ng, local_of, i, seg, pieces, k, c);
+        nvls_allgather_pipelined(b, ng, local_of, i, seg, pieces, static_cast<std::uint64_t>(depth), c);
       } else {
         ring_allgather(b, ring, i, seg, c, se, depth);
       }

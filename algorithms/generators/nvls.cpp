@@ -9,7 +9,7 @@
 //                    every rank  <--switch_recv(ag_j)--  that piece (multimem.st, a multicast)
 //
 // Pieces are pipelined like ring slices: reduce-scatter parts run `pipeline_depth` pieces ahead
-// of the receives. A piece is one slice of the channel's data (Tuning::slice_bytes), so each
+// of their reductions, and the multicasts as many ahead of their receives. A piece is one slice of the channel's data (Tuning::slice_bytes), so each
 // rank's share of it is slice / p: with the default 1 MiB slice on 8 GPUs, 128 KiB, NCCL's
 // NVLS chunk (NCCL_NVLS_CHUNKSIZE default 128 * 1024, src/transport/nvls.cc, 2.28).
 // The same stage is hierarchical's NVLS intra-node stage (hierarchical.cpp).
@@ -48,11 +48,24 @@ void nvls_reduce_scatter_recv(ProgramBuilder& b, const NvlsGroups& g, std::span<
                 channel);
 }
 
-void nvls_allgather(ProgramBuilder& b, const NvlsGroups& g, std::span<const int> local_of, int pos,
-                    const std::vector<Chunk>& seg, std::uint64_t pieces, std::uint64_t k, int channel) {
+void nvls_allgather_send(ProgramBuilder& b, const NvlsGroups& g, std::span<const int> local_of, int pos,
+                         const std::vector<Chunk>& seg, std::uint64_t pieces, std::uint64_t k, int channel) {
   b.switch_send(g.ag + local_of[static_cast<std::size_t>(pos)], slice(seg[static_cast<std::size_t>(pos)], pieces, k),
                 channel);
+}
+
+void nvls_allgather_recv(ProgramBuilder& b, const NvlsGroups& g, std::span<const int> local_of,
+                         const std::vector<Chunk>& seg, std::uint64_t pieces, std::uint64_t k, int channel) {
   for (std::size_t j = 0; j < seg.size(); ++j) b.switch_recv(g.ag + local_of[j], slice(seg[j], pieces, k), channel);
+}
+
+void nvls_allgather_pipelined(ProgramBuilder& b, const NvlsGroups& g, std::span<const int> local_of, int pos,
+                              const std::vector<Chunk>& seg, std::uint64_t pieces, std::uint64_t depth,
+                              int channel) {
+  for (std::uint64_t k = 0; k < pieces + depth; ++k) {
+    if (k < pieces) nvls_allgather_send(b, g, local_of, pos, seg, pieces, k, channel);
+    if (k >= depth) nvls_allgather_recv(b, g, local_of, seg, pieces, k - depth, channel);
+  }
 }
 
 namespace {
@@ -81,12 +94,15 @@ Schedule make_nvls(const Layout& l, const CollectiveArgs& a, const Tuning& t) {
       const Range mine = channel_range(a.count, K, c);
       const std::vector<Chunk> in = segments(BufferId::Input, mine, p), outs = segments(BufferId::Output, mine, p);
       const std::uint64_t pieces = slice_count(mine.count, se);
-      for (std::uint64_t k = 0; k < pieces + w; ++k) {
+      // Three stages in flight: piece k's parts go up, piece k - w is reduced and multicast, and
+      // piece k - 2w's multicasts are received.
+      for (std::uint64_t k = 0; k < pieces + 2 * w; ++k) {
         if (k < pieces) nvls_reduce_scatter_send(b, g, *local_of, in, pieces, k, c);
-        if (k >= w) {
+        if (k >= w && k < pieces + w) {
           nvls_reduce_scatter_recv(b, g, *local_of, pos, outs, pieces, k - w, c);
-          nvls_allgather(b, g, *local_of, pos, outs, pieces, k - w, c);
+          nvls_allgather_send(b, g, *local_of, pos, outs, pieces, k - w, c);
         }
+        if (k >= 2 * w) nvls_allgather_recv(b, g, *local_of, outs, pieces, k - 2 * w, c);
       }
     }
   });

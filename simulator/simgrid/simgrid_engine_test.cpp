@@ -20,6 +20,7 @@
 #include "simulator/routes.hpp"
 #include "simulator/simgrid/simgrid_adapter.hpp"
 #include "topologies/presets.hpp"
+#include "topologies/transform.hpp"
 
 namespace topocoll::sim {
 namespace {
@@ -484,7 +485,9 @@ TEST_CASE("simgrid: an island shares its hub by water-filling") {
 TEST_CASE("simgrid: fast paths give plain SimGrid's results for every algorithm") {
   topo::FabricSpec rail;
   rail.kind = topo::FabricKind::RailFatTree;
-  const topo::Topology t = topo::Topology::build(topo::make_dgx_h100_node(), 3, rail);
+  // The NVSwitch planes merged, as `topocoll sim` builds it: NVLS groups (nvls-tree,
+  // hierarchical-nvls) reduce in the one NVSwitch fabric.
+  const topo::Topology t = topo::Topology::build(topo::merge_nvswitch_planes(topo::make_dgx_h100_node()), 3, rail);
   std::uint64_t private_transfers = 0, transfers = 0;
   for (const algo::Algorithm* alg : algo::select_algorithms("all", algo::Collective::AllReduce)) {
     for (int channels : {1, 3}) {
