@@ -211,4 +211,23 @@ if expect_ok sim --topology "$data/handwritten-smi-h100x8-nv18.txt" -a ring -b 1
 printf '\tGPU0\tGPU1\tCPU Affinity\nGPU0\t X \tNV4\t0-7\nGPU1\tNV4\n' >"$tmp/ragged.txt"
 expect_error "ragged.txt:3: row GPU1 with 1 cells: expected 2 cells" topo show --topology "$tmp/ragged.txt"
 
+# --- every preset: topo show and sim run, and say nothing is assumed silently ----------------
+for preset in $("$bin" topo presets | awk '$1 != "local" {print $1}'); do
+  expect_ok topo show --topology "$preset" && contains "GPU" "topo show $preset"
+  expect_ok sim --topology "$preset" -b 1M -e 1M --no-nccl-model && contains "fastest" "sim $preset"
+done
+
+# --- 8 x H200 at 8 GiB: NVLS ahead of ring by its traffic, in both engines ------------------
+# Per GPU and direction NVLS moves S(1 + 1/N), ring 2S(N-1)/N: with NVLink the bound, ring / nvls
+# tends to 2(N-1)/(N+1) = 1.556 on 8 GPUs (docs/simulator.md, "Switch operations").
+for engine in analytic simgrid; do
+  if expect_ok sim --topology hgx-h200 -a ring,nvls -b 8G -e 8G --engine "$engine" --no-nccl-model --format jsonl; then
+    ratio=$(python3 -c 'import json,sys
+t={json.loads(l)["algorithm"]: json.loads(l)["time_us"] for l in open(sys.argv[1])}
+print("%.3f" % (t["ring"] / t["nvls"]))' "$tmp/out")
+    check "python3 -c 'import sys; sys.exit(0 if abs($ratio / 1.5556 - 1) < 0.03 else 1)'" \
+      "hgx-h200 8 GiB ($engine): ring / nvls = $ratio, expected 1.556 within 3 % (2(N-1)/(N+1))"
+  fi
+done
+
 summary cli
