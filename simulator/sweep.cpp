@@ -58,9 +58,10 @@ SimulatedPoint simulate_point(Engine& engine, const topo::Topology& t, const alg
   const bool simple_only = schedule.uses_switch();
   if (simple_only &&
       std::find(protocols.protocols.begin(), protocols.protocols.end(), Protocol::Simple) == protocols.protocols.end())
-    throw InputError(fmt::format("{}: in-network reduction runs the Simple protocol only (as NCCL's NVLS and "
-                                 "CollNet); the protocols asked exclude it",
-                                 algorithm));
+    throw InputError(
+        fmt::format("{}: in-network reduction runs the Simple protocol only (as NCCL's NVLS and "
+                    "CollNet); the protocols asked exclude it",
+                    algorithm));
   std::size_t won = 0;
   bool any = false;
   for (std::size_t i = 0; i < protocols.calibrations.size(); ++i) {

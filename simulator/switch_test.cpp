@@ -103,7 +103,8 @@ TEST_CASE("switch groups a topology cannot run are input errors") {
         "stranger", algo::CollectiveArgs::allreduce(4, algo::DataType::Float32, algo::ReduceOp::Sum, 8), 1, 0,
         std::move(programs));
     s.add_switch_group({algo::SwitchKind::Nvls, {0, 1}, {0}});
-    CHECK_THROWS_WITH_AS(run_on(t, s), doctest::Contains("rank 3 is not a contributor of switch group 0"), ScheduleError);
+    CHECK_THROWS_WITH_AS(run_on(t, s), doctest::Contains("rank 3 is not a contributor of switch group 0"),
+                         ScheduleError);
   }
   SUBCASE("SHARP on a fabric without sharp") {
     const topo::Topology t = testing::load("dgx-h100", 2, topo::FabricKind::RailFatTree);

@@ -200,9 +200,9 @@ ClusterSpec parse_cluster_spec(const std::string& text, const std::string& sourc
   }
   if (!spec.inline_node && !is_preset(spec.node)) {
     if (!is_node_file_name(spec.node) && !ends_with(spec.node, ".yaml") && !ends_with(spec.node, ".yml"))
-      throw InputError(fmt::format(
-          "{}:{}: 'node: {}' is neither a preset ({}) nor a node file (.xml, .txt, .yaml), nor a node map", source,
-          root["node"].Mark().line + 1, spec.node, preset_names()));
+      throw InputError(
+          fmt::format("{}:{}: 'node: {}' is neither a preset ({}) nor a node file (.xml, .txt, .yaml), nor a node map",
+                      source, root["node"].Mark().line + 1, spec.node, preset_names()));
     fs::path p(spec.node);
     spec.node_path = p.is_absolute() ? p.string() : (fs::path(base_dir) / p).string();
   }

@@ -57,8 +57,7 @@ void nvls_allgather_recv(ProgramBuilder& b, const NvlsGroups& g, std::span<const
                          const std::vector<Chunk>& seg, std::uint64_t pieces, std::uint64_t k, int channel);
 // Every piece of the all-gather, the receives `depth` pieces behind the sends.
 void nvls_allgather_pipelined(ProgramBuilder& b, const NvlsGroups& g, std::span<const int> local_of, int pos,
-                              const std::vector<Chunk>& seg, std::uint64_t pieces, std::uint64_t depth,
-                              int channel);
+                              const std::vector<Chunk>& seg, std::uint64_t pieces, std::uint64_t depth, int channel);
 
 // The blocks as collectives of their own.
 Algorithm reduce_scatter_ring();  // ring_blocks.cpp

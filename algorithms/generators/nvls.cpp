@@ -9,11 +9,11 @@
 //                    every rank  <--switch_recv(ag_j)--  that piece (multimem.st, a multicast)
 //
 // Pieces are pipelined like ring slices: reduce-scatter parts run `pipeline_depth` pieces ahead
-// of their reductions, and the multicasts as many ahead of their receives. A piece is one slice of the channel's data (Tuning::slice_bytes), so each
-// rank's share of it is slice / p: with the default 1 MiB slice on 8 GPUs, 128 KiB, NCCL's
-// NVLS chunk (NCCL_NVLS_CHUNKSIZE default 128 * 1024, src/transport/nvls.cc, 2.28).
-// The same stage is hierarchical's NVLS intra-node stage (hierarchical.cpp).
-// Cost sheets in docs/algorithms.md use the names below: p ranks, K channels, S bytes.
+// of their reductions, and the multicasts as many ahead of their receives. A piece is one slice of the channel's data
+// (Tuning::slice_bytes), so each rank's share of it is slice / p: with the default 1 MiB slice on 8 GPUs, 128 KiB,
+// NCCL's NVLS chunk (NCCL_NVLS_CHUNKSIZE default 128 * 1024, src/transport/nvls.cc, 2.28). The same stage is
+// hierarchical's NVLS intra-node stage (hierarchical.cpp). Cost sheets in docs/algorithms.md use the names below: p
+// ranks, K channels, S bytes.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -60,8 +60,7 @@ void nvls_allgather_recv(ProgramBuilder& b, const NvlsGroups& g, std::span<const
 }
 
 void nvls_allgather_pipelined(ProgramBuilder& b, const NvlsGroups& g, std::span<const int> local_of, int pos,
-                              const std::vector<Chunk>& seg, std::uint64_t pieces, std::uint64_t depth,
-                              int channel) {
+                              const std::vector<Chunk>& seg, std::uint64_t pieces, std::uint64_t depth, int channel) {
   for (std::uint64_t k = 0; k < pieces + depth; ++k) {
     if (k < pieces) nvls_allgather_send(b, g, local_of, pos, seg, pieces, k, channel);
     if (k >= depth) nvls_allgather_recv(b, g, local_of, seg, pieces, k - depth, channel);
