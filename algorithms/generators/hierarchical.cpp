@@ -36,6 +36,10 @@ struct HierPlan {
   int sharp = -1;
 };
 
+// Batches of a channel's data the NVLS-inside stages overlap (emit_nvls_batches): with B batches
+// the three stages take B + 2 steps of one batch each instead of 3B.
+constexpr std::uint64_t kNvlsBatches = 4;
+
 int stage_channels(const HierarchicalStages& st, const CollectiveArgs& a, const Tuning& t) {
   return st.inner ? st.inner->channels(a, t) : std::max(1, t.channels);
 }
@@ -47,6 +51,57 @@ void sharp_allreduce(ProgramBuilder& b, int group, const Chunk& data, int channe
   for (std::uint64_t k = 0; k < pieces + w; ++k) {
     if (k < pieces) b.switch_send(group, slice(data, pieces, k), channel);
     if (k >= w) b.switch_recv(group, slice(data, pieces, k - w), channel);
+  }
+}
+
+// The NVLS-inside stages, in batches so that the NVSwitch and the network work at once: the
+// channel's data is cut into `batches` consecutive ranges, and while batch b's segment crosses
+// the nodes (the inner stage, which blocks the channel), the switch already holds batch b + 1's
+// parts (switch_send does not block) and multicasts batch b - 1's result:
+//
+//   step t:  RS parts of batch t  |  RS result, inner allreduce, AG multicast of batch t-1  |
+//            AG receives of batch t-2
+//
+// NCCL's NVLSTree runs these as concurrent warp groups of one kernel (src/device/all_reduce.h,
+// runTreeSplit for NVLS_TREE); a channel's program order needs the lag instead.
+void emit_nvls_batches(ProgramBuilder& b, const HierPlan& plan, const HierarchicalStages& st, int n, int i,
+                       const std::vector<int>& local_of, const std::vector<std::vector<int>>& intra, Range mine,
+                       int c, const CollectiveArgs& a, const Tuning& t, std::uint64_t se, int depth, int N) {
+  const int g = static_cast<int>(local_of.size());
+  const NvlsGroups& ng = plan.nvls[static_cast<std::size_t>(n)];
+  const std::uint64_t batches = std::clamp<std::uint64_t>(slice_count(mine.count, se), 1, kNvlsBatches);
+  auto batch = [&](std::uint64_t k) {
+    const Range r = split(Range{0, mine.count}, batches, k);
+    return Range{mine.offset + r.offset, r.count};
+  };
+  for (std::uint64_t step = 0; step < batches + 2; ++step) {
+    if (step < batches) {  // RS parts of batch `step`
+      const Range r = batch(step);
+      const std::vector<Chunk> in = segments(BufferId::Input, r, g);
+      const std::uint64_t pieces = slice_count(r.count, se);
+      for (std::uint64_t k = 0; k < pieces; ++k) nvls_reduce_scatter_send(b, ng, local_of, in, pieces, k, c);
+    }
+    if (step >= 1 && step <= batches) {  // batch step - 1: its reduction, across nodes, multicast
+      const Range r = batch(step - 1);
+      const std::vector<Chunk> seg = segments(BufferId::Output, r, g);
+      const std::uint64_t pieces = slice_count(r.count, se);
+      for (std::uint64_t k = 0; k < pieces; ++k) nvls_reduce_scatter_recv(b, ng, local_of, i, seg, pieces, k, c);
+      const Chunk& part = seg[static_cast<std::size_t>(i)];
+      if (st.inner) {
+        std::vector<int> group;
+        for (int m = 0; m < N; ++m) group.push_back(intra[static_cast<std::size_t>(m)][static_cast<std::size_t>(i)]);
+        st.inner->emit(b, group, n, part, c, a, t);
+      } else {
+        sharp_allreduce(b, plan.sharp + local_of[static_cast<std::size_t>(i)], part, c, se, depth);
+      }
+      for (std::uint64_t k = 0; k < pieces; ++k) nvls_allgather_send(b, ng, local_of, i, seg, pieces, k, c);
+    }
+    if (step >= 2) {  // batch step - 2: every segment's multicast received
+      const Range r = batch(step - 2);
+      const std::vector<Chunk> seg = segments(BufferId::Output, r, g);
+      const std::uint64_t pieces = slice_count(r.count, se);
+      for (std::uint64_t k = 0; k < pieces; ++k) nvls_allgather_recv(b, ng, local_of, seg, pieces, k, c);
+    }
   }
 }
 
@@ -79,20 +134,13 @@ Schedule make_hierarchical(const Layout& l, const CollectiveArgs& a, const Tunin
       // Ring position j on channel c is the node's GPU of local index (j + c) mod g (rotate).
       std::vector<int> local_of;
       for (int j = 0; j < g; ++j) local_of.push_back((j + c % g) % g);
-      const std::uint64_t pieces = slice_count(mine.count, se);
-      // 1. Inside the node: position i ends with segment i reduced over the node.
       if (st.nvls_intra) {
-        const NvlsGroups& ng = plan->nvls[static_cast<std::size_t>(n)];
-        const std::vector<Chunk> in = segments(BufferId::Input, mine, g);
-        const std::uint64_t w = static_cast<std::uint64_t>(depth);
-        for (std::uint64_t k = 0; k < pieces + w; ++k) {
-          if (k < pieces) nvls_reduce_scatter_send(b, ng, local_of, in, pieces, k, c);
-          if (k >= w) nvls_reduce_scatter_recv(b, ng, local_of, i, seg, pieces, k - w, c);
-        }
-      } else {
-        b.copy(as_chunk(BufferId::Input, mine), as_chunk(BufferId::Output, mine), c);
-        ring_reduce_scatter(b, ring, i, seg, c, se, depth);
+        emit_nvls_batches(b, *plan, st, n, i, local_of, intra, mine, c, a, t, se, depth, N);
+        continue;
       }
+      // 1. Inside the node: position i ends with segment i reduced over the node.
+      b.copy(as_chunk(BufferId::Input, mine), as_chunk(BufferId::Output, mine), c);
+      ring_reduce_scatter(b, ring, i, seg, c, se, depth);
       // 2. Across nodes: the position-i GPUs of every node allreduce segment i (node n is
       //    position n of the group).
       const Chunk& part = seg[static_cast<std::size_t>(i)];
@@ -104,12 +152,7 @@ Schedule make_hierarchical(const Layout& l, const CollectiveArgs& a, const Tunin
         sharp_allreduce(b, plan->sharp + local_of[static_cast<std::size_t>(i)], part, c, se, depth);
       }
       // 3. Inside the node: everyone gets every segment.
-      if (st.nvls_intra) {
-        const NvlsGroups& ng = plan->nvls[static_cast<std::size_t>(n)];
-        nvls_allgather_pipelined(b, ng, local_of, i, seg, pieces, static_cast<std::uint64_t>(depth), c);
-      } else {
-        ring_allgather(b, ring, i, seg, c, se, depth);
-      }
+      ring_allgather(b, ring, i, seg, c, se, depth);
     }
   });
   if (st.nvls_intra)
