@@ -67,7 +67,7 @@ expect_clean() {
     ok "$what: $(grep -m1 "busbw <=" "$tmp/out" || head -1 "$tmp/out")"
   fi
 }
-for f in xml-10-gpus-maxflow-ub.xml yaml-01-sanitizer.yaml yaml-02-sanitizer.yaml; do
+for f in xml-10-gpus-maxflow-ub.xml xml-self-nvlink-nic-class-self-link.xml yaml-01-sanitizer.yaml yaml-02-sanitizer.yaml; do
   expect_clean "topo show $f" "$topocoll" topo show --topology "$repros/$f"
 done
 expect_clean "topo show dgx-h100 x2" "$topocoll" topo show --topology dgx-h100 --nodes 2

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "common/errors.hpp"
+#include "common/files.hpp"
 #include "common/json_input.hpp"
 #include "common/log.hpp"
 #include "topologies/constants.hpp"
@@ -40,11 +41,7 @@ bool ends_with(std::string_view s, std::string_view suffix) {
 }
 
 std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(fmt::format("{}: cannot read the file (does it exist?)", path));
-  std::ostringstream os;
-  os << in.rdbuf();
-  return os.str();
+  return read_input_file(path, "a YAML cluster spec or node description");
 }
 
 FabricSpec parse_fabric_node(const YAML::Node& n, const std::string& source) {

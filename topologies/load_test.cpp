@@ -73,7 +73,8 @@ TEST_CASE("load: bad command-line values") {
   CHECK_THROWS_WITH_AS(load_topology(TopologyOptions{"/nonexistent/file.xml"}),
                        doctest::Contains("/nonexistent/file.xml"), InputError);
   CHECK_THROWS_WITH_AS(load_topology(TopologyOptions{"/nonexistent/spec.yaml"}),
-                       doctest::Contains("/nonexistent/spec.yaml: cannot read"), InputError);
+                       doctest::Contains("/nonexistent/spec.yaml: no such file: expected a YAML cluster spec"),
+                       InputError);
   CHECK_THROWS_WITH_AS(load_topology(TopologyOptions{""}), doctest::Contains("--topology is required"), InputError);
 }
 

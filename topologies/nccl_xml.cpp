@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "common/errors.hpp"
+#include "common/files.hpp"
 #include "topologies/constants.hpp"
 
 namespace topocoll::topo {
@@ -672,9 +673,10 @@ class NcclXmlImporter {
         const std::string target = nvlink_target(nvlink);
         const std::optional<PciRole> role = nvlink_role(nvlink);
         ++nvlink_elements_;
-        if (target == gpu.busid && (!role || role == PciRole::Gpu)) {
+        if (target == gpu.busid && role != PciRole::NvSwitch && role != PciRole::Cpu) {
           // Azure NC A100 v4's dump: NCCL looks the bus id up and connects the GPU to itself
-          // (src/graph/topo.cc, ncclTopoAddNvLinks), a loop no path between devices uses.
+          // (src/graph/topo.cc, ncclTopoAddNvLinks), a loop no path between devices uses. The
+          // same for a self target of any class but NVSwitch / CPU (those name a far end).
           self_nvlinks_.push_back(fmt::format("{} (line {})", target, source_.line_of(nvlink)));
           continue;
         }
@@ -986,18 +988,7 @@ std::string nvlink_unknown_note(const std::string& file, int gpus, std::string_v
 
 namespace {
 std::string read_xml_file(const std::string& path) {
-  constexpr std::string_view kExpected =
-      "a readable NCCL topology XML file (NCCL_TOPO_FILE / NCCL_TOPO_DUMP_FILE format)";
-  std::error_code ec;
-  if (!std::filesystem::exists(path, ec))
-    throw InputError(fmt::format("{}: no such file: expected {}", path, kExpected));
-  if (std::filesystem::is_directory(path, ec))
-    throw InputError(fmt::format("{}: is a directory: expected {}", path, kExpected));
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  if (in) text << in.rdbuf();
-  if (!in || in.bad()) throw InputError(fmt::format("{}: cannot be read: expected {}", path, kExpected));
-  return text.str();
+  return read_input_file(path, "a readable NCCL topology XML file (NCCL_TOPO_FILE / NCCL_TOPO_DUMP_FILE format)");
 }
 }  // namespace
 

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "common/errors.hpp"
+#include "common/files.hpp"
 #include "topologies/hwloc_xml.hpp"
 #include "topologies/nccl_xml.hpp"
 #include "topologies/smi_topo.hpp"
@@ -40,18 +41,8 @@ std::string_view root_element(std::string_view text) {
 }
 
 std::string read_text(const std::string& path) {
-  constexpr std::string_view kExpected =
-      "a readable node file (NCCL topology XML, hwloc XML from lstopo, or the text of nvidia-smi topo -m)";
-  std::error_code ec;
-  if (!std::filesystem::exists(path, ec))
-    throw InputError(fmt::format("{}: no such file: expected {}", path, kExpected));
-  if (std::filesystem::is_directory(path, ec))
-    throw InputError(fmt::format("{}: is a directory: expected {}", path, kExpected));
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  if (in) text << in.rdbuf();
-  if (!in || in.bad()) throw InputError(fmt::format("{}: cannot be read: expected {}", path, kExpected));
-  return text.str();
+  return read_input_file(
+      path, "a readable node file (NCCL topology XML, hwloc XML from lstopo, or the text of nvidia-smi topo -m)");
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "common/errors.hpp"
+#include "common/files.hpp"
 #include "topologies/constants.hpp"
 #include "topologies/yaml_input.hpp"
 
@@ -51,11 +52,7 @@ std::optional<int> sm_of_model(std::string_view model) {
 }
 
 std::string read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(fmt::format("{}: cannot read the file (does it exist?)", path));
-  std::ostringstream os;
-  os << in.rdbuf();
-  return os.str();
+  return read_input_file(path, "a YAML node description");
 }
 
 // "400 Gb/s" (also "400Gb/s", "400 Gbps") -> 400.

@@ -54,6 +54,20 @@ void sharp_allreduce(ProgramBuilder& b, int group, const Chunk& data, int channe
   }
 }
 
+// Stage 2: the position-i GPUs of every node (node n is position n of the group) allreduce
+// `part` with the inner group stage, or in the network (SHARP).
+void emit_across(ProgramBuilder& b, const HierPlan& plan, const HierarchicalStages& st, int n, int i,
+                 const std::vector<int>& local_of, const std::vector<std::vector<int>>& intra, const Chunk& part, int c,
+                 const CollectiveArgs& a, const Tuning& t, std::uint64_t se, int depth, int N) {
+  if (st.inner) {
+    std::vector<int> group;
+    for (int m = 0; m < N; ++m) group.push_back(intra[static_cast<std::size_t>(m)][static_cast<std::size_t>(i)]);
+    st.inner->emit(b, group, n, part, c, a, t);
+  } else {
+    sharp_allreduce(b, plan.sharp + local_of[static_cast<std::size_t>(i)], part, c, se, depth);
+  }
+}
+
 // The NVLS-inside stages, in batches so that the NVSwitch and the network work at once: the
 // channel's data is cut into `batches` consecutive ranges, and while batch b's segment crosses
 // the nodes (the inner stage, which blocks the channel), the switch already holds batch b + 1's
@@ -65,8 +79,8 @@ void sharp_allreduce(ProgramBuilder& b, int group, const Chunk& data, int channe
 // NCCL's NVLSTree runs these as concurrent warp groups of one kernel (src/device/all_reduce.h,
 // runTreeSplit for NVLS_TREE); a channel's program order needs the lag instead.
 void emit_nvls_batches(ProgramBuilder& b, const HierPlan& plan, const HierarchicalStages& st, int n, int i,
-                       const std::vector<int>& local_of, const std::vector<std::vector<int>>& intra, Range mine,
-                       int c, const CollectiveArgs& a, const Tuning& t, std::uint64_t se, int depth, int N) {
+                       const std::vector<int>& local_of, const std::vector<std::vector<int>>& intra, Range mine, int c,
+                       const CollectiveArgs& a, const Tuning& t, std::uint64_t se, int depth, int N) {
   const int g = static_cast<int>(local_of.size());
   const NvlsGroups& ng = plan.nvls[static_cast<std::size_t>(n)];
   const std::uint64_t batches = std::clamp<std::uint64_t>(slice_count(mine.count, se), 1, kNvlsBatches);
@@ -86,14 +100,7 @@ void emit_nvls_batches(ProgramBuilder& b, const HierPlan& plan, const Hierarchic
       const std::vector<Chunk> seg = segments(BufferId::Output, r, g);
       const std::uint64_t pieces = slice_count(r.count, se);
       for (std::uint64_t k = 0; k < pieces; ++k) nvls_reduce_scatter_recv(b, ng, local_of, i, seg, pieces, k, c);
-      const Chunk& part = seg[static_cast<std::size_t>(i)];
-      if (st.inner) {
-        std::vector<int> group;
-        for (int m = 0; m < N; ++m) group.push_back(intra[static_cast<std::size_t>(m)][static_cast<std::size_t>(i)]);
-        st.inner->emit(b, group, n, part, c, a, t);
-      } else {
-        sharp_allreduce(b, plan.sharp + local_of[static_cast<std::size_t>(i)], part, c, se, depth);
-      }
+      emit_across(b, plan, st, n, i, local_of, intra, seg[static_cast<std::size_t>(i)], c, a, t, se, depth, N);
       for (std::uint64_t k = 0; k < pieces; ++k) nvls_allgather_send(b, ng, local_of, i, seg, pieces, k, c);
     }
     if (step >= 2) {  // batch step - 2: every segment's multicast received
@@ -143,14 +150,7 @@ Schedule make_hierarchical(const Layout& l, const CollectiveArgs& a, const Tunin
       ring_reduce_scatter(b, ring, i, seg, c, se, depth);
       // 2. Across nodes: the position-i GPUs of every node allreduce segment i (node n is
       //    position n of the group).
-      const Chunk& part = seg[static_cast<std::size_t>(i)];
-      if (st.inner) {
-        std::vector<int> group;
-        for (int m = 0; m < N; ++m) group.push_back(intra[static_cast<std::size_t>(m)][static_cast<std::size_t>(i)]);
-        st.inner->emit(b, group, n, part, c, a, t);
-      } else {
-        sharp_allreduce(b, plan->sharp + local_of[static_cast<std::size_t>(i)], part, c, se, depth);
-      }
+      emit_across(b, *plan, st, n, i, local_of, intra, seg[static_cast<std::size_t>(i)], c, a, t, se, depth, N);
       // 3. Inside the node: everyone gets every segment.
       ring_allgather(b, ring, i, seg, c, se, depth);
     }
