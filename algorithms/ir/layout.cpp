@@ -77,7 +77,10 @@ bool node_has_nvls(const topo::Topology& t, int n) {
 }  // namespace
 
 Layout layout_of(const topo::Topology& t) {
-  if (t.num_ranks() == 0) throw InputError("the topology has no GPU: there are no ranks to run a collective on");
+  if (t.num_ranks() == 0)
+    throw InputError(
+        "the topology has no GPU: there are no ranks to run a collective on (a file that lists none: describe the "
+        "node's GPUs in a YAML node description, docs/topologies.md \"The node language\")");
   Layout l;
   l.nodes = t.nodes();
   l.ranks = t.num_ranks();
