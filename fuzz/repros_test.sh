@@ -38,7 +38,7 @@ done
 check "! grep -q 'nvl$' <<<\"\$(timeout 10 $topocoll sim --topology pcie-8gpu -b 1K -e 1K --calibration $repros/calibration-02-unclear.json 2>&1)\"" \
   "calibration-02: the key is escaped"
 for f in xml-01-hang xml-02-internal-error xml-03-sanitizer xml-duplicate-busid xml-nvlink-count-1e6-accepted \
-  xml-nvlink-count-over-int-max xml-nvlink-count-sum-overflow; do
+  xml-nvlink-count-over-int-max xml-nvlink-count-sum-overflow xml-self-nvlink-nvswitch-class-self-link; do
   expect_input_error "topo show $f.xml" "$topocoll" topo show --topology "$repros/$f.xml"
 done
 for f in "$repros"/exp-*.yaml; do

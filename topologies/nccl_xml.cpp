@@ -684,7 +684,7 @@ class NcclXmlImporter {
           const std::pair key{gpu.vertex, cpus_[static_cast<std::size_t>(gpu.cpu)].vertex};
           gpu_other[key] += count;
           other_kind[key] = LinkKind::C2C;
-        } else if (auto peer = gpu_by_busid.find(target); peer != gpu_by_busid.end()) {
+        } else if (auto peer = gpu_by_busid.find(target); peer != gpu_by_busid.end() && peer->second != gpu.vertex) {
           gpu_gpu[{gpu.vertex, peer->second}] += count;
         } else if (role == PciRole::Gpu) {
           missing_peers_.push_back(fmt::format("{} (line {})", target, source_.line_of(nvlink)));
