@@ -37,13 +37,16 @@ run_ok() {
   timeout 60 "${launch[@]}" -np "$np" "$bin" --backend "$backend" "$@" >"$tmp/out" 2>"$tmp/err"
   local rc=$?
   local what="--backend $backend -np $np $*"
-  # LeakSanitizer's own tracer sometimes crashes at exit under load ("Tracer caught signal 11",
-  # "LeakSanitizer has encountered a fatal error": google/sanitizers#1353, a known intermittent
-  # fault of the tool, not a leak report). Such a run is repeated once, and said; a second one
-  # fails like any other exit.
+  # In the ASan job LeakSanitizer's own tracer can crash at exit of an 8-rank MPI run ("Tracer
+  # caught signal 11", "LeakSanitizer has encountered a fatal error", after "DTLS 8 at 0x3fb4-…":
+  # a dynamic-TLS slot it cannot read; google/sanitizers#1353). That is the tool failing, not a
+  # leak report: such a run is repeated once with leak detection off (AddressSanitizer and
+  # UBSan still on), and said. The same code paths keep their leak check in the 2-, 3- and 4-rank
+  # runs. Any other failure of the repeat fails the case.
   if [ "$rc" -ne 0 ] && grep -q "LeakSanitizer has encountered a fatal error" "$tmp/err"; then
-    echo "mpi-bench: $what: LeakSanitizer's tracer crashed (google/sanitizers#1353); running it again"
-    timeout 60 "${launch[@]}" -np "$np" "$bin" --backend "$backend" "$@" >"$tmp/out" 2>"$tmp/err"
+    echo "mpi-bench: $what: LeakSanitizer's tracer crashed (google/sanitizers#1353); repeated without leak detection"
+    ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" \
+      timeout 60 "${launch[@]}" -np "$np" "$bin" --backend "$backend" "$@" >"$tmp/out" 2>"$tmp/err"
     rc=$?
   fi
   if [ "$rc" -ne 0 ]; then fail "$what: exit $rc: $(head -c 600 "$tmp/err")"; return; fi
