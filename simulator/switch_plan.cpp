@@ -71,10 +71,6 @@ SwitchPlan::SwitchPlan(const topo::Topology& t, const algo::Schedule& s, const C
     const algo::SwitchGroup& sg = groups[gi];
     GroupInfo& info = groups_[gi];
     info.kind = sg.kind;
-    for (std::size_t k = 0; k < sg.contributors.size(); ++k)
-      info.contributor_index[sg.contributors[k]] = static_cast<std::uint32_t>(k);
-    for (std::size_t k = 0; k < sg.receivers.size(); ++k)
-      info.receiver_index[sg.receivers[k]] = static_cast<std::uint32_t>(k);
     info.latency_s = c.switch_latency_us[static_cast<std::size_t>(sg.kind)] * 1e-6;
     const std::string name = group_name(s, static_cast<int>(gi));
     std::vector<int> members = sg.contributors;
@@ -247,13 +243,12 @@ std::uint32_t SwitchPlan::use(int group, int channel) {
 
 std::uint32_t SwitchPlan::up_flow(std::uint32_t rv, int rank) const {
   const Rendezvous& r = rendezvous_[rv];
-  const GroupInfo& info = groups_[static_cast<std::size_t>(r.group)];
-  const auto it = info.contributor_index.find(rank);
-  if (it == info.contributor_index.end())
+  const int index = s_.contributor_index(r.group, rank);  // the schedule's member index
+  if (index < 0)
     throw ScheduleError(fmt::format("rank {}: switch_send on {} but rank {} is not one of its contributors", rank,
                                     group_name(s_, r.group), rank),
                         rank, r.channel);
-  return r.first_flow + it->second;
+  return r.first_flow + static_cast<std::uint32_t>(index);
 }
 
 std::uint32_t SwitchPlan::agg_flow(std::uint32_t rv, std::uint32_t aggregator) const {
@@ -264,13 +259,12 @@ std::uint32_t SwitchPlan::agg_flow(std::uint32_t rv, std::uint32_t aggregator) c
 
 std::uint32_t SwitchPlan::down_flow(std::uint32_t rv, int rank) const {
   const Rendezvous& r = rendezvous_[rv];
-  const GroupInfo& info = groups_[static_cast<std::size_t>(r.group)];
-  const auto it = info.receiver_index.find(rank);
-  if (it == info.receiver_index.end())
+  const int index = s_.receiver_index(r.group, rank);  // the schedule's member index
+  if (index < 0)
     throw ScheduleError(fmt::format("rank {}: switch_recv on {} but rank {} is not one of its receivers", rank,
                                     group_name(s_, r.group), rank),
                         rank, r.channel);
-  return down_base(rv) + it->second;
+  return down_base(rv) + static_cast<std::uint32_t>(index);
 }
 
 std::uint32_t SwitchPlan::bcast_base(std::uint32_t rv) const {

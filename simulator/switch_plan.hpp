@@ -78,8 +78,7 @@ class SwitchPlan {
     std::vector<std::uint32_t> agg_path;                         // per aggregator when several (SHARP across leaves)
     std::vector<std::uint32_t> bcast_path;                       // root -> leaf, per leaf with receivers (same case)
     std::vector<std::vector<std::uint32_t>> receivers_of_bcast;  // per bcast leaf: its receivers
-    std::unordered_map<int, std::uint32_t> contributor_index, receiver_index;
-    double latency_s = 0.0;  // in the switch, per instance
+    double latency_s = 0.0;                                      // in the switch, per instance
   };
   struct Rendezvous {
     int group = 0, channel = 0;
