@@ -48,16 +48,13 @@ void nvls_reduce_scatter_send(ProgramBuilder& b, const NvlsGroups& g, std::span<
 void nvls_reduce_scatter_recv(ProgramBuilder& b, const NvlsGroups& g, std::span<const int> local_of, int pos,
                               const std::vector<Chunk>& dst, std::uint64_t pieces, std::uint64_t k, int channel);
 // Position pos multicasts piece k of its segment (send) and receives piece k of every segment
-// (recv). Callers issue the receives of piece k only after the sends of later pieces
-// (nvls_allgather_pipelined), so the multicasts of several pieces are in flight at once, as NCCL's
-// NVLS kernel overlaps its scatter, reduce and gather warps.
+// (recv). Callers issue the receives of piece k only after the sends of later pieces (nvls.cpp,
+// hierarchical.cpp), so the multicasts of several pieces are in flight at once, as NCCL's NVLS
+// kernel overlaps its scatter, reduce and gather warps.
 void nvls_allgather_send(ProgramBuilder& b, const NvlsGroups& g, std::span<const int> local_of, int pos,
                          const std::vector<Chunk>& seg, std::uint64_t pieces, std::uint64_t k, int channel);
 void nvls_allgather_recv(ProgramBuilder& b, const NvlsGroups& g, std::span<const int> local_of,
                          const std::vector<Chunk>& seg, std::uint64_t pieces, std::uint64_t k, int channel);
-// Every piece of the all-gather, the receives `depth` pieces behind the sends.
-void nvls_allgather_pipelined(ProgramBuilder& b, const NvlsGroups& g, std::span<const int> local_of, int pos,
-                              const std::vector<Chunk>& seg, std::uint64_t pieces, std::uint64_t depth, int channel);
 
 // The blocks as collectives of their own.
 Algorithm reduce_scatter_ring();  // ring_blocks.cpp

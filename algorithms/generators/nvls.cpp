@@ -59,14 +59,6 @@ void nvls_allgather_recv(ProgramBuilder& b, const NvlsGroups& g, std::span<const
   for (std::size_t j = 0; j < seg.size(); ++j) b.switch_recv(g.ag + local_of[j], slice(seg[j], pieces, k), channel);
 }
 
-void nvls_allgather_pipelined(ProgramBuilder& b, const NvlsGroups& g, std::span<const int> local_of, int pos,
-                              const std::vector<Chunk>& seg, std::uint64_t pieces, std::uint64_t depth, int channel) {
-  for (std::uint64_t k = 0; k < pieces + depth; ++k) {
-    if (k < pieces) nvls_allgather_send(b, g, local_of, pos, seg, pieces, k, channel);
-    if (k >= depth) nvls_allgather_recv(b, g, local_of, seg, pieces, k - depth, channel);
-  }
-}
-
 namespace {
 
 int nvls_channels(const Tuning& t) {
