@@ -86,6 +86,7 @@ double busbw_factor(Collective c, int ranks) {
       return ranks > 0 ? 2.0 * (p - 1) / p : 0.0;
     case Collective::ReduceScatter:
     case Collective::AllGather:
+    case Collective::AllToAll:
       return ranks > 0 ? (p - 1) / p : 0.0;
     case Collective::Broadcast:
     case Collective::Reduce:

@@ -823,6 +823,13 @@ class Verifier {
       case Collective::Reduce:
         if (rank != args_.root) return std::nullopt;
         return Value{true, 0, all};
+      case Collective::AllToAll: {  // output block j = input block `rank` of rank j
+        const std::uint64_t c = std::max<std::uint64_t>(args_.count, 1);
+        const std::uint64_t j = pos / c;
+        return Value{true,
+                     static_cast<std::int64_t>(static_cast<std::uint64_t>(rank) * c) - static_cast<std::int64_t>(j * c),
+                     RankSet{{static_cast<int>(j), static_cast<int>(j) + 1}}};
+      }
     }
     return std::nullopt;
   }
@@ -833,11 +840,12 @@ class Verifier {
       const Chunk out{BufferId::Output, 0, args_.output_count()};
       std::vector<Run> runs = read_chunk(r, out);
       for (const Run& run : runs) {
-        // Allgather's expectation changes every `count` elements: check block by block.
+        // Allgather's and all-to-all's expectation changes every `count` elements: check block by block.
         std::uint64_t pos = run.start;
         while (pos < run.end) {
           std::uint64_t block_end = run.end;
-          if (args_.collective == Collective::AllGather && args_.count > 0)
+          if ((args_.collective == Collective::AllGather || args_.collective == Collective::AllToAll) &&
+              args_.count > 0)
             block_end = std::min(run.end, (pos / args_.count + 1) * args_.count);
           const std::optional<Value> want = expected(r, pos);
           if (want) {

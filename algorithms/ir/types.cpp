@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 #include <string>
 
@@ -20,12 +21,20 @@ struct Spelling {
 
 // The first spelling of each value is its canonical name (what to_string prints): nccl-tests'
 // names, so that `topocoll bench` tables read like theirs.
-constexpr std::array<Spelling<Collective>, 5> kCollectiveSpellings{{
+constexpr std::array<Spelling<Collective>, 13> kCollectiveSpellings{{
     {"allreduce", Collective::AllReduce},
     {"reduce_scatter", Collective::ReduceScatter},
     {"allgather", Collective::AllGather},
     {"broadcast", Collective::Broadcast},
     {"reduce", Collective::Reduce},
+    {"alltoall", Collective::AllToAll},
+    {"all_reduce", Collective::AllReduce},
+    {"reducescatter", Collective::ReduceScatter},
+    {"reduce-scatter", Collective::ReduceScatter},
+    {"all_gather", Collective::AllGather},
+    {"bcast", Collective::Broadcast},
+    {"all_to_all", Collective::AllToAll},
+    {"all-to-all", Collective::AllToAll},
 }};
 
 constexpr std::array<Spelling<DataType>, 17> kDataTypeSpellings{{
@@ -124,6 +133,42 @@ std::size_t size_of(DataType t) {
       return 8;
   }
   TOPOCOLL_ASSERT(false, fmt::format("unknown DataType {}", static_cast<int>(t)));
+}
+
+CollectiveArgs nccl_tests_args(Collective c, std::uint64_t bytes, DataType dtype, ReduceOp op, int ranks, int root) {
+  if (ranks < 1) throw InputError(fmt::format("{}: {} ranks: expected at least 1", to_string(c), ranks));
+  CollectiveArgs a;
+  a.collective = c;
+  a.dtype = dtype;
+  a.op = op;
+  a.ranks = ranks;
+  a.root = root;
+  const std::uint64_t elements = bytes / size_of(dtype);
+  const bool split = c == Collective::AllGather || c == Collective::ReduceScatter || c == Collective::AllToAll;
+  a.count = split ? elements / static_cast<std::uint64_t>(ranks) : elements;
+  return a;
+}
+
+std::uint64_t nccl_tests_bytes(const CollectiveArgs& a) {
+  return std::max(a.input_count(), a.output_count()) * size_of(a.dtype);
+}
+
+std::string_view nccl_tests_name(Collective c) {
+  switch (c) {
+    case Collective::AllReduce:
+      return "all_reduce_perf";
+    case Collective::ReduceScatter:
+      return "reduce_scatter_perf";
+    case Collective::AllGather:
+      return "all_gather_perf";
+    case Collective::Broadcast:
+      return "broadcast_perf";
+    case Collective::Reduce:
+      return "reduce_perf";
+    case Collective::AllToAll:
+      return "alltoall_perf";
+  }
+  return "?";
 }
 
 std::uint64_t CollectiveArgs::count_times_ranks() const {

@@ -9,7 +9,9 @@
 
 namespace topocoll::algo {
 
-enum class Collective : std::uint8_t { AllReduce, ReduceScatter, AllGather, Broadcast, Reduce };
+enum class Collective : std::uint8_t { AllReduce, ReduceScatter, AllGather, Broadcast, Reduce, AllToAll };
+inline constexpr std::array kAllCollectives{Collective::AllReduce, Collective::AllGather, Collective::ReduceScatter,
+                                            Collective::Broadcast, Collective::Reduce,    Collective::AllToAll};
 enum class DataType : std::uint8_t { Int8, Uint8, Int32, Uint32, Int64, Uint64, Float16, BFloat16, Float32, Float64 };
 enum class ReduceOp : std::uint8_t { Sum, Prod, Min, Max, Avg };
 
@@ -34,6 +36,8 @@ std::size_t size_of(DataType t);
 //   allgather       input count        output count * p    (count = NCCL's sendcount)
 //   broadcast       input count (root) output count
 //   reduce          input count        output count (root's is the result)
+//   alltoall        input count * p    output count * p    (count = what each rank sends each peer:
+//                                                           output block j of rank r = input block r of rank j)
 struct CollectiveArgs {
   Collective collective = Collective::AllReduce;
   std::uint64_t count = 0;
@@ -53,10 +57,24 @@ struct CollectiveArgs {
 
   // Exact or refused: count x ranks that does not fit in 64 bits throws InputError (a Schedule
   // refuses such arguments when it is built, naming the field).
-  std::uint64_t input_count() const { return collective == Collective::ReduceScatter ? count_times_ranks() : count; }
-  std::uint64_t output_count() const { return collective == Collective::AllGather ? count_times_ranks() : count; }
+  std::uint64_t input_count() const {
+    return collective == Collective::ReduceScatter || collective == Collective::AllToAll ? count_times_ranks() : count;
+  }
+  std::uint64_t output_count() const {
+    return collective == Collective::AllGather || collective == Collective::AllToAll ? count_times_ranks() : count;
+  }
   std::uint64_t count_times_ranks() const;
 };
+
+// nccl-tests' view of a call (src/all_gather.cu, reduce_scatter.cu, alltoall.cu ...: *GetCollByteCount):
+// a run of `-b SIZE` bytes has SIZE / sizeof(dtype) elements in all; allgather, reduce-scatter and
+// all-to-all split them over the ranks (the per-rank count is SIZE / sizeof / p, rounded down),
+// allreduce, broadcast and reduce take them whole. nccl_tests_args gives the CollectiveArgs of
+// such a run; nccl_tests_bytes the size nccl-tests prints and divides by the time for algbw (the
+// larger buffer of a rank: max(send, recv) bytes); nccl_tests_name its binary (all_reduce_perf ...).
+CollectiveArgs nccl_tests_args(Collective c, std::uint64_t bytes, DataType dtype, ReduceOp op, int ranks, int root = 0);
+std::uint64_t nccl_tests_bytes(const CollectiveArgs& a);
+std::string_view nccl_tests_name(Collective c);
 
 // Tuning knobs of a generator (style rule 7: a policy struct, never literals in a loop).
 struct Tuning {

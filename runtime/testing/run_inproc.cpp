@@ -74,7 +74,7 @@ RankMemory prepare_rank(const algo::Schedule& s, int r, bool in_place, InprocWor
       m.buffers.output = m.output.data();
       m.buffers.input = m.output.data() + block;
       break;
-    default:  // allreduce, broadcast, reduce: one buffer
+    default:  // allreduce, broadcast, reduce, alltoall: one buffer
       host.resize(out_n * elem);
       fill_input(a.dtype, a.op, r, a.ranks, 0, host.data(), in_n);
       m.output = upload(host);
@@ -215,6 +215,12 @@ std::size_t count_wrong_outputs(const algo::Schedule& s, const RunResult& r) {
       case Collective::Reduce:
         if (rank != a.root) continue;
         fill_expected(a.dtype, a.op, a.ranks, 0, expected.data(), n);
+        break;
+      case Collective::AllToAll:
+        // Block j is block `rank` of rank j's input (numbered from rank * count there).
+        for (int j = 0; j < a.ranks; ++j)
+          fill_input(a.dtype, a.op, j, a.ranks, static_cast<std::uint64_t>(rank) * a.count,
+                     expected.data() + static_cast<std::size_t>(j) * n * elem, n);
         break;
     }
     wrong += count_wrong(a.dtype, got.data(), expected.data(), out_n);
