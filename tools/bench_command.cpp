@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "algorithms/registry.hpp"
+#include "algorithms/schedule_file.hpp"
 #include "common/cli_io.hpp"
 #include "common/errors.hpp"
 #include "common/records.hpp"
@@ -101,7 +102,9 @@ class Printer final : public runtime::BenchReport {
     const std::string& name = e.name;
     sink_->stream() << fmt::format(
         "#\n# {}: {}\n", name,
-        alg ? fmt::format("{} (channels {}, slice {} B)", alg->description, c_.options.channels, c_.options.slice_bytes)
+        e.file ? fmt::format("{} (channels and slices as the file gives them)", alg->description)
+        : alg
+            ? fmt::format("{} (channels {}, slice {} B)", alg->description, c_.options.channels, c_.options.slice_bytes)
         : runtime::is_nccl_baseline(name)
             ? fmt::format("ncclAllReduce on GPU buffers{}", name == "nccl"        ? ""
                                                             : name == "nccl-ring" ? ", NCCL_ALGO=Ring"
@@ -116,8 +119,10 @@ class Printer final : public runtime::BenchReport {
            "(GB/s)       \n";
   }
 
-  void unsupported(const BenchEntry&, std::uint64_t bytes, const std::string& reason) override {
-    if (!c_.jsonl) sink_->stream() << fmt::format(" {:>12} not supported: {}\n", bytes, reason);
+  void unsupported(const BenchEntry& e, std::uint64_t bytes, const std::string& reason) override {
+    if (!c_.jsonl)
+      sink_->stream() << (e.file ? fmt::format(" {:>12} {}\n", bytes, reason)
+                                 : fmt::format(" {:>12} not supported: {}\n", bytes, reason));
   }
 
   void row(const BenchEntry&, const runtime::BenchRow& r) override {
@@ -183,14 +188,22 @@ BenchCommand parse_bench_flags(const BenchFlags& a) {
     throw InputError(fmt::format(
         "--rounds with --backend {}: expected --backend mpi (--backend nccl always runs schedules in rounds)",
         a.backend));
-  const algo::DataType dtype = algo::parse_dtype(a.dtype);
-  const algo::ReduceOp op = algo::parse_op(a.op);
-
   BenchCommand c;
+  // Schedule files: proven in place and out of place (the bench runs both) unless --no-verify.
+  auto files = std::make_shared<algo::ScheduleFileSet>(
+      algo::load_schedule_files(a.schedules, {.verify = !a.no_verify, .in_place = true}));
+  c.files = files;
+  const algo::DataType dtype =
+      a.dtype_given || files->files.empty() ? algo::parse_dtype(a.dtype) : files->files.front()->dtype;
+  const algo::ReduceOp op = a.op_given || files->files.empty() ? algo::parse_op(a.op) : files->files.front()->op;
+
   runtime::BenchOptions& o = c.options;
   o.backend = a.backend == "ucx" ? BenchBackend::Ucx : a.backend == "nccl" ? BenchBackend::Nccl : BenchBackend::Mpi;
-  o.sizes = cli::size_sweep(a.min_bytes, a.max_bytes, a.factor, algo::size_of(dtype));
-  o.entries = parse_algorithms(a.algorithm, a.backend);
+  o.sizes = algo::sweep_with_files(*files, cli::size_sweep(a.min_bytes, a.max_bytes, a.factor, algo::size_of(dtype)),
+                                   a.sizes_given, dtype);
+  o.entries = parse_algorithms(files->files.empty() || a.algorithm_given ? a.algorithm : "mpi", a.backend);
+  for (std::size_t i = 0; i < files->files.size(); ++i)
+    o.entries.push_back({&files->algorithms[i], files->algorithms[i].name, files->files[i].get()});
   o.dtype = dtype;
   o.op = op;
   o.iters = a.iters;

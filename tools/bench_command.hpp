@@ -8,8 +8,10 @@
 // backends); this command parses the flags into its BenchOptions and prints what it reports.
 #pragma once
 
+#include <memory>
 #include <ostream>
 #include <string>
+#include <vector>
 
 #include "runtime/bench/run.hpp"
 
@@ -33,13 +35,21 @@ struct BenchFlags {
   std::string topology;          // --topology: preset, NCCL XML or YAML; empty: detected from MPI
   int nodes = 0;                 // --nodes (0: the topology's own)
   std::string fabric;            // --fabric (empty: the topology's default)
+  // --schedule FILE (repeatable): schedule files run beside the algorithms (algorithms/schedule_file.hpp);
+  // without --algorithm, instead of its default list (the mpi baseline stays).
+  std::vector<std::string> schedules;
+  bool no_verify = false;
+  // Which flags the command line gave: a schedule file supplies the dtype, op and (fixed-count
+  // files) the sizes left out.
+  bool algorithm_given = false, sizes_given = false, dtype_given = false, op_given = false;
 };
 
 // The run and how to print it.
 struct BenchCommand {
   runtime::BenchOptions options;
-  bool jsonl = false;  // --format jsonl, else the table
-  std::string output;  // -O FILE; empty: the stream given to bench_command
+  std::shared_ptr<const algo::ScheduleFileSet> files;  // what options.entries' files point into
+  bool jsonl = false;                                  // --format jsonl, else the table
+  std::string output;                                  // -O FILE; empty: the stream given to bench_command
 };
 
 // Checks the flags without MPI (so every rank rejects bad input before MPI_Init); throws

@@ -86,6 +86,10 @@ int main(int argc, char** argv) {
   }
   app.add_option("--timeout", a.timeout_s, "progress timeout in seconds (default: TOPOCOLL_TIMEOUT, else 60)")
       ->default_val(env_timeout_s);
+  app.add_option("--schedule", a.schedules,
+                 "schedule file to run (topocoll JSON or MSCCL XML), repeatable; without --algorithm it runs with the "
+                 "mpi baseline only");
+  app.add_flag("--no-verify", a.no_verify, "run --schedule files without proving them first");
   app.add_option("--format", a.format, "table | jsonl")->default_val("table");
   app.add_option("-O,--output", a.output, "output file (default stdout; rank 0 writes)");
   app.footer(kExamples);
@@ -101,6 +105,10 @@ int main(int argc, char** argv) {
   }
   if (input_error.empty()) {
     try {
+      a.algorithm_given = app.count("--algorithm") > 0;
+      a.sizes_given = app.count("-b") + app.count("-e") > 0;
+      a.dtype_given = app.count("--datatype") > 0;
+      a.op_given = app.count("--op") > 0;
       command = topocoll::tools::parse_bench_flags(a);
     } catch (const std::exception& e) {
       input_error = e.what();

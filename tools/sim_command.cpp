@@ -8,8 +8,10 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <set>
 
 #include "algorithms/registry.hpp"
+#include "algorithms/schedule_file.hpp"
 #include "common/cli_io.hpp"
 #include "common/errors.hpp"
 #include "common/records.hpp"
@@ -44,11 +46,26 @@ int channels_option(const std::string& value, const sim::NcclGraphEstimate& nccl
 int sim_command(const SimArgs& a, std::ostream& out) {
   if (a.format != "table" && a.format != "csv" && a.format != "jsonl")
     throw InputError(fmt::format("--format {}: expected table, csv or jsonl", a.format));
-  const algo::DataType dtype = algo::parse_dtype(a.dtype);
-  const algo::ReduceOp op = algo::parse_op(a.op);
+  // Schedule files (algorithms/schedule_file.hpp): each one an algorithm of the run, asked for by
+  // name; alone they replace --algorithm's default, and give the dtype, op and (fixed-count
+  // files) the sizes the command line leaves out.
+  const algo::ScheduleFileSet files = algo::load_schedule_files(a.schedules, {.verify = !a.no_verify});
+  const algo::DataType dtype =
+      a.dtype_given || files.files.empty() ? algo::parse_dtype(a.dtype) : files.files[0]->dtype;
+  const algo::ReduceOp op = a.op_given || files.files.empty() ? algo::parse_op(a.op) : files.files[0]->op;
   const std::size_t elem = algo::size_of(dtype);
-  const std::vector<std::uint64_t> sizes = size_sweep(a, elem);
-  const auto algorithms = algo::select_algorithms(a.algorithm, algo::Collective::AllReduce);
+  const std::vector<std::uint64_t> sizes = algo::sweep_with_files(files, size_sweep(a, elem), a.sizes_given, dtype);
+  std::vector<const algo::Algorithm*> algorithms;
+  if (files.files.empty() || a.algorithm_given)
+    algorithms = algo::select_algorithms(a.algorithm, algo::Collective::AllReduce);
+  for (const algo::Algorithm& f : files.algorithms) algorithms.push_back(&f);
+  // Named by the user (a list, or a file): unsupported is an error; part of "all": a table line.
+  auto file_of = [&](const algo::Algorithm* alg) -> const algo::ScheduleFile* {
+    for (std::size_t i = 0; i < files.algorithms.size(); ++i)
+      if (&files.algorithms[i] == alg) return files.files[i].get();
+    return nullptr;
+  };
+  auto named = [&](const algo::Algorithm* alg) { return a.algorithm != "all" || file_of(alg) != nullptr; };
   std::unique_ptr<sim::Engine> engine = sim::make_engine(a.engine);
   // The base calibration (hardware); each protocol derives its own (sim::protocol_calibration).
   const sim::Calibration calib = a.calibration.empty() ? sim::base_calibration() : sim::load_calibration(a.calibration);
@@ -78,6 +95,15 @@ int sim_command(const SimArgs& a, std::ostream& out) {
   std::string protocol_note;
   for (sim::Protocol p : protocols.protocols)
     protocol_note += (protocol_note.empty() ? "" : ", ") + std::string(sim::to_string(p));
+
+  // A schedule file for another job is refused before anything is printed.
+  for (const auto& f : files.files) {
+    if (f->ranks != t.num_ranks())
+      throw InputError(fmt::format("{}: written for {} ranks; {} x {} has {} GPUs", f->path, f->ranks, a.topo.topology,
+                                   t.nodes(), t.num_ranks()));
+    if (f->collective != algo::Collective::AllReduce)
+      throw InputError(fmt::format("{}: a {} schedule; sim runs allreduce", f->path, to_string(f->collective)));
+  }
 
   Output output(a.output, out);
   std::ostream* sink = &output.stream();
@@ -114,18 +140,25 @@ int sim_command(const SimArgs& a, std::ostream& out) {
   bool traced = false;
   for (const algo::Algorithm* alg : algorithms) {
     if (a.format == "table")
-      *sink << fmt::format(
-          "#\n# {}: {} (channels {}, slice {} B)\n#{:>12} {:>12} {:>8} {:>6} {:>12} {:>10} {:>10} {:>7}\n", alg->name,
-          alg->description, tuning.channels, tuning.slice_bytes, "size", "count", "type", "redop", "time(us)", "algbw",
-          "busbw", "proto");
+      *sink << fmt::format("#\n# {}: {} ({})\n#{:>12} {:>12} {:>8} {:>6} {:>12} {:>10} {:>10} {:>7}\n", alg->name,
+                           alg->description,
+                           file_of(alg) ? std::string("channels and slices as the file gives them")
+                                        : fmt::format("channels {}, slice {} B", tuning.channels, tuning.slice_bytes),
+                           "size", "count", "type", "redop", "time(us)", "algbw", "busbw", "proto");
     for (std::uint64_t bytes : sizes) {
       const algo::CollectiveArgs args = algo::CollectiveArgs::allreduce(bytes / elem, dtype, op, t.num_ranks());
       const algo::Support s = alg->supports(layout, args, tuning);
+      const algo::ScheduleFile* file = file_of(alg);
+      const bool own_size_elsewhere = file && file->sits_out(bytes, dtype);
       if (!s.ok) {
-        // Asked for by name: the user must hear it. Part of "all": say so in the table.
-        if (a.algorithm != "all")
+        // Asked for by name: the user must hear it. Part of "all", or a fixed-count schedule
+        // file at another size of the sweep: say so in the table.
+        if (named(alg) && !own_size_elsewhere)
           throw InputError(fmt::format("{} is not supported on {}: {}", alg->name, a.topo.topology, s.reason));
-        if (a.format == "table") *sink << fmt::format(" {:>12} not supported: {}\n", bytes, s.reason);
+        if (a.format == "table")
+          *sink << (own_size_elsewhere
+                        ? fmt::format(" {:>12} not run: the schedule is for {} B only\n", bytes, *file->bytes(dtype))
+                        : fmt::format(" {:>12} not supported: {}\n", bytes, s.reason));
         continue;
       }
       const algo::Schedule sched = alg->generate(layout, args, tuning);

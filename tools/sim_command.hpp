@@ -35,6 +35,13 @@ struct SimArgs {
   std::string nccl_version = "2.28.9";
   std::vector<std::string> nccl_env;
   bool simgrid_plain = false;  // SimOptions::simgrid_fast_paths off
+  // Schedule files run beside (or, without --algorithm, instead of) the registry's algorithms
+  // (algorithms/schedule_file.hpp); verified on the topology first unless no_verify.
+  std::vector<std::string> schedules;
+  bool no_verify = false;
+  // Which flags the command line gave (a schedule file supplies the others: its dtype, op, and
+  // for a fixed-count file its size).
+  bool algorithm_given = false, sizes_given = false, dtype_given = false, op_given = false;
 };
 
 // `--channels`: "nccl" -> sim::nccl_channels(nccl), else an integer 1..64; InputError otherwise.

@@ -202,6 +202,10 @@ The trace covers one run: the first algorithm at the largest size.)";
                    "NCCL_MAX_NCHANNELS, NCCL_NVLS_ENABLE, NCCL_COLLNET_ENABLE; also read from the environment)");
   simc->add_flag("--simgrid-plain", sim_args.simgrid_plain,
                  "simgrid engine: every transfer through SimGrid as shipped, no fast paths (same results, slower)");
+  simc->add_option("--schedule", sim_args.schedules,
+                   "schedule file to simulate (topocoll JSON or MSCCL XML), repeatable; alone, it replaces "
+                   "--algorithm's default");
+  simc->add_flag("--no-verify", sim_args.no_verify, "simulate --schedule files without proving them first");
   simc->footer(kSimExamples);
 
   constexpr const char* kExpExamples = R"(
@@ -246,7 +250,13 @@ Spec format, resumption and provenance: docs/experiments.md.)";
     if (*path) return topocoll::tools::topo_path(args, std::cout);
     if (*list) return topocoll::tools::topo_presets(std::cout);
     if (*algs) return topocoll::tools::algorithms_list(std::cout);
-    if (*simc) return topocoll::tools::sim_command(sim_args, std::cout);
+    if (*simc) {
+      sim_args.algorithm_given = simc->count("--algorithm") > 0;
+      sim_args.sizes_given = simc->count("-b") + simc->count("-e") > 0;
+      sim_args.dtype_given = simc->count("--dtype") > 0;
+      sim_args.op_given = simc->count("--op") > 0;
+      return topocoll::tools::sim_command(sim_args, std::cout);
+    }
     if (*exprun) return topocoll::tools::exp_run(exp_args, std::cout);
     if (*expcmp) return topocoll::tools::exp_compare(exp_args, std::cout);
     if (*verify) return topocoll::tools::verify_command(algo_args, std::cout);

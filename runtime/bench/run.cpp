@@ -147,7 +147,11 @@ struct Point {
 
 std::vector<std::pair<std::string, std::string>> agreement_fields(const BenchOptions& o) {
   std::string names, sizes;
-  for (const BenchEntry& e : o.entries) names += (names.empty() ? "" : ",") + e.name;
+  std::string files;
+  for (const BenchEntry& e : o.entries) {
+    names += (names.empty() ? "" : ",") + e.name;
+    if (e.file) files += (files.empty() ? "" : ",") + e.file->path + ":" + e.file->digest;
+  }
   for (std::uint64_t b : o.sizes) sizes += (sizes.empty() ? "" : ",") + std::to_string(b);
   return {{"--backend", std::string(to_string(o.backend))},
           {"--algorithm", names},
@@ -163,7 +167,8 @@ std::vector<std::pair<std::string, std::string>> agreement_fields(const BenchOpt
           {"--ucx-bulk", std::to_string(o.ucx_bulk_bytes)},
           {"--topology", o.topology.topology.empty() ? "(detected from MPI)" : o.topology.topology},
           {"--nodes", o.topology.nodes ? std::to_string(*o.topology.nodes) : "(the topology's own)"},
-          {"--fabric", o.topology.fabric.empty() ? "(the topology's default)" : o.topology.fabric}};
+          {"--fabric", o.topology.fabric.empty() ? "(the topology's default)" : o.topology.fabric},
+          {"--schedule (files and digests of their bytes)", files.empty() ? "(none)" : files}};
 }
 
 std::uint64_t run_bench(const BenchOptions& o, BenchReport& report) {
@@ -201,6 +206,11 @@ std::uint64_t run_bench(const BenchOptions& o, BenchReport& report) {
   const JobLayout& job = *job_found;
   const algo::Layout& layout = job.layout;
   const int rank = comm.rank(), ranks = comm.size();
+  // A schedule file for another job stops every rank before any data moves.
+  for (const BenchEntry& e : algorithms)
+    if (e.file && e.file->ranks != ranks)
+      throw AgreedInputError(
+          fmt::format("{}: written for {} ranks; the job has {}", e.file->path, e.file->ranks, ranks));
   // More ranks on this node than cores: a stalled rank hands its core back at once (its peer may
   // be the one waiting for it) instead of polling for exec.spin first.
   const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
@@ -279,10 +289,19 @@ std::uint64_t run_bench(const BenchOptions& o, BenchReport& report) {
       std::string unsupported;
       if (alg) {
         const algo::Support s = alg->supports(layout, args, tuning);
+        // A schedule file is asked for by name: what it cannot run is an error (the same on every
+        // rank: the ranks agreed on the file's bytes), except the sizes a fixed-count file sits out.
+        if (!s.ok && entry.file && !entry.file->sits_out(bytes, dtype)) throw AgreedInputError(s.reason);
         if (!s.ok)
-          unsupported = s.reason;
+          unsupported =
+              entry.file ? fmt::format("not run: the schedule is for {} B only", *entry.file->bytes(dtype)) : s.reason;
         else {
-          sched.emplace(alg->generate(layout, args, tuning));
+          try {
+            sched.emplace(alg->generate(layout, args, tuning));
+          } catch (const InputError& e) {  // a schedule file the verifier refuses: on every rank alike
+            if (!entry.file) throw;
+            throw AgreedInputError(e.what());
+          }
           if (on_gpu)
             nccl->bind_schedule(*sched, rank);
           else if (o.rounds)

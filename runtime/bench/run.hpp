@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "algorithms/ir/types.hpp"
+#include "algorithms/schedule_file.hpp"
 #include "common/records.hpp"
 #include "runtime/bench/job_layout.hpp"
 
@@ -43,6 +44,9 @@ bool bench_backend_built(BenchBackend b);
 struct BenchEntry {
   const algo::Algorithm* alg = nullptr;
   std::string name;
+  // A schedule file (--schedule): asked for by name, so a point it cannot run is an error unless
+  // it is a fixed-count file at another size (algorithms/schedule_file.hpp).
+  const algo::ScheduleFile* file = nullptr;
 };
 
 // The typed configuration of a measured run. The caller checks it (topocoll-bench's flag parsing
