@@ -62,6 +62,37 @@ expect_error "not a schedule file: expected topocoll's schedule JSON" "$bin" sim
 printf '{"format": "topocoll-schedule", "version": 1}' >"$tmp/partial.json"
 expect_error "$tmp/partial.json" "$bin" sim --topology pcie-8gpu --schedule "$tmp/partial.json"
 
+# --- an experiment spec with the file (grid.schedules) beside the registered dbt ------------
+mkdir -p "$tmp/exp"
+cp "$tmp/dbt.json" "$tmp/exp/dbt.json"
+cat >"$tmp/exp/experiment.yaml" <<'YAML'
+description: a schedule file beside the registered algorithm it was exported from
+engine: simgrid
+nccl_model: false
+grid:
+  topologies: pcie-8gpu
+  algorithms: [dbt]
+  schedules: [dbt.json]
+  sizes: {min: 1000, max: 8000, factor: 2}
+  channels: [3]
+  slice: 512K
+YAML
+if run "$bin" exp run "$tmp/exp/experiment.yaml" -q; then
+  rec="$tmp/exp/records.jsonl"
+  # dbt at 4 sizes, the file at its own size only: 5 records; the file's time equals dbt's at 4000 B.
+  check '[ "$(wc -l <"$rec")" -eq 5 ]' "exp with grid.schedules: $(wc -l <"$rec") records, expected 5"
+  t_file=$(grep '"algorithm":"dbt@dbt.json"' "$rec" | grep -o '"time_us":[0-9.e+-]*')
+  t_own=$(grep '"algorithm":"dbt"' "$rec" | grep '"size_bytes":4000' | grep -o '"time_us":[0-9.e+-]*')
+  check '[ -n "$t_file" ] && [ "$t_file" = "$t_own" ]' "exp: the file's $t_file vs dbt's $t_own"
+fi
+sed -e 's/min: 1000/min: 8192/' -e 's/max: 8000/max: 65536/' "$tmp/exp/experiment.yaml" >"$tmp/exp/sizes.yaml"
+expect_error "grid.schedules with dtype float: " "$bin" exp run "$tmp/exp/sizes.yaml"
+one_line "exp: a sweep without the file's size"
+cp "$broken" "$tmp/exp/broken.json"
+sed -e 's/dbt.json/broken.json/' "$tmp/exp/experiment.yaml" >"$tmp/exp/broken.yaml"
+expect_error "grid.schedules: " "$bin" exp run "$tmp/exp/broken.yaml"
+grep -q "the verifier refuses it" "$tmp/err" && ok || fail "exp with a broken schedule: $(cat "$tmp/err")"
+
 # --- bench: the same file over each backend, #wrong 0 in and out of place ------------------
 mpi=(mpirun --oversubscribe --allow-run-as-root)
 [ "$(id -u)" = 0 ] || mpi=(mpirun --oversubscribe)
@@ -95,6 +126,22 @@ if [ -x "$bench" ] && command -v mpirun >/dev/null; then
   rc=$?
   check '[ $rc -eq 1 ] && grep -q "^# Out of bounds values : [1-9][0-9]* FAILED" "$tmp/out"' \
     "bench --no-verify of the broken ring: exit $rc, $(grep '^# Out of' "$tmp/out")"
+  # engine real: the file alone in a measured grid (its own size, in and out of place).
+  mkdir -p "$tmp/real"
+  cp "$tmp/dbt.json" "$tmp/real/dbt.json"
+  cat >"$tmp/real/experiment.yaml" <<'YAML'
+engine: real
+grid:
+  schedules: [dbt.json]
+  sizes: {min: 1000, max: 4000, factor: 2}
+  ranks: [8]
+real: {backend: mpi, iters: 2, warmup: 1}
+YAML
+  if run timeout 180 "$bin" exp run "$tmp/real/experiment.yaml" -q; then
+    r="$tmp/real/records.jsonl"
+    check '[ "$(wc -l <"$r")" -eq 2 ] && [ "$(grep -c "\"algorithm\":\"dbt@dbt.json\".*\"wrong\":0" "$r")" -eq 2 ]' \
+      "exp engine real with grid.schedules: $(cat "$r")"
+  fi
   expect_error "written for 8 ranks; the job has 4" timeout 120 "${mpi[@]}" -np 4 "$bench" --schedule "$tmp/dbt.json" -n 1 -w 0
 else
   echo "schedule-file: no topocoll-bench or mpirun in this build: the bench part is skipped"

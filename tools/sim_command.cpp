@@ -168,6 +168,7 @@ int sim_command(const SimArgs& a, std::ostream& out) {
       so.simgrid_fast_paths = !a.simgrid_plain;
       sim::SimulatedPoint p =
           sim::simulate_point(*engine, t, sched, protocols, base, alg->name, bytes, args.count, dtype, so);
+      if (file) p.record.slice_bytes = 0;  // a schedule file slices as it says, not by --slice
       if (so.trace) {
         trace = std::move(p.result.trace);
         traced = true;

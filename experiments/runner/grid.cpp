@@ -35,17 +35,28 @@ std::vector<std::uint64_t> sizes_of(const ExpSpec& s, const std::string& dtype) 
   return cli::size_sweep(s.min_bytes, s.max_bytes, s.factor, algo::size_of(algo::parse_dtype(dtype)));
 }
 
+std::vector<std::uint64_t> sizes_for(const ExpSpec& s, const std::string& algorithm, const std::string& dtype) {
+  std::vector<std::uint64_t> out = sizes_of(s, dtype);
+  if (const algo::ScheduleFile* f = s.file_named(algorithm)) {
+    const algo::DataType t = algo::parse_dtype(dtype);
+    std::erase_if(out, [&](std::uint64_t b) { return f->sits_out(b, t); });
+  }
+  return out;
+}
+
 std::size_t count_points(const ExpSpec& s) {
   std::size_t n = 0;
   for (const std::string& dtype : s.dtypes) {
-    const std::size_t sizes = sizes_of(s, dtype).size();
+    const std::vector<std::uint64_t> sweep = sizes_of(s, dtype);
+    const std::size_t sizes = sweep.size();
+    // Algorithm x size pairs: every size for an algorithm, its own size for a fixed-count file.
+    std::size_t runs = 0;
+    for (const std::string& a : s.run_names()) runs += sizes_for(s, a, dtype).size();
     if (s.engine == "real") {
-      n += s.ranks.size() * s.channels.size() * s.algorithms.size() * sizes * 2 *
-           static_cast<std::size_t>(s.repetitions);
+      n += s.ranks.size() * s.channels.size() * runs * 2 * static_cast<std::size_t>(s.repetitions);
     } else {
       const std::size_t clusters = s.topologies.size() * s.nodes.size() * s.fabrics.size();
-      n += clusters * sizes *
-           (s.channels.size() * s.algorithms.size() * static_cast<std::size_t>(s.repetitions) + (s.nccl_model ? 1 : 0));
+      n += clusters * (s.channels.size() * runs * static_cast<std::size_t>(s.repetitions) + (s.nccl_model ? sizes : 0));
     }
   }
   return n;

@@ -28,6 +28,9 @@ std::string real_point(const ExpSpec& s, int ranks, const std::string& dtype, co
 
 // The sizes of the spec's sweep (nccl-tests' -b / -e / -f) in whole elements of `dtype`.
 std::vector<std::uint64_t> sizes_of(const ExpSpec& s, const std::string& dtype);
+// The sizes `algorithm` (a name of s.run_names()) runs at: the sweep, or a fixed-count schedule
+// file's own size.
+std::vector<std::uint64_t> sizes_for(const ExpSpec& s, const std::string& algorithm, const std::string& dtype);
 
 // How many points the grid has: every record `exp run` writes when nothing is skipped.
 std::size_t count_points(const ExpSpec& s);

@@ -57,49 +57,57 @@ void run_real(const ExpSpec& s, const std::string& commit, const Existing& ex, R
   const std::string tmp = (fs::path(out_dir) / ".exp-real.jsonl").string();
   const std::string log = (fs::path(out_dir) / ".exp-real.log").string();
   const auto bench_argv = [&](int ranks, const std::string& dtype, const std::string& ch, const std::string& min_bytes,
-                              const std::string& max_bytes, int iters, int warmup, int check,
-                              const std::string& output) {
+                              const std::string& max_bytes, int iters, int warmup, int check, const std::string& output,
+                              bool with_files) {
     std::vector<std::string> argv = s.real.mpirun;
-    for (const std::string& x : {std::string("-np"),
-                                 std::to_string(ranks),
-                                 bench,
-                                 std::string("--backend"),
-                                 s.real.backend,
-                                 std::string("--algorithm"),
-                                 fmt::format("{}", fmt::join(s.algorithms, ",")),
-                                 std::string("-b"),
-                                 min_bytes,
-                                 std::string("-e"),
-                                 max_bytes,
-                                 std::string("-f"),
-                                 s.factor,
-                                 std::string("-d"),
-                                 dtype,
-                                 std::string("-o"),
-                                 s.op,
-                                 std::string("--channels"),
-                                 ch,
-                                 std::string("--slice"),
-                                 s.slice,
-                                 std::string("-n"),
-                                 std::to_string(iters),
-                                 std::string("-w"),
-                                 std::to_string(warmup),
-                                 std::string("-c"),
-                                 std::to_string(check),
-                                 std::string("--timeout"),
-                                 fmt::format("{:g}", s.real.timeout_s),
-                                 std::string("--format"),
-                                 std::string("jsonl"),
-                                 std::string("-O"),
-                                 output})
+    for (const std::string& x :
+         {std::string("-np"),
+          std::to_string(ranks),
+          bench,
+          std::string("--backend"),
+          s.real.backend,
+          std::string("--algorithm"),
+          s.algorithms.empty() ? std::string("mpi") : fmt::format("{}", fmt::join(s.algorithms, ",")),
+          std::string("-b"),
+          min_bytes,
+          std::string("-e"),
+          max_bytes,
+          std::string("-f"),
+          s.factor,
+          std::string("-d"),
+          dtype,
+          std::string("-o"),
+          s.op,
+          std::string("--channels"),
+          ch,
+          std::string("--slice"),
+          s.slice,
+          std::string("-n"),
+          std::to_string(iters),
+          std::string("-w"),
+          std::to_string(warmup),
+          std::string("-c"),
+          std::to_string(check),
+          std::string("--timeout"),
+          fmt::format("{:g}", s.real.timeout_s),
+          std::string("--format"),
+          std::string("jsonl"),
+          std::string("-O"),
+          output})
       argv.push_back(x);
+    // Schedule files (grid.schedules): the bench runs them beside the algorithms. Without
+    // registered algorithms it runs them with the mpi baseline, whose records the grid skips.
+    if (with_files && s.schedule_set)
+      for (const auto& f : s.schedule_set->files) {
+        argv.push_back("--schedule");
+        argv.push_back(f->path);
+      }
     return argv;
   };
   const auto todo_of = [&](int ranks, const std::string& dtype, const std::string& ch, int rep) {
     std::size_t todo = 0;
-    for (const std::string& a : s.algorithms)
-      for (std::uint64_t b : sizes_of(s, dtype))
+    for (const std::string& a : s.run_names())
+      for (std::uint64_t b : sizes_for(s, a, dtype))
         for (bool ip : {false, true}) todo += !ex.points.count(real_point(s, ranks, dtype, ch, a, b, ip, rep));
     return todo;
   };
@@ -112,7 +120,8 @@ void run_real(const ExpSpec& s, const std::string& commit, const Existing& ex, R
         std::size_t left = 0;
         for (int rep = 0; rep < s.repetitions; ++rep) left += todo_of(ranks, dtype, ch, rep);
         if (left == 0) continue;
-        const int rc = run_logged(bench_argv(ranks, dtype, ch, s.min_bytes, s.min_bytes, 1, 1, 0, "/dev/null"), log);
+        const int rc =
+            run_logged(bench_argv(ranks, dtype, ch, s.min_bytes, s.min_bytes, 1, 1, 0, "/dev/null", false), log);
         if (rc == 2)
           throw InputError(
               fmt::format("{}: topocoll-bench rejected the grid (ranks {}, dtype {}, channels {}, backend {}): {}",
@@ -133,9 +142,9 @@ void run_real(const ExpSpec& s, const std::string& commit, const Existing& ex, R
           const std::size_t todo = todo_of(ranks, dtype, ch, rep);
           if (todo == 0) continue;
           fs::remove(tmp);
-          const int rc = run_logged(
-              bench_argv(ranks, dtype, ch, s.min_bytes, s.max_bytes, s.real.iters, s.real.warmup, s.real.check, tmp),
-              log);
+          const int rc = run_logged(bench_argv(ranks, dtype, ch, s.min_bytes, s.max_bytes, s.real.iters, s.real.warmup,
+                                               s.real.check, tmp, true),
+                                    log);
           if (rc == 2)
             throw InputError(
                 fmt::format("{}: topocoll-bench rejected the grid (ranks {}, dtype {}, channels {}, backend {}): {}",
@@ -161,6 +170,8 @@ void run_real(const ExpSpec& s, const std::string& commit, const Existing& ex, R
             }
             const std::string point = real_point(s, ranks, dtype, ch, rec.algorithm, rec.size_bytes, rec.in_place, rep);
             if (ex.points.count(point)) continue;
+            const std::vector<std::string> names = s.run_names();
+            if (std::find(names.begin(), names.end(), rec.algorithm) == names.end()) continue;  // not of the grid
             const records::Record p = provenance(s, commit);
             rec.topology = "local";
             rec.calibration = "";

@@ -40,9 +40,11 @@ void run_simulated(const ExpSpec& s, const std::string& commit, const Existing& 
         for (const std::string& dtype : s.dtypes)
           for (std::uint64_t bytes : sizes_of(s, dtype)) {
             for (const std::string& ch : s.channels)
-              for (const std::string& a : s.algorithms)
+              for (const std::string& a : s.run_names())
                 for (int rep = 0; rep < s.repetitions; ++rep)
-                  todo += !ex.points.count(sim_point(s, ti, nodes, fabric, dtype, ch, a, bytes, rep));
+                  if (const algo::ScheduleFile* f = s.file_named(a);
+                      !f || !f->sits_out(bytes, algo::parse_dtype(dtype)))
+                    todo += !ex.points.count(sim_point(s, ti, nodes, fabric, dtype, ch, a, bytes, rep));
             if (s.nccl_model) todo += !ex.points.count(model_point(s, ti, nodes, fabric, dtype, bytes));
           }
         if (todo == 0) continue;
@@ -82,9 +84,10 @@ void run_simulated(const ExpSpec& s, const std::string& commit, const Existing& 
             // "nccl": the channels stock NCCL runs with on this topology, as scripts/validate uses.
             tuning.channels = ch == "nccl" ? sim::nccl_channels(nccl) : std::stoi(ch);
             tuning.slice_bytes = slice;
-            for (const std::string& a : s.algorithms) {
-              const algo::Algorithm& alg = algo::find_algorithm(a);
-              for (std::uint64_t bytes : sizes) {
+            for (const std::string& a : s.run_names()) {
+              const algo::Algorithm* file_alg = s.file_algorithm(a);
+              const algo::Algorithm& alg = file_alg ? *file_alg : algo::find_algorithm(a);
+              for (std::uint64_t bytes : sizes_for(s, a, dtype_name)) {
                 const algo::CollectiveArgs args =
                     algo::CollectiveArgs::allreduce(bytes / elem, dtype, op, t.num_ranks());
                 const algo::Support sup = alg.supports(layout, args, tuning);
@@ -105,6 +108,7 @@ void run_simulated(const ExpSpec& s, const std::string& commit, const Existing& 
                                                     bytes, args.count, dtype)
                                     .record;
                   records::Record rec = *simulated;
+                  if (file_alg) rec.slice_bytes = 0;  // a schedule file slices as it says
                   rec.repetition = rep;
                   rec.point = point;
                   rec.date = records::now_iso8601();

@@ -43,7 +43,9 @@ constexpr const char* kTopKeys =
     "description, engine, repetitions, calibration, protocol, nccl_model, nccl_version, nccl_env, grid, real";
 constexpr const char* kNcclEnvKeys = "NCCL_ALGO, NCCL_PROTO, NCCL_MIN_NCHANNELS, NCCL_MAX_NCHANNELS, NCCL_NVLS_ENABLE";
 constexpr const char* kGridKeys =
-    "topologies, nodes, fabric, oversubscription, transport, algorithms, sizes, dtypes, channels, slice, op, ranks";
+    "topologies, nodes, fabric, oversubscription, transport, algorithms, schedules, sizes, dtypes, channels, slice, "
+    "op, "
+    "ranks";
 constexpr const char* kSizeKeys = "min, max, factor";
 constexpr const char* kRealKeys = "backend, mpirun, iters, warmup, check, timeout, bench";
 
@@ -226,8 +228,9 @@ ExpSpec load_exp_spec(const std::string& path) {
   const YAML::Node g = root["grid"];
   r.keys(g, "grid", kGridKeys);
   for (const char* required : {"algorithms", "sizes"})
-    if (!g[required])
-      r.fail(g, fmt::format("grid: missing key '{}' (required: algorithms, sizes; topologies unless engine real)",
+    if (!g[required] && !(std::string(required) == "algorithms" && g["schedules"]))
+      r.fail(g, fmt::format("grid: missing key '{}' (required: algorithms or schedules, sizes; topologies unless "
+                            "engine real)",
                             required));
 
   // Topologies: presets or files (relative to the spec's folder). Checked by loading one node.
@@ -288,7 +291,7 @@ ExpSpec load_exp_spec(const std::string& path) {
   }
 
   // Algorithms: registered allreduce algorithms; `mpi` (MPI_Allreduce) only for engine real.
-  s.algorithms = r.list(g["algorithms"], "grid.algorithms");
+  if (g["algorithms"]) s.algorithms = r.list(g["algorithms"], "grid.algorithms");
   for (const std::string& a : s.algorithms) {
     if (a == "mpi") {
       if (!real) r.fail(g["algorithms"], "grid.algorithms mpi: MPI_Allreduce is measured only (engine real)");
@@ -308,6 +311,22 @@ ExpSpec load_exp_spec(const std::string& path) {
   }
   if (std::set<std::string>(s.algorithms.begin(), s.algorithms.end()).size() != s.algorithms.size())
     r.fail(g["algorithms"], "grid.algorithms: an algorithm is listed twice");
+
+  // Schedule files: loaded and proven now, so that a bad file stops the spec before any point.
+  if (g["schedules"]) {
+    s.schedules = r.list(g["schedules"], "grid.schedules");
+    std::vector<std::string> paths;
+    for (const std::string& f : s.schedules) paths.push_back(resolve(s.dir, f));
+    try {
+      s.schedule_set = std::make_shared<const algo::ScheduleFileSet>(
+          algo::load_schedule_files(paths, {.verify = true, .in_place = real}));
+    } catch (const InputError& e) {
+      r.fail(g["schedules"], fmt::format("grid.schedules: {}", e.what()));
+    }
+    for (const algo::Algorithm& a : s.schedule_set->algorithms)
+      if (std::find(s.algorithms.begin(), s.algorithms.end(), a.name) != s.algorithms.end())
+        r.fail(g["schedules"], fmt::format("grid.schedules: {} has the name of grid.algorithms' {}", a.name, a.name));
+  }
 
   // Sizes: nccl-tests' -b / -e / -f.
   const YAML::Node sz = g["sizes"];
@@ -338,6 +357,14 @@ ExpSpec load_exp_spec(const std::string& path) {
     } catch (const InputError& e) {
       r.fail(g["dtypes"] ? g["dtypes"] : sz, fmt::format("grid.sizes / dtypes: {}", e.what()));
     }
+    // A fixed-count schedule file runs at its own size: the sweep must include it.
+    if (s.schedule_set) try {
+        (void)algo::sweep_with_files(
+            *s.schedule_set, cli::size_sweep(s.min_bytes, s.max_bytes, s.factor, algo::size_of(algo::parse_dtype(d))),
+            true, algo::parse_dtype(d));
+      } catch (const InputError& e) {
+        r.fail(g["schedules"], fmt::format("grid.schedules with dtype {}: {}", d, e.what()));
+      }
   }
   // Default: simulated engines run with what stock NCCL would (like `topocoll sim`); real runs 2.
   s.channels = g["channels"] ? r.list(g["channels"], "grid.channels") : std::vector<std::string>{real ? "2" : "nccl"};
@@ -391,6 +418,27 @@ ExpSpec load_exp_spec(const std::string& path) {
     if (rn["bench"]) s.real.bench = resolve(s.dir, r.scalar(rn["bench"], "real.bench"));
   }
   return s;
+}
+
+std::vector<std::string> ExpSpec::run_names() const {
+  std::vector<std::string> out = algorithms;
+  if (schedule_set)
+    for (const algo::Algorithm& a : schedule_set->algorithms) out.push_back(a.name);
+  return out;
+}
+
+const algo::ScheduleFile* ExpSpec::file_named(const std::string& n) const {
+  if (schedule_set)
+    for (std::size_t i = 0; i < schedule_set->algorithms.size(); ++i)
+      if (schedule_set->algorithms[i].name == n) return schedule_set->files[i].get();
+  return nullptr;
+}
+
+const algo::Algorithm* ExpSpec::file_algorithm(const std::string& n) const {
+  if (schedule_set)
+    for (const algo::Algorithm& a : schedule_set->algorithms)
+      if (a.name == n) return &a;
+  return nullptr;
 }
 
 }  // namespace topocoll::experiments

@@ -2,10 +2,12 @@
 // typed. Errors are InputError naming the file, the line, the key and what was expected.
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "algorithms/schedule_file.hpp"
 #include "simulator/nccl_model.hpp"
 
 namespace topocoll::experiments {
@@ -43,6 +45,16 @@ struct ExpSpec {
   std::optional<double> oversubscription;
   std::optional<std::string> transport;  // topologies/transports.hpp; one value, like oversubscription
   std::vector<std::string> algorithms;
+  // Schedule files (grid.schedules, algorithms/schedule_file.hpp): as written, and loaded (paths
+  // against the spec's folder; proven at load). Each runs as an algorithm named
+  // schedule_set->algorithms[i].name; a fixed-count file only at its own size.
+  std::vector<std::string> schedules;
+  std::shared_ptr<const algo::ScheduleFileSet> schedule_set;
+  // Every algorithm of the grid by its point name: `algorithms`, then the files' names.
+  std::vector<std::string> run_names() const;
+  // The schedule file named `name`, or nullptr for a registered algorithm (or mpi).
+  const algo::ScheduleFile* file_named(const std::string& name) const;
+  const algo::Algorithm* file_algorithm(const std::string& name) const;
   std::string min_bytes, max_bytes, factor;  // -b / -e / -f
   std::vector<std::string> dtypes;
   std::vector<std::string> channels;  // integers, or "nccl": what stock NCCL would run with

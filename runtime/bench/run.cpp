@@ -412,7 +412,7 @@ std::uint64_t run_bench(const BenchOptions& o, BenchReport& report) {
         rec.size_bytes = bytes;
         rec.count = args.count;
         rec.channels = sched ? sched->num_channels() : 0;
-        rec.slice_bytes = sched ? tuning.slice_bytes : 0;
+        rec.slice_bytes = sched && !entry.file ? tuning.slice_bytes : 0;  // a file slices as it says
         rec.in_place = ip == 1;
         rec.time_us = points[ip].time_us;
         rec.algbw_gbps = algbw;
