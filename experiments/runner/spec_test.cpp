@@ -112,7 +112,7 @@ TEST_CASE("spec: errors name the file and the line") {
     CHECK(load_error(d, "engine: analytic\ngrid:\n  topologies: pcie-8gpu\n  colour: blue\n") ==
           path +
               ":4: unknown key 'colour' in grid (allowed: topologies, nodes, fabric, oversubscription, transport, "
-              "algorithms, sizes, dtypes, channels, slice, op, ranks)");
+              "algorithms, schedules, sizes, dtypes, channels, slice, op, ranks)");
   }
   SUBCASE("missing key") {
     CHECK(load_error(d, "grid: {}\n") == path + ": missing key 'engine' (required: engine, grid)");
