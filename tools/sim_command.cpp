@@ -1,6 +1,7 @@
 #include "tools/sim_command.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <charconv>
@@ -28,6 +29,37 @@ std::vector<std::uint64_t> size_sweep(const SimArgs& a, std::size_t elem) {
   return cli::size_sweep(a.min_bytes, a.max_bytes, a.factor, elem);
 }
 
+// "--collective NAME": algo::parse_collective, its error naming the flag.
+algo::Collective collective_option(const std::string& value) {
+  try {
+    return algo::parse_collective(value);
+  } catch (const InputError& e) {
+    throw InputError(fmt::format("--collective {}: {}", cli::one_line(value), e.what()));
+  }
+}
+
+// The busbw line of the table header: nccl-tests' factor of the collective, by formula. The
+// allreduce line is the one the golden outputs hold.
+std::string busbw_line(algo::Collective c, double factor) {
+  if (c == algo::Collective::AllReduce)
+    return fmt::format("# busbw = algbw * 2(p-1)/p = algbw * {:.4f} (nccl-tests' allreduce factor)\n", factor);
+  const bool rooted = c == algo::Collective::Broadcast || c == algo::Collective::Reduce;
+  return fmt::format("# busbw = algbw * {} = algbw * {:.4f} (nccl-tests' {} factor)\n", rooted ? "1" : "(p-1)/p",
+                     factor, algo::nccl_tests_name(c));
+}
+
+// How nccl-tests sizes the collective (algo::nccl_tests_args), for the table header.
+std::string sizes_line(algo::Collective c, int root) {
+  const bool split =
+      c == algo::Collective::AllGather || c == algo::Collective::ReduceScatter || c == algo::Collective::AllToAll;
+  const bool rooted = c == algo::Collective::Broadcast || c == algo::Collective::Reduce;
+  return fmt::format("# collective {}{}, sizes as nccl-tests' {}: {}\n", algo::to_string(c),
+                     rooted ? fmt::format(" (root {})", root) : "", algo::nccl_tests_name(c),
+                     split ? "size = the larger buffer of a rank (count x p elements), count = elements per rank "
+                             "and peer block (-b / p, rounded down)"
+                           : "size = the buffer of a rank, count = its elements");
+}
+
 }  // namespace
 
 int channels_option(const std::string& value, const sim::NcclGraphEstimate& nccl) {
@@ -48,7 +80,14 @@ int sim_command(const SimArgs& a, std::ostream& out) {
   const algo::ReduceOp op = algo::parse_op(a.op);
   const std::size_t elem = algo::size_of(dtype);
   const std::vector<std::uint64_t> sizes = size_sweep(a, elem);
-  const auto algorithms = algo::select_algorithms(a.algorithm, algo::Collective::AllReduce);
+  const algo::Collective collective = collective_option(a.collective);
+  const std::string algorithm_list = !a.algorithm.empty()                        ? a.algorithm
+                                     : collective == algo::Collective::AllReduce ? "ring,dbt,hierarchical"
+                                                                                 : "all";
+  const auto algorithms = algo::select_algorithms(algorithm_list, collective);
+  if (algorithms.empty())
+    throw InputError(fmt::format("--collective {}: the registry has no {} algorithm yet (topocoll algorithms)",
+                                 a.collective, algo::to_string(collective)));
   std::unique_ptr<sim::Engine> engine = sim::make_engine(a.engine);
   // The base calibration (hardware); each protocol derives its own (sim::protocol_calibration).
   const sim::Calibration calib = a.calibration.empty() ? sim::base_calibration() : sim::load_calibration(a.calibration);
@@ -60,6 +99,9 @@ int sim_command(const SimArgs& a, std::ostream& out) {
   o.merge_nvswitch_planes = true;  // the hardware stripes NVLink traffic over the planes
   const topo::Topology t = topo::load_topology(o);
   const algo::Layout layout = algo::layout_of(t);
+  if (a.root < 0 || a.root >= t.num_ranks())
+    throw InputError(
+        fmt::format("--root {}: expected a rank of 0..{} (the root of broadcast / reduce)", a.root, t.num_ranks() - 1));
   // The NCCL model's release and environment: the process environment as NCCL reads it, then
   // each --nccl-env KEY=VALUE.
   sim::NcclModelOptions nccl_options;
@@ -69,6 +111,10 @@ int sim_command(const SimArgs& a, std::ostream& out) {
   std::optional<sim::NcclGraphEstimate> nccl;
   if (!a.no_nccl_model) nccl = sim::estimate_nccl_graph(t, nccl_options);
   const sim::NcclGraphEstimate nccl_estimate = nccl ? *nccl : sim::estimate_nccl_graph(t, nccl_options);
+  // All-to-all has no NCCL tuning model (grouped send/recv): no nccl-model rows, a header line
+  // says so. Any other collective the release does not model fails here, before any simulation.
+  const bool nccl_rows = nccl && collective != algo::Collective::AllToAll;
+  if (nccl_rows) (void)sim::nccl_tune_model(*nccl, collective, op);
   tuning.channels = channels_option(a.channels, nccl_estimate);
 
   // Protocols: --protocol, else the calibration file's "protocol", else "auto": every protocol
@@ -85,7 +131,8 @@ int sim_command(const SimArgs& a, std::ostream& out) {
   records::Record base = sim::simulated_base(t, engine->name(), a.topo.topology, op, tuning.slice_bytes, calib.source);
   base.dtype = std::string(algo::to_string(dtype));
   base.date = records::now_iso8601();
-  const double factor = algo::busbw_factor(algo::Collective::AllReduce, t.num_ranks());
+  base.collective = std::string(algo::to_string(collective));
+  const double factor = algo::busbw_factor(collective, t.num_ranks());
 
   if (a.format == "table") {
     *sink << fmt::format(
@@ -100,7 +147,11 @@ int sim_command(const SimArgs& a, std::ostream& out) {
                   ? fmt::format("# protocol {} (NCCL's, as a derived calibration)\n", protocol_note)
                   : fmt::format("# protocols {}: each point is the fastest of them, named in column proto\n",
                                 protocol_note));
-    *sink << fmt::format("# busbw = algbw * 2(p-1)/p = algbw * {:.4f} (nccl-tests' allreduce factor)\n", factor);
+    if (collective != algo::Collective::AllReduce) *sink << sizes_line(collective, a.root);
+    *sink << busbw_line(collective, factor);
+    if (nccl && !nccl_rows)
+      *sink << "# nccl-model: none: NCCL's tuner has no model for alltoall (ncclAllToAll is grouped send/recv); no "
+               "nccl-model rows\n";
     if (calib.host_call_us > 0)
       *sink << fmt::format(
           "# per-call host floor {:g} us: time = max(floor, simulated device time) (docs/simulator.md)\n",
@@ -109,7 +160,27 @@ int sim_command(const SimArgs& a, std::ostream& out) {
     *sink << "engine,algorithm,nodes,ranks,size_bytes,count,dtype,op,channels,time_us,algbw_gbps,busbw_gbps,protocol\n";
   }
 
-  std::map<std::uint64_t, std::pair<std::string, double>> best;  // size -> (algorithm, time)
+  // The sweep as nccl-tests runs it: each size's call (algo::nccl_tests_args), once per distinct
+  // nccl-tests size; sizes that leave no element per rank (allgather, reduce-scatter, alltoall
+  // below p elements) are named in the table's header.
+  std::vector<algo::CollectiveArgs> points;
+  std::vector<std::uint64_t> empty_sizes;
+  for (std::uint64_t swept : sizes) {
+    const algo::CollectiveArgs args = algo::nccl_tests_args(collective, swept, dtype, op, t.num_ranks(), a.root);
+    if (args.count == 0)
+      empty_sizes.push_back(swept);
+    else if (points.empty() || algo::nccl_tests_bytes(points.back()) != algo::nccl_tests_bytes(args))
+      points.push_back(args);
+  }
+  if (points.empty())
+    throw InputError(fmt::format("-e {}: {} over {} ranks needs at least {} bytes of {} (one element per rank)",
+                                 a.max_bytes, algo::to_string(collective), t.num_ranks(), t.num_ranks() * elem,
+                                 algo::to_string(dtype)));
+  if (a.format == "table" && !empty_sizes.empty())
+    *sink << fmt::format("# sizes {} B skipped: fewer than {} elements, none per rank\n", fmt::join(empty_sizes, ", "),
+                         t.num_ranks());
+
+  std::map<std::uint64_t, std::pair<std::string, double>> best;  // size (nccl-tests') -> (algorithm, time)
   std::vector<sim::TraceEvent> trace;
   bool traced = false;
   for (const algo::Algorithm* alg : algorithms) {
@@ -118,12 +189,12 @@ int sim_command(const SimArgs& a, std::ostream& out) {
           "#\n# {}: {} (channels {}, slice {} B)\n#{:>12} {:>12} {:>8} {:>6} {:>12} {:>10} {:>10} {:>7}\n", alg->name,
           alg->description, tuning.channels, tuning.slice_bytes, "size", "count", "type", "redop", "time(us)", "algbw",
           "busbw", "proto");
-    for (std::uint64_t bytes : sizes) {
-      const algo::CollectiveArgs args = algo::CollectiveArgs::allreduce(bytes / elem, dtype, op, t.num_ranks());
+    for (const algo::CollectiveArgs& args : points) {
+      const std::uint64_t bytes = algo::nccl_tests_bytes(args);
       const algo::Support s = alg->supports(layout, args, tuning);
       if (!s.ok) {
         // Asked for by name: the user must hear it. Part of "all": say so in the table.
-        if (a.algorithm != "all")
+        if (algorithm_list != "all")
           throw InputError(fmt::format("{} is not supported on {}: {}", alg->name, a.topo.topology, s.reason));
         if (a.format == "table") *sink << fmt::format(" {:>12} not supported: {}\n", bytes, s.reason);
         continue;
@@ -131,7 +202,7 @@ int sim_command(const SimArgs& a, std::ostream& out) {
       const algo::Schedule sched = alg->generate(layout, args, tuning);
       sim::SimOptions so;
       // The trace covers one run: the first algorithm at the largest size.
-      so.trace = !a.trace.empty() && !traced && bytes == sizes.back();
+      so.trace = !a.trace.empty() && !traced && &args == &points.back();
       so.simgrid_fast_paths = !a.simgrid_plain;
       sim::SimulatedPoint p =
           sim::simulate_point(*engine, t, sched, protocols, base, alg->name, bytes, args.count, dtype, so);
@@ -155,9 +226,10 @@ int sim_command(const SimArgs& a, std::ostream& out) {
   }
 
   // The NCCL reference model: what stock NCCL would pick and how long it predicts.
-  if (nccl) {
-    for (std::uint64_t bytes : sizes) {
-      const records::Record rec = sim::nccl_model_point(*nccl, base, bytes, dtype);
+  if (nccl_rows) {
+    for (const algo::CollectiveArgs& args : points) {
+      const std::uint64_t bytes = algo::nccl_tests_bytes(args);
+      const records::Record rec = sim::nccl_model_point(*nccl, base, bytes, dtype, collective, op);
       if (a.format == "jsonl")
         *sink << to_json(rec).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
       else if (a.format == "csv")
@@ -167,22 +239,24 @@ int sim_command(const SimArgs& a, std::ostream& out) {
     }
   }
   if (a.format == "table") {
-    *sink << (nccl ? fmt::format(
-                         "#\n# fastest per size, and stock NCCL's choice by its own tuning model (nccl-model, NCCL {}, "
-                         "{} channels)\n",
-                         sim::to_string(nccl_options.version), sim::nccl_channels(*nccl))
-                   : std::string("#\n# fastest per size\n"));
-    if (nccl && calib.host_call_us > 0)
+    *sink << (nccl_rows
+                  ? fmt::format(
+                        "#\n# fastest per size, and stock NCCL's choice by its own tuning model (nccl-model, NCCL {}, "
+                        "{} channels)\n",
+                        sim::to_string(nccl_options.version), sim::nccl_channels(*nccl))
+                  : std::string("#\n# fastest per size\n"));
+    if (nccl_rows && calib.host_call_us > 0)
       *sink << fmt::format(
           "# nccl-model time is NCCL's own prediction; speedup = max(it, host floor {:g} us) / fastest\n",
           calib.host_call_us);
     *sink << fmt::format("#{:>12} {:>24} {:>12} {:>22} {:>12} {:>9}\n", "size", "fastest", "time(us)",
                          "nccl-model choice x ch", "time(us)", "speedup");
-    for (std::uint64_t bytes : sizes) {
+    for (const algo::CollectiveArgs& args : points) {
+      const std::uint64_t bytes = algo::nccl_tests_bytes(args);
       auto it = best.find(bytes);
       if (it == best.end()) continue;
-      if (nccl) {
-        const sim::NcclPrediction pick = sim::nccl_choice(*nccl, bytes);
+      if (nccl_rows) {
+        const sim::NcclPrediction pick = sim::nccl_choice(*nccl, bytes, collective, op);
         *sink << fmt::format(" {:>12} {:>24} {:>12.2f} {:>22} {:>12.2f} {:>8.2f}x\n", bytes, it->second.first,
                              it->second.second, fmt::format("{}/{} x{}", pick.algorithm, pick.protocol, pick.channels),
                              pick.time_us, std::max(pick.time_us, calib.host_call_us) / it->second.second);
