@@ -29,15 +29,6 @@ std::vector<std::uint64_t> size_sweep(const SimArgs& a, std::size_t elem) {
   return cli::size_sweep(a.min_bytes, a.max_bytes, a.factor, elem);
 }
 
-// "--collective NAME": algo::parse_collective, its error naming the flag.
-algo::Collective collective_option(const std::string& value) {
-  try {
-    return algo::parse_collective(value);
-  } catch (const InputError& e) {
-    throw InputError(fmt::format("--collective {}: {}", cli::one_line(value), e.what()));
-  }
-}
-
 // The busbw line of the table header: nccl-tests' factor of the collective, by formula. The
 // allreduce line is the one the golden outputs hold.
 std::string busbw_line(algo::Collective c, double factor) {
@@ -80,7 +71,7 @@ int sim_command(const SimArgs& a, std::ostream& out) {
   const algo::ReduceOp op = algo::parse_op(a.op);
   const std::size_t elem = algo::size_of(dtype);
   const std::vector<std::uint64_t> sizes = size_sweep(a, elem);
-  const algo::Collective collective = collective_option(a.collective);
+  const algo::Collective collective = parse_collective_flag(a.collective, "--collective");
   const std::string algorithm_list = !a.algorithm.empty()                        ? a.algorithm
                                      : collective == algo::Collective::AllReduce ? "ring,dbt,hierarchical"
                                                                                  : "all";

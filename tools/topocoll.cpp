@@ -45,6 +45,7 @@ Examples:
   topocoll verify --schedule my-schedule.json
   topocoll verify --layout 1x1024 --nvls --algorithm nvls
   topocoll verify --topology dgx-h100 --nodes 128 --sharp --algorithm nvls-tree,collnet
+  topocoll verify --topology dgx-a100 --nodes 2 --collective broadcast --root 5
   topocoll schedule export --topology dgx-h100 --nodes 2 --algorithm dbt --count 4096 -o dbt.json)";
 
 void add_topology_flags(CLI::App* cmd, topocoll::tools::TopoArgs& a, bool required = true) {
@@ -145,6 +146,9 @@ int main(int argc, char** argv) {
       app.add_subcommand("verify", "prove schedules correct (symbolic execution); exit 1 if one is wrong");
   add_topology_flags(verify, algo_args.topo, false);
   add_algo_flags(verify, true);
+  verify->add_option("--collective", algo_args.collective,
+                     "only the algorithms of this collective (allreduce, allgather, reduce_scatter, broadcast, reduce, "
+                     "alltoall); default every one");
   verify->add_option("--schedule", algo_args.schedule, "verify a schedule JSON file instead");
   verify->add_flag("--in-place", algo_args.in_place, "verify with input and output aliased");
   verify->add_option("--layout", algo_args.layout,
