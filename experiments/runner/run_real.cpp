@@ -94,6 +94,11 @@ void run_real(const ExpSpec& s, const std::string& commit, const Existing& ex, R
                                  std::string("-O"),
                                  output})
       argv.push_back(x);
+    // Another collective than allreduce: topocoll-bench is told which (its check run below
+    // reports it if that bench does not measure it).
+    if (s.collective != algo::Collective::AllReduce)
+      for (const std::string& x : {std::string("--collective"), std::string(algo::to_string(s.collective))})
+        argv.push_back(x);
     return argv;
   };
   const auto todo_of = [&](int ranks, const std::string& dtype, const std::string& ch, int rep) {
