@@ -219,6 +219,11 @@ expect_error "--collective allgathr: unknown collective 'allgathr': expected one
 expect_error "--algorithm ring: ring is an algorithm for allreduce, not allgather; the allgather algorithms are allgather-ring" \
   sim --topology dgx-h100 --collective allgather -a ring
 expect_error "--root 8: expected a rank of 0..7" sim --topology dgx-h100 --collective broadcast --root 8
+if expect_ok sim --topology dgx-h100 --collective reduce_scatter -b 8 -e 64 -f 2 --no-nccl-model; then
+  contains "# sizes 8, 16 B skipped: fewer than 8 elements, none per rank" "sim reduce_scatter below p elements"
+  check 'grep -qE "^ +32 +1 +float" "$tmp/out"' "sim reduce_scatter -b 32: size 32, count 1: $(cat "$tmp/out")"
+fi
+expect_error "-e 16: allgather over 8 ranks needs at least 32 bytes of float" sim --topology dgx-h100 --collective allgather -b 8 -e 16
 expect_error "NCCL 2.22.3 is modelled for allreduce only" sim --topology dgx-h100 --collective reduce --nccl-version 2.22.3
 if "$bin" algorithms | awk '$2 == "alltoall"' | grep -q .; then
   if expect_ok sim --topology dgx-h100 --collective alltoall -b 1M -e 1M; then
