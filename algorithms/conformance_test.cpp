@@ -136,6 +136,13 @@ TEST_CASE("registry: names, descriptions, lookup") {
   CHECK(select_algorithms("all", Collective::AllReduce).size() == allreduces);
   CHECK(select_algorithms("ring,dbt", std::nullopt).size() == 2);
   CHECK_THROWS_AS(select_algorithms("ring,,dbt", std::nullopt), topocoll::InputError);
+  // With a collective, a listed algorithm must be one of its own.
+  CHECK(select_algorithms("ring,dbt", Collective::AllReduce).size() == 2);
+  CHECK(select_algorithms("allgather-ring", Collective::AllGather).front() == &find_algorithm("allgather-ring"));
+  CHECK_THROWS_WITH_AS(select_algorithms("allgather-ring,ring", Collective::AllGather),
+                       doctest::Contains("ring is an algorithm for allreduce, not allgather; the allgather algorithms "
+                                         "are allgather-ring"),
+                       topocoll::InputError);
 }
 
 TEST_CASE("registry: hierarchical says why it cannot run on nodes of different sizes") {

@@ -73,7 +73,17 @@ std::vector<const Algorithm*> select_algorithms(const std::string& list, std::op
     if (end == std::string::npos) end = list.size();
     const std::string name = list.substr(start, end - start);
     if (name.empty()) throw InputError(fmt::format("--algorithm '{}': empty name in the list", list));
-    out.push_back(&find_algorithm(name));
+    const Algorithm& alg = find_algorithm(name);
+    if (collective && alg.collective != *collective) {
+      std::string valid;
+      for (const Algorithm& a : registry())
+        if (a.collective == *collective) valid += (valid.empty() ? "" : ", ") + a.name;
+      throw InputError(
+          fmt::format("--algorithm {}: {} is an algorithm for {}, not {}; the {} algorithms are {} (or 'all')", list,
+                      name, to_string(alg.collective), to_string(*collective), to_string(*collective),
+                      valid.empty() ? "none yet" : valid));
+    }
+    out.push_back(&alg);
     start = end + 1;
   }
   return out;

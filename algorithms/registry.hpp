@@ -43,7 +43,8 @@ struct Algorithm {
 const std::vector<Algorithm>& registry();
 // Throws InputError naming the known algorithms.
 const Algorithm& find_algorithm(const std::string& name);
-// "all" or a comma list -> algorithms (for allreduce when `collective` is set).
+// "all" or a comma list -> algorithms. With `collective` set, "all" is that collective's
+// algorithms and a listed algorithm of another collective throws InputError naming the valid ones.
 std::vector<const Algorithm*> select_algorithms(const std::string& list, std::optional<Collective> collective);
 
 // nccl-tests' bus bandwidth factor for a collective over p ranks.

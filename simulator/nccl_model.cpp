@@ -18,6 +18,7 @@
 #include <set>
 #include <tuple>
 
+#include "algorithms/registry.hpp"
 #include "common/errors.hpp"
 #include "topologies/constants.hpp"
 
@@ -38,6 +39,7 @@ constexpr int kLL128 = static_cast<int>(NcclProto::LL128);
 constexpr int kSimple = static_cast<int>(NcclProto::Simple);
 constexpr int kNvls = static_cast<int>(NcclAlgo::Nvls);
 constexpr int kNvlsTree = static_cast<int>(NcclAlgo::NvlsTree);
+constexpr int kPat = static_cast<int>(NcclAlgo::Pat);
 
 // --- src/graph/search.cc (NCCL 2.22.3) ----------------------------------------------------------
 // Per-channel speeds the search tries, fastest first (GB/s). Intra: no NET in the system (one
@@ -548,11 +550,31 @@ void validate(const NcclGraphEstimate& g) {
 // ncclProtoStr, compared without case as strcasecmp does). Entries are ';'-separated; each is
 // "[function:]elem,elem" or "[function:]^elem,elem" (everything but those); only the first may
 // lack the function prefix, which then applies to every function. Each entry resets its
-// functions' list. Returns the AllReduce row. NCCL fails with ncclInvalidUsage on an unknown
-// token; so do we, with an InputError naming the value and the accepted names.
+// functions' list. Returns the row of `func` (an index into kNcclFuncs). NCCL fails with
+// ncclInvalidUsage on an unknown token; so do we, with an InputError naming the value and the
+// accepted names.
 constexpr std::array<std::string_view, 5> kNcclFuncs = {"Broadcast", "Reduce", "AllGather", "ReduceScatter",
                                                         "AllReduce"};
-constexpr int kAllReduce = 4;
+
+// ncclFunc_t of a collective (src/include/device.h: ncclFuncBroadcast 0, ncclFuncReduce 1,
+// ncclFuncAllGather 2, ncclFuncReduceScatter 3, ncclFuncAllReduce 4). All-to-all has none: NCCL
+// runs it as grouped send/recv, outside the tuner (callers refuse it first).
+std::size_t nccl_func(algo::Collective c) {
+  switch (c) {
+    case algo::Collective::Broadcast:
+      return 0;
+    case algo::Collective::Reduce:
+      return 1;
+    case algo::Collective::AllGather:
+      return 2;
+    case algo::Collective::ReduceScatter:
+      return 3;
+    case algo::Collective::AllReduce:
+    case algo::Collective::AllToAll:
+      return 4;
+  }
+  return 4;
+}
 
 std::vector<std::string> split_nonempty(const std::string& s, char sep) {
   std::vector<std::string> out;
@@ -576,7 +598,8 @@ std::string join_names(const std::vector<std::string_view>& names) {
 }
 
 std::vector<int> parse_nccl_list(const std::string& var, const std::string& str,
-                                 const std::vector<std::string_view>& elems, const std::vector<int>& init) {
+                                 const std::vector<std::string_view>& elems, const std::vector<int>& init,
+                                 std::size_t func) {
   const int ne = static_cast<int>(elems.size());
   std::vector<std::vector<int>> list(kNcclFuncs.size(), init);
   const std::vector<std::string> entries = split_nonempty(str, ';');
@@ -617,7 +640,7 @@ std::vector<int> parse_nccl_list(const std::string& var, const std::string& str,
       throw InputError(fmt::format("{} '{}': unknown prefix '{}': expected one of {}", var, str, *prefix,
                                    join_names({kNcclFuncs.begin(), kNcclFuncs.end()})));
   }
-  return list[kAllReduce];
+  return list[func];
 }
 
 // The algorithm names of a release (ncclAlgoStr): 2.22.3 has no PAT.
@@ -628,19 +651,19 @@ std::vector<std::string_view> algo_names(const NcclTuningTables& tb) {
 }
 
 struct Enables {
-  std::array<int, kNcclNumAlgos> algo{};    // algoEnable, AllReduce row
-  std::array<int, kNcclNumProtos> proto{};  // protoEnable, AllReduce row: 2 = LL128 by NCCL's rule
+  std::array<int, kNcclNumAlgos> algo{};    // algoEnable, the collective's row
+  std::array<int, kNcclNumProtos> proto{};  // protoEnable, the collective's row: 2 = LL128 by NCCL's rule
 };
 
-Enables nccl_enables(const NcclModelOptions& o) {
+Enables nccl_enables(const NcclModelOptions& o, algo::Collective c = algo::Collective::AllReduce) {
   const NcclTuningTables& tb = nccl_tuning_tables(o.version);
   Enables en;
   const std::vector<std::string_view> names = algo_names(tb);
   std::vector<int> algo(names.size(), 1);
-  if (!o.algo.empty()) algo = parse_nccl_list("NCCL_ALGO", o.algo, names, algo);
+  if (!o.algo.empty()) algo = parse_nccl_list("NCCL_ALGO", o.algo, names, algo, nccl_func(c));
   for (std::size_t a = 0; a < algo.size(); ++a) en.algo[a] = algo[a];
   std::vector<int> proto = {1, 2, 1};
-  if (!o.proto.empty()) proto = parse_nccl_list("NCCL_PROTO", o.proto, {"LL", "LL128", "Simple"}, proto);
+  if (!o.proto.empty()) proto = parse_nccl_list("NCCL_PROTO", o.proto, {"LL", "LL128", "Simple"}, proto, nccl_func(c));
   for (std::size_t p = 0; p < proto.size(); ++p) en.proto[p] = proto[p];
   return en;
 }
@@ -924,16 +947,63 @@ NcclGraphEstimate estimate_nccl_graph(const topo::Topology& t, const NcclModelOp
 }
 
 // ---------------------------------------------------------------------------------------------
-// ncclTopoTuneModel (tuning.cc), allreduce: Tree, Ring and (2.28) NVLS, NVLSTree. PAT is skipped
-// for allreduce ("if (coll == ncclFuncAllReduce && a == NCCL_ALGO_PAT) continue;"), CollNet
-// Direct / Chain are off (comm->config.collnetEnable = 0, so tuning.cc disables them, and NVLS on
-// several nodes with them: "(a == NCCL_ALGO_NVLS && comm->nNodes > 1)").
-NcclTuneResult nccl_tune_model(const NcclGraphEstimate& g) {
+// ncclTopoTuneModel (tuning.cc), per collective. Which algorithms each collective gets:
+//   allreduce          Tree, Ring, NVLS, NVLSTree, CollNet Direct / Chain ("if (coll ==
+//                      ncclFuncAllReduce && a == NCCL_ALGO_PAT) continue;");
+//   allgather,         Ring, PAT, NVLS, CollNet Direct ("a != NCCL_ALGO_PAT && a != NCCL_ALGO_RING
+//   reduce_scatter     && a != NCCL_ALGO_NVLS && a != NCCL_ALGO_COLLNET_DIRECT) continue;");
+//   broadcast, reduce  Ring only ("(coll == ncclFuncBroadcast || coll == ncclFuncReduce) && a !=
+//                      NCCL_ALGO_RING) continue;").
+// CollNet needs collNetSupport (NCCL_COLLNET_ENABLE=1 and SHARP), NVLS nvlsSupport; 2.22.3 is
+// modelled for allreduce only (its Tree and Ring rows), and all-to-all has no tuning model.
+namespace {
+
+bool is_ag_rs(algo::Collective c) {
+  return c == algo::Collective::AllGather || c == algo::Collective::ReduceScatter;
+}
+bool is_rooted(algo::Collective c) {
+  return c == algo::Collective::Broadcast || c == algo::Collective::Reduce;
+}
+
+void require_modelled(const NcclGraphEstimate& g, algo::Collective c) {
+  if (c == algo::Collective::AllToAll)
+    throw InputError(
+        "NCCL model: NCCL's tuner has no model for alltoall (ncclAllToAll is grouped send/recv, not a tuned "
+        "collective)");
+  if (c != algo::Collective::AllReduce && !nccl_tuning_tables(g.options.version).models_nvls)
+    throw InputError(fmt::format("NCCL model: NCCL {} is modelled for allreduce only; {} needs --nccl-version 2.28.9",
+                                 to_string(g.options.version), algo::to_string(c)));
+}
+
+// The algorithms tuning.cc computes for `coll` on this release and estimate (before enables).
+bool algorithm_considered(int a, algo::Collective coll, const NcclTuningTables& tb, const NcclGraphEstimate& g) {
+  const bool nvls_algo = a == kNvls || a == kNvlsTree;
+  const bool collnet = a == static_cast<int>(NcclAlgo::CollNetDirect) || a == static_cast<int>(NcclAlgo::CollNetChain);
+  if (is_rooted(coll)) return a == kRing;
+  if (is_ag_rs(coll))
+    return a == kRing || (a == kPat && tb.has_pat) || (a == kNvls && tb.models_nvls) ||
+           (a == static_cast<int>(NcclAlgo::CollNetDirect) && g.collnet_support);
+  return a == kTree || a == kRing || (nvls_algo && tb.models_nvls) || (collnet && g.collnet_support);
+}
+
+// ncclPatEnable (tuning.cc, NCCL_PAT_ENABLE unset = 2): SM 60 or later ("Need SM60 or higher for
+// CUDA atomics"), one GPU per node ("PAT only supports 1 GPU per node"); the network device is
+// taken as host memory (no device offload is modelled).
+bool pat_enabled(const NcclGraphEstimate& g) {
+  return g.sm >= 60 && g.nodes == g.ranks;
+}
+
+}  // namespace
+
+NcclTuneResult nccl_tune_model(const NcclGraphEstimate& g, algo::Collective coll, algo::ReduceOp op) {
   validate(g);
+  require_modelled(g, coll);
   NcclTuneResult m;
+  m.collective = coll;
   if (g.ranks <= 1) return m;  // "if (nRanks <= 1) return ncclSuccess;"
   const NcclTuningTables& tb = nccl_tuning_tables(g.options.version);
-  const Enables en = nccl_enables(g.options);
+  const Enables en = nccl_enables(g.options, coll);
+  const bool allreduce = coll == algo::Collective::AllReduce, ag_rs = is_ag_rs(coll), rooted = is_rooted(coll);
   const int n_nodes = g.nodes, n_ranks = g.ranks;
   const int arch = g.sm >= 100 && tb.arch_rows == 4 ? 3 : arch_index(g.sm);
   const int index2 = scale_index(n_nodes);
@@ -948,13 +1018,19 @@ NcclTuneResult nccl_tune_model(const NcclGraphEstimate& g) {
   const double nvls_efficiency = tb.nvls_efficiency[arch];
   const double ppn = static_cast<double>(n_ranks) / n_nodes;
 
-  // allreduce: nsteps = 2(nRanks-1) ring steps; nInterSteps = 2*nNodes in 2.22.3 as written,
-  // 2*(nNodes-1) in 2.28 (with one GPU per node the intra count nsteps - nInterSteps is -2 in
-  // 2.22.3, which this model keeps).
-  const int nsteps = 2 * (n_ranks - 1);
-  const int n_inter_steps = n_nodes > 1 ? (tb.inter_steps_minus_one ? 2 * (n_nodes - 1) : 2 * n_nodes) : 0;
+  // Ring steps: allreduce 2(nRanks-1), reduce-scatter and allgather nRanks-1, broadcast and
+  // reduce nRanks ("int nsteps = coll == ncclFuncAllReduce ? 2*(nRanks-1) : ... : nRanks").
+  // Network steps: allreduce 2*nNodes in 2.22.3 as written, 2*(nNodes-1) in 2.28 (with one GPU
+  // per node the intra count nsteps - nInterSteps is -2 in 2.22.3, which this model keeps);
+  // the others nNodes-1.
+  const int nsteps = allreduce ? 2 * (n_ranks - 1) : ag_rs ? n_ranks - 1 : n_ranks;
+  const int n_inter_steps = n_nodes == 1 ? 0
+                            : allreduce  ? (tb.inter_steps_minus_one ? 2 * (n_nodes - 1) : 2 * n_nodes)
+                                         : n_nodes - 1;
 
-  // The graph each algorithm reads (comm->graphs[a]): NVLS and NVLSTree share the NVLS graph.
+  // The graph each algorithm reads (comm->graphs[a], init.cc: { treeGraph, ringGraph,
+  // collNetDirectGraph, collNetChainGraph, nvlsGraph, nvlsGraph, treeGraph }): NVLS and NVLSTree
+  // share the NVLS graph, PAT reads the tree graph.
   struct GraphInfo {
     int channels = 0;
     double bw_intra = 0.0, bw_inter = 0.0;
@@ -965,6 +1041,7 @@ NcclTuneResult nccl_tune_model(const NcclGraphEstimate& g) {
                g.tree_bw_intra_gbps > 0 ? g.tree_bw_intra_gbps : g.bw_intra_gbps,
                g.tree_bw_inter_gbps > 0 ? g.tree_bw_inter_gbps : g.bw_inter_gbps, g.intra_link};
   gi[kRing] = {g.channels, g.bw_intra_gbps, g.bw_inter_gbps, g.intra_link};
+  gi[kPat] = gi[kTree];
   // The NVLS graph's GPU -> NVS -> GPU paths are NVLink: typeIntra LINK_NVL.
   gi[kNvls] = gi[kNvlsTree] = {g.nvls_graph_channels, g.nvls_bw_intra_gbps, g.nvls_bw_inter_gbps, kNcclHwNvlink};
   constexpr int kCollNetDirect = static_cast<int>(NcclAlgo::CollNetDirect),
@@ -976,19 +1053,22 @@ NcclTuneResult nccl_tune_model(const NcclGraphEstimate& g) {
   const double net_overhead_base = g.cpu_vendor == "amd" ? 2.0 : 1.0;
 
   for (int a = 0; a < kNcclNumAlgos; ++a) {
+    if (!algorithm_considered(a, coll, tb, g)) continue;
     const bool nvls_algo = a == kNvls || a == kNvlsTree;
     const bool collnet = a == kCollNetDirect || a == kCollNetChain;
-    if (a != kTree && a != kRing && !(nvls_algo && tb.models_nvls) && !(collnet && g.collnet_support))
-      continue;  // PAT; CollNet without collNetSupport (see above)
     for (int p : {kLL, kLL128, kSimple}) {
-      if ((nvls_algo || collnet) && p != kSimple) continue;  // NVLS / NVLSTree / CollNet: Simple only ("Not used")
+      // NVLS / NVLSTree / CollNet: Simple only ("Not used"); PAT: Simple only, when ncclPatEnable.
+      if ((nvls_algo || collnet) && p != kSimple) continue;
+      if (a == kPat && (p != kSimple || !pat_enabled(g))) continue;
       const GraphInfo& gr = gi[static_cast<std::size_t>(a)];
       // Bandwidth: nChannels * per-channel bw (bwIntra up to 2 nodes or for CollNet, bwInter beyond).
       double bw = n_nodes <= 2 || collnet ? gr.bw_intra : gr.bw_inter;
       if (nvls_algo) {
         if (gr.channels < 2) continue;  // "NVLS/NVLStree needs at least 2 channels"
-        // NVLS bus bandwidth per channel; allreduce pipelines two operations (x2).
-        const double intra_bw = gr.bw_intra * nvls_efficiency * (gr.channels - 1) / gr.channels * 2.0;
+        // NVLS bus bandwidth per channel: allreduce pipelines two operations (x2); the other
+        // collectives move (ppn-1)/ppn of the data through the switch.
+        const double intra_bw =
+            gr.bw_intra * nvls_efficiency * (gr.channels - 1) / gr.channels * (allreduce ? 2.0 : (ppn - 1) / ppn);
         const double inter_bw = gr.bw_inter * ((n_nodes <= 2 && a == kNvlsTree) ? 2 : 1);
         bw = std::min(
             {intra_bw, inter_bw, a == kNvlsTree ? per_ch_max_nvls_tree_bw : std::numeric_limits<double>::max()});
@@ -998,33 +1078,60 @@ NcclTuneResult nccl_tune_model(const NcclGraphEstimate& g) {
       if (a == kRing && p == kLL128)
         bus_bw = std::min(bus_bw * (tb.ring_ll128_ppn1_factor && ppn < 2 ? 0.7 : 0.92),
                           gr.channels * per_ch_max_ring_ll128_bw);
-      if (a == kTree) bus_bw = std::min(bus_bw * 0.92, gr.channels * per_ch_max_tree_bw);
+      if (a == kTree && allreduce) bus_bw = std::min(bus_bw * 0.92, gr.channels * per_ch_max_tree_bw);
       if (a == kTree && p == kLL) bus_bw = std::min(bus_bw * 1.0 / 3.8, ll_max_bw);
       if (a == kTree && p == kLL128)
         bus_bw = std::min(bus_bw * (n_nodes == 1 ? 7.0 / 9.0 : 120.0 / 128.0), gr.channels * per_ch_max_tree_ll128_bw);
-      if (a == kCollNetDirect) {
+      if (a == kPat) bus_bw *= .75;
+      if (a == kCollNetDirect && ag_rs) {
+        bus_bw = ppn * std::min(gr.bw_intra, gr.bw_inter * 0.9);
+      } else if (a == kCollNetDirect) {
         // "Collnet+Direct requires all GPUs to have a local NIC to work at full speed".
         double factor = ppn / gr.channels;  // GPU/NIC ratio
         factor -= (factor - 1) / 2;
         bus_bw /= factor;
         if (g.sm >= 90) bus_bw *= .85;
       }
-      // Bus bandwidth to algorithm bandwidth: ring, NVLS, NVLSTree nRanks/nsteps; tree, CollNet 0.5.
-      const double ratio = a == kTree || collnet ? 0.5 : static_cast<double>(n_ranks) / nsteps;
-      m.algbw_gbps[a][p] = bus_bw * ratio;
+      // AllGather / ReduceScatter by NVLS or CollNet Direct across nodes need the CollNet plugin's
+      // iallgather / ireducescatter (taken as present with SHARP), collnetEnable, and no more
+      // local ranks than CollNet heads ("AllGather/ReduceScatter requires 1:1 GPU:NIC").
+      if ((a == kNvls || a == kCollNetDirect) && ag_rs && n_nodes > 1 &&
+          (!g.collnet_support || g.gpus_per_node > g.collnet_direct_channels))
+        bus_bw = 0.0;
+      // Bus bandwidth to algorithm bandwidth: ring, NVLS, NVLSTree nRanks/nsteps; tree, CollNet
+      // 0.5; allgather and reduce-scatter by another algorithm than the ring: none.
+      if (!(a != kRing && ag_rs)) {
+        const double ratio = a == kRing || nvls_algo ? static_cast<double>(n_ranks) / nsteps : 0.5;
+        bus_bw *= ratio;
+      }
+      m.algbw_gbps[a][p] = bus_bw;
 
       // Latency.
       double lat = tb.base_lat_us[a][p];
-      const double intra_lat = tb.hw_lat_us[gr.intra_hw][a][p];
+      double intra_lat = tb.hw_lat_us[gr.intra_hw][a][p];
       // 2.28: "With ppn=1 latencies are fully exposed, use the Tree network latency".
       double inter_lat =
           (tb.ppn1_tree_net_latency && ppn == 1 ? tb.hw_lat_us[kNcclHwNet][kTree][p] : tb.hw_lat_us[kNcclHwNet][a][p]) +
           g.latency_inter_us;
       if (p == kSimple) inter_lat += g.latency_inter_us;  // the flush
-      if (a == kRing) {
+      if (a == kRing && rooted) {
+        // Broadcast / reduce: one hop's latency on the ring's hardware (hw[a]: NET with several
+        // nodes) when every channel is the same ring, else nsteps of them (Simple: Tree's
+        // latency, "Add some chunk latency, waiting for proper chunk modeling").
+        const int hw = n_nodes == 1 ? gr.intra_hw : kNcclHwNet;
+        double hop = tb.hw_lat_us[hw][kRing][p];
+        if (g.ring_same_channels) {
+          lat += hop;
+        } else {
+          if (p == kSimple) hop = tb.hw_lat_us[hw][kTree][p];
+          lat += nsteps * hop;
+        }
+      } else if (a == kRing) {
+        // "Inter-node rings still have to launch nsteps * net overhead."
         double net_overhead = 0.0;
         if (n_nodes > 1) net_overhead = net_overhead_base * (p == kSimple ? 3.0 : 1.0);
-        lat += (nsteps - n_inter_steps) * std::max(intra_lat, net_overhead) + n_inter_steps * inter_lat;
+        intra_lat = std::max(intra_lat, net_overhead);
+        lat += (nsteps - n_inter_steps) * intra_lat + n_inter_steps * inter_lat;
       } else if (a == kTree) {
         lat += 2 * ((n_ranks / n_nodes - 1) * intra_lat + log2i(static_cast<std::uint64_t>(n_nodes)) * inter_lat);
       } else if (a == kNvls) {
@@ -1034,24 +1141,31 @@ NcclTuneResult nccl_tune_model(const NcclGraphEstimate& g) {
         lat += 2 * (std::min(1, local) * intra_lat + local * 0.4) + inter_lat;
       } else if (a == kCollNetChain) {
         lat += 2 * (n_ranks / n_nodes - 1) * intra_lat + inter_lat;
+      } else if (a == kPat) {
+        // "Log latency" over the nodes, plus "a linear part" of 2.8 us per rank.
+        lat += log2i(static_cast<std::uint64_t>(n_nodes)) * (inter_lat / 3.5) + n_ranks * 2.8;
       } else {
         lat += intra_lat + 2 * log2i(static_cast<std::uint64_t>(n_nodes)) * inter_lat;
       }
       m.latency_us[a][p] = lat;
 
-      // Enabled: NCCL_ALGO's AllReduce row, less NVLSTree on one node and NVLS on several (no
-      // CollNet); NVLS and NVLSTree need nvlsSupport (enqueue.cc updateCollCostTable).
+      // Enabled: NCCL_ALGO's row of the collective, less NVLSTree on one node and NVLS on several
+      // (no CollNet); NVLS and NVLSTree need nvlsSupport and, but for allreduce, at most
+      // NCCL_MAX_NVLS_ARITY local ranks (enqueue.cc updateCollCostTable); PAT reduce-scatter
+      // does not take the scaling reductions (avg: ncclDevPreMulSum / ncclDevSumPostDiv).
       bool on = en.algo[static_cast<std::size_t>(a)] != 0;
       if (a == kNvlsTree && n_nodes == 1) on = false;
       // With CollNet (config.collnetEnable) NVLS runs across nodes too (NVLS + CollNet), and
       // CollNet Direct needs NVSwitches (nvsCount > 0).
       if (a == kNvls && n_nodes > 1 && !g.collnet_support) on = false;
       if (nvls_algo && !g.nvls_support) on = false;
+      if (nvls_algo && !allreduce && g.gpus_per_node > kMaxNvlsArity) on = false;
       if (a == kCollNetDirect && !g.nvswitch) on = false;
-      // NCCL_PROTO's AllReduce row; LL128 left at 2 ("auto") by NCCL's rule: Volta or later
-      // (2.22.3: SM 70, 80 or 90 only) with NVLink inside the node and the NIC close to the GPU:
-      // typeInter <= PXB (<= PXN on SM90+: we accept any NIC path on NVLink SM90 nodes, as NCCL
-      // can route through a peer GPU), typeIntra <= NVB, one compute capability.
+      if (a == kPat && coll == algo::Collective::ReduceScatter && op == algo::ReduceOp::Avg) on = false;
+      // NCCL_PROTO's row; LL128 left at 2 ("auto") by NCCL's rule: Volta or later (2.22.3: SM 70,
+      // 80 or 90 only) with NVLink inside the node and the NIC close to the GPU: typeInter <= PXB
+      // (<= PXN on SM90+: we accept any NIC path on NVLink SM90 nodes, as NCCL can route through a
+      // peer GPU), typeIntra <= NVB, one compute capability.
       int p_enable = en.proto[static_cast<std::size_t>(p)];
       if (p == kLL128 && p_enable == 2) {
         const int sm_max = g.sm_max > 0 ? g.sm_max : g.sm;
@@ -1073,25 +1187,28 @@ double nccl_algo_time_us(const NcclGraphEstimate& g, const NcclTuneResult& m, Nc
   if (g.ranks <= 1) return a == kRing && p == kSimple ? 0.0 : -1.0;
   if (!m.enabled[a][p]) return -1.0;
   const NcclTuningTables& tb = nccl_tuning_tables(g.options.version);
+  const bool allreduce = m.collective == algo::Collective::AllReduce;
   double bw = m.algbw_gbps[a][p];
   double lat = m.latency_us[a][p];
   const int log_size = log2i(bytes >> 6);
-  if (a == kTree && log_size < 23) bw *= tb.tree_correction[p][log_size];
+  if (a == kTree && allreduce && log_size < 23) bw *= tb.tree_correction[p][log_size];
   // Plateau effect of ring: multi-node ring/Simple allreduce with >= 64 bytes per channel and rank.
   const int comm_channels = g.comm_channels > 0 ? g.comm_channels : std::min(tb.max_channels, 2 * g.channels);
-  if (a == kRing && p == kSimple && g.nodes > 1 &&
+  if (a == kRing && p == kSimple && allreduce && g.nodes > 1 &&
       bytes / (static_cast<std::uint64_t>(comm_channels) * static_cast<std::uint64_t>(g.ranks)) >= 64)
     lat *= g.sm < 80 ? 1.9 : 1.4;
   return lat + static_cast<double>(bytes) / (1000.0 * bw);
 }
 
-std::vector<NcclPrediction> nccl_predictions(const NcclGraphEstimate& g, std::uint64_t bytes) {
-  const NcclTuneResult m = nccl_tune_model(g);
+std::vector<NcclPrediction> nccl_predictions(const NcclGraphEstimate& g, std::uint64_t bytes, algo::Collective coll,
+                                             algo::ReduceOp op) {
+  const NcclTuneResult m = nccl_tune_model(g, coll, op);
   std::vector<NcclPrediction> out;
-  // nccl-tests busbw: algbw * 2(n-1)/n with algbw = bytes / time.
+  // nccl-tests busbw: algbw * the collective's factor, algbw = bytes / time.
+  const double factor = algo::busbw_factor(coll, g.ranks);
   auto busbw = [&](double time_us) {
     if (time_us <= 0.0 || g.ranks <= 1) return 0.0;
-    return static_cast<double>(bytes) / (time_us * 1e3) * 2.0 * (g.ranks - 1) / g.ranks;
+    return static_cast<double>(bytes) / (time_us * 1e3) * factor;
   };
   const int comm_channels = g.comm_channels > 0
                                 ? g.comm_channels
@@ -1110,12 +1227,13 @@ std::vector<NcclPrediction> nccl_predictions(const NcclGraphEstimate& g, std::ui
   return out;
 }
 
-NcclPrediction nccl_choice(const NcclGraphEstimate& g, std::uint64_t bytes) {
-  const std::vector<NcclPrediction> all = nccl_predictions(g, bytes);
+NcclPrediction nccl_choice(const NcclGraphEstimate& g, std::uint64_t bytes, algo::Collective coll, algo::ReduceOp op) {
+  const std::vector<NcclPrediction> all = nccl_predictions(g, bytes, coll, op);
   if (all.empty())
     throw InputError(
-        fmt::format("NCCL model: no algorithm/protocol available for allreduce (NCCL {}{}{}); NCCL fails the same way",
-                    to_string(g.options.version), g.options.algo.empty() ? "" : ", NCCL_ALGO=" + g.options.algo,
+        fmt::format("NCCL model: no algorithm/protocol available for {} (NCCL {}{}{}); NCCL fails the same way",
+                    algo::to_string(coll), to_string(g.options.version),
+                    g.options.algo.empty() ? "" : ", NCCL_ALGO=" + g.options.algo,
                     g.options.proto.empty() ? "" : ", NCCL_PROTO=" + g.options.proto));
   // Strictly smaller wins, so the first in NCCL's order wins a tie (topoGetAlgoInfo).
   const NcclPrediction* best = &all.front();

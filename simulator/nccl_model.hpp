@@ -1,5 +1,7 @@
-// The reference model of stock NCCL: what NCCL's own tuning model predicts for an allreduce,
-// and which algorithm and protocol it picks. Users compare our schedules against it.
+// The reference model of stock NCCL: what NCCL's own tuning model predicts for a collective
+// (allreduce, allgather, reduce-scatter, broadcast, reduce), and which algorithm and protocol it
+// picks. Users compare our schedules against it. All-to-all has no model: NCCL runs it as grouped
+// send/recv, which its tuner does not cost (nccl_tune_model refuses it).
 //
 // Two releases, chosen by NcclModelOptions::version (default 2.28.9, the NCCL of the toolkit;
 // nccl_tables.cpp names the files and commits each table set was read from):
@@ -18,7 +20,8 @@
 // of busBw and Hopper llMaxBw 87.7; later releases: tree Simple hwLat 4 us instead of 28,
 // nInterSteps 2*(nNodes-1)).
 //
-// Scope: allreduce; protocols LL, LL128, Simple; NCCL_ALGO, NCCL_PROTO, NCCL_MIN_NCHANNELS,
+// Scope: allreduce on both releases; allgather, reduce-scatter (Ring, PAT, NVLS, CollNet Direct),
+// broadcast and reduce (Ring) on 2.28.9 only; protocols LL, LL128, Simple; NCCL_ALGO, NCCL_PROTO, NCCL_MIN_NCHANNELS,
 // NCCL_MAX_NCHANNELS and NCCL_NVLS_ENABLE as NCCL reads them (NcclModelOptions).
 // Not modelled: CollNet Direct / Chain (they need SHARP-capable network switches and the CollNet
 // plugin); tuner plugins; aggregated launches (numPipeOps = 1); the smaller channel and thread
@@ -38,6 +41,7 @@
 #include <string_view>
 #include <vector>
 
+#include "algorithms/ir/types.hpp"
 #include "simulator/calibration.hpp"
 #include "simulator/nccl_tables.hpp"
 #include "topologies/paths.hpp"
@@ -108,7 +112,10 @@ struct NcclGraphEstimate {
   bool collnet_support = false;
   int collnet_chain_channels = 0, collnet_direct_channels = 0;
   double collnet_bw_intra_gbps = 0.0, collnet_bw_inter_gbps = 0.0;
-  bool nvswitch = false;           // ncclTopoGetNvsCount > 0 (CollNet Direct needs it)
+  bool nvswitch = false;  // ncclTopoGetNvsCount > 0 (CollNet Direct needs it)
+  // ring graph->sameChannels: every channel is the same ring (the search tries that first and the
+  // estimate keeps it); broadcast / reduce latency is one hop then, nsteps hops otherwise.
+  bool ring_same_channels = true;
   NcclModelOptions options;        // the release and environment this estimate was made for
   std::vector<std::string> notes;  // what the estimate assumed
 };
@@ -125,30 +132,41 @@ struct NcclPrediction {
   std::string algorithm;    // "Tree" | "Ring" | "NVLS" | "NVLSTree" ... (NCCL's ncclAlgoStr)
   std::string protocol;     // "LL" | "LL128" | "Simple" (NCCL's ncclProtoStr)
   double time_us = 0.0;     // NCCL's predicted time
-  double busbw_gbps = 0.0;  // nccl-tests busbw of that time: bytes / time * 2(n-1)/n
+  double busbw_gbps = 0.0;  // nccl-tests busbw of that time: bytes / time * busbw_factor(collective, n)
   int channels = 0;         // channels NCCL runs it with: comm->nChannels (Ring, Tree) or comm->nvlsChannels
 };
 
-// NCCL's predicted time for each enabled (algorithm, protocol), in NCCL's order (Tree, Ring, ...,
-// NVLS, NVLSTree; LL, LL128, Simple). Disabled combinations (LL128 off, NCCL_ALGO / NCCL_PROTO,
-// NVLS without support; see nccl_model.cpp) are left out.
-// `bytes` is the allreduce buffer size per rank (count * sizeof(type)). One rank: one entry,
-// Ring/Simple with time 0, as NCCL does. Throws InputError for an inconsistent estimate.
-std::vector<NcclPrediction> nccl_predictions(const NcclGraphEstimate& g, std::uint64_t bytes);
+// NCCL's predicted time for each enabled (algorithm, protocol) of collective `c`, in NCCL's order
+// (Tree, Ring, ..., NVLS, NVLSTree, PAT; LL, LL128, Simple). Disabled combinations (LL128 off,
+// NCCL_ALGO / NCCL_PROTO, NVLS without support; see nccl_model.cpp) are left out.
+// `bytes` is NCCL's nBytes: the larger buffer of a rank, sizeof(type) * ncclFuncMaxSendRecvCount
+// (enqueue.cc), which is algo::nccl_tests_bytes of the call (allreduce, broadcast, reduce: count;
+// allgather, reduce-scatter: count * ranks); busbw uses algo::busbw_factor(c). `op` matters to
+// PAT reduce-scatter only (no avg). One rank: one entry, Ring/Simple with time 0, as NCCL does.
+// Throws InputError for an inconsistent estimate, for all-to-all, and for a collective other
+// than allreduce on 2.22.3.
+std::vector<NcclPrediction> nccl_predictions(const NcclGraphEstimate& g, std::uint64_t bytes,
+                                             algo::Collective c = algo::Collective::AllReduce,
+                                             algo::ReduceOp op = algo::ReduceOp::Sum);
 // NCCL's choice: the minimum time, the first in NCCL's order on a tie (as topoGetAlgoInfo).
 // InputError when NCCL_ALGO / NCCL_PROTO leave nothing (NCCL: "no algorithm/protocol available").
-NcclPrediction nccl_choice(const NcclGraphEstimate& g, std::uint64_t bytes);
+NcclPrediction nccl_choice(const NcclGraphEstimate& g, std::uint64_t bytes,
+                           algo::Collective c = algo::Collective::AllReduce, algo::ReduceOp op = algo::ReduceOp::Sum);
 
 // --- The model's parts, exposed for tests and for tools that explain a choice ------------
 
-// What ncclTopoTuneModel stores for allreduce: comm->latencies (us) and comm->bandwidths
-// (algorithm bandwidth, GB/s), and whether each combination is enabled.
+// What ncclTopoTuneModel stores for one collective: comm->latencies[coll] (us) and
+// comm->bandwidths[coll] (algorithm bandwidth, GB/s; for allgather / reduce-scatter by PAT, NVLS
+// or CollNet Direct the bus bandwidth, which tuning.cc does not convert), and whether each
+// combination is enabled. InputError as nccl_predictions for a collective without a model.
 struct NcclTuneResult {
+  algo::Collective collective = algo::Collective::AllReduce;
   std::array<std::array<double, 3>, kNcclNumAlgos> latency_us{};
   std::array<std::array<double, 3>, kNcclNumAlgos> algbw_gbps{};
   std::array<std::array<bool, 3>, kNcclNumAlgos> enabled{};
 };
-NcclTuneResult nccl_tune_model(const NcclGraphEstimate& g);
+NcclTuneResult nccl_tune_model(const NcclGraphEstimate& g, algo::Collective c = algo::Collective::AllReduce,
+                               algo::ReduceOp op = algo::ReduceOp::Sum);
 // ncclTopoGetAlgoTime for one combination; -1 when it is disabled.
 double nccl_algo_time_us(const NcclGraphEstimate& g, const NcclTuneResult& m, NcclAlgo a, NcclProto p,
                          std::uint64_t bytes);

@@ -673,4 +673,165 @@ TEST_CASE("nccl model: CollNet with NCCL_COLLNET_ENABLE=1 on a SHARP fabric, cho
                         tb.hw_lat_us[kNcclHwNet][d][simple] + 2 * collnet.latency_inter_us));
 }
 
+// --- Collectives other than allreduce (2.28.3 tuning.cc ncclTopoTuneModel, per `coll`) ----------
+
+TEST_CASE("nccl_model: allgather on one dgx-h100 node: Ring nRanks-1 steps, NVLS at (ppn-1)/ppn, no PAT") {
+  // Ring graph 12 x 30 GB/s, nsteps = nRanks-1 = 7, algbw = busBw * nRanks/nsteps = busBw * 8/7:
+  //   Simple busBw 360, latency 8.4 + 7 * hwLat[NVLINK][Ring][Simple] 3.4 = 32.2;
+  //   LL     busBw min(llMaxBw Hopper-N1 141, 360 * .5) = 141, latency 6.6 + 7 * 0.6 = 10.8;
+  //   LL128  busBw min(360 * 0.92, 12 * 36.7) = 331.2, latency 14 + 7 * 1.9 = 27.3.
+  // NVLS graph 8 x 40: per channel 40 * 0.85 * 7/8 * (ppn-1)/ppn 7/8 = 26.03125 (< bwInter 60),
+  // busBw 8 * that = 208.25, not converted ("a != NCCL_ALGO_RING" for allgather), latency 25.
+  // PAT needs one GPU per node (ncclPatEnable): none here.
+  const NcclGraphEstimate g = estimate_nccl_graph(preset("dgx-h100", 1));
+  const algo::Collective ag = algo::Collective::AllGather;
+  const NcclTuneResult m = nccl_tune_model(g, ag);
+  const int tree = 0, ring = 1, nvls = 4, pat = 6, ll = 0, ll128 = 1, simple = 2;
+  CHECK(m.collective == ag);
+  CHECK(m.algbw_gbps[ring][simple] == doctest::Approx(360.0 * 8 / 7));
+  CHECK(m.latency_us[ring][simple] == doctest::Approx(32.2));
+  CHECK(m.algbw_gbps[ring][ll] == doctest::Approx(141.0 * 8 / 7));
+  CHECK(m.latency_us[ring][ll] == doctest::Approx(10.8));
+  CHECK(m.algbw_gbps[ring][ll128] == doctest::Approx(331.2 * 8 / 7));
+  CHECK(m.latency_us[ring][ll128] == doctest::Approx(27.3));
+  REQUIRE(m.enabled[nvls][simple]);
+  CHECK(m.algbw_gbps[nvls][simple] == doctest::Approx(8 * 40 * 0.85 * 7 / 8 * 7 / 8));
+  CHECK(m.latency_us[nvls][simple] == doctest::Approx(25.0));
+  CHECK_FALSE(m.enabled[tree][simple]);  // tuning.cc: no Tree for allgather
+  CHECK_FALSE(m.enabled[pat][simple]);
+
+  // `bytes` is NCCL's nBytes, the receive buffer (count x 8 elements): 1 GiB.
+  const NcclPrediction big = nccl_choice(g, kGiB, ag);
+  CHECK(big.algorithm == "Ring");
+  CHECK(big.protocol == "Simple");
+  CHECK(big.time_us == doctest::Approx(32.2 + 1073741824.0 / (1000.0 * 360 * 8 / 7)));
+  CHECK(big.busbw_gbps == doctest::Approx(1073741824.0 / (big.time_us * 1e3) * 7 / 8));  // nccl-tests (p-1)/p
+  CHECK(find(nccl_predictions(g, kGiB, ag), "NVLS", "Simple").time_us ==
+        doctest::Approx(25.0 + 1073741824.0 / (1000.0 * 208.25)));
+  const NcclPrediction small = nccl_choice(g, 8 * kKiB, ag);
+  CHECK(small.algorithm == "Ring");
+  CHECK(small.protocol == "LL");
+  CHECK(small.time_us == doctest::Approx(10.8 + 8192.0 / (1000.0 * 141 * 8 / 7)));
+  // Reduce-scatter has the same Ring and NVLS terms.
+  CHECK(nccl_choice(g, kGiB, algo::Collective::ReduceScatter).time_us == doctest::Approx(big.time_us));
+}
+
+TEST_CASE("nccl_model: reduce-scatter and broadcast on two dgx-h100 nodes") {
+  // Ring graph 8 x 48 GB/s (bwIntra: two nodes), 16 ranks. Reduce-scatter: nsteps 15, nInterSteps
+  // nNodes-1 = 1; Simple latency 8.4 + 14 * max(hwLat NVLINK 3.4, 3 * netOverhead 1.0) + 1 *
+  // hwLat[NET][Ring][Simple] 14 = 70; algbw 384 * 16/15. No plateau factor (allreduce only), and
+  // no NVLS (several nodes, no CollNet).
+  const NcclGraphEstimate g = estimate_nccl_graph(preset("dgx-h100", 2));
+  REQUIRE(g.channels == 8);
+  REQUIRE(g.bw_intra_gbps == doctest::Approx(48.0));
+  REQUIRE(g.cpu_vendor == "intel");
+  const int ring = 1, nvls = 4, ll = 0, simple = 2;
+  const NcclTuneResult rs = nccl_tune_model(g, algo::Collective::ReduceScatter);
+  CHECK(rs.latency_us[ring][simple] == doctest::Approx(70.0));
+  CHECK(rs.algbw_gbps[ring][simple] == doctest::Approx(384.0 * 16 / 15));
+  CHECK_FALSE(rs.enabled[nvls][simple]);
+  CHECK(find(nccl_predictions(g, kGiB, algo::Collective::ReduceScatter), "Ring", "Simple").time_us ==
+        doctest::Approx(70.0 + 1073741824.0 / (1000.0 * 384 * 16 / 15)));
+  for (const NcclPrediction& p : nccl_predictions(g, kMiB, algo::Collective::ReduceScatter))
+    CHECK(p.algorithm == "Ring");
+
+  // Broadcast: nsteps = nRanks, algbw = busBw; one ring for all channels (sameChannels): one hop
+  // of hwLat[NET][Ring][p]: Simple 8.4 + 14 = 22.4, LL 6.6 + 2.7 = 9.3 with busBw min(llMaxBw
+  // Intel-N2 39, 384 * .5) = 39.
+  const NcclTuneResult bc = nccl_tune_model(g, algo::Collective::Broadcast);
+  CHECK(bc.algbw_gbps[ring][simple] == doctest::Approx(384.0));
+  CHECK(bc.latency_us[ring][simple] == doctest::Approx(22.4));
+  CHECK(bc.algbw_gbps[ring][ll] == doctest::Approx(39.0));
+  CHECK(bc.latency_us[ring][ll] == doctest::Approx(9.3));
+  for (int a = 0; a < kNcclNumAlgos; ++a)
+    if (a != ring) CHECK_FALSE(bc.enabled[a][simple]);  // Ring only for broadcast and reduce
+  const NcclPrediction big = nccl_choice(g, kGiB, algo::Collective::Broadcast);
+  CHECK(big.algorithm == "Ring");
+  CHECK(big.time_us == doctest::Approx(22.4 + 1073741824.0 / (1000.0 * 384)));
+  CHECK(big.busbw_gbps == doctest::Approx(1073741824.0 / (big.time_us * 1e3)));  // factor 1
+  // Reduce: the same terms.
+  CHECK(nccl_choice(g, kGiB, algo::Collective::Reduce).time_us == doctest::Approx(big.time_us));
+  // Channels that differ: nsteps hops, Simple at Tree's latency: 8.4 + 16 * 14, LL 6.6 + 16 * 2.7.
+  NcclGraphEstimate mixed = g;
+  mixed.ring_same_channels = false;
+  const NcclTuneResult bm = nccl_tune_model(mixed, algo::Collective::Broadcast);
+  CHECK(bm.latency_us[ring][simple] == doctest::Approx(8.4 + 16 * 14.0));
+  CHECK(bm.latency_us[ring][ll] == doctest::Approx(6.6 + 16 * 2.7));
+  // One node: the hop is NVLink's, 8.4 + 3.4.
+  const NcclTuneResult one = nccl_tune_model(estimate_nccl_graph(preset("dgx-h100", 1)), algo::Collective::Reduce);
+  CHECK(one.latency_us[ring][simple] == doctest::Approx(11.8));
+}
+
+TEST_CASE("nccl_model: PAT allgather with one GPU per node; not for reduce-scatter with avg") {
+  // A hand-made estimate: 4 nodes of one Hopper GPU, ring and tree graphs 2 x 24 GB/s.
+  NcclGraphEstimate g;
+  g.nodes = 4;
+  g.ranks = 4;
+  g.gpus_per_node = 1;
+  g.sm = g.sm_max = 90;
+  g.channels = g.tree_channels = 2;
+  g.comm_channels = 4;
+  g.bw_intra_gbps = g.bw_inter_gbps = 24.0;
+  g.intra_link = kNcclHwPci;
+  g.intra_path = topo::PathType::LOC;
+  g.inter_path = topo::PathType::PIX;
+  g.cpu_vendor = "intel";
+  const algo::Collective ag = algo::Collective::AllGather;
+  const NcclTuneResult m = nccl_tune_model(g, ag);
+  const int ring = 1, pat = 6, ll = 0, ll128 = 1, simple = 2;
+  // PAT (tree graph): busBw 2 * 24 (bwInter: more than 2 nodes) * .75 = 36, not converted;
+  // latency 8 + log2i(4) * (hwLat[NET][Tree][Simple] 14 (ppn 1) / 3.5) + 4 * 2.8 = 27.2.
+  REQUIRE(m.enabled[pat][simple]);
+  CHECK_FALSE(m.enabled[pat][ll]);  // PAT: Simple only
+  CHECK(m.algbw_gbps[pat][simple] == doctest::Approx(36.0));
+  CHECK(m.latency_us[pat][simple] == doctest::Approx(27.2));
+  // Ring: nsteps 3, all of them network steps at the Tree network latency (ppn 1):
+  // Simple 8.4 + 3 * 14 = 50.4, algbw 48 * 4/3; LL 6.6 + 3 * 5 = 21.6, min(llMaxBw 20.4, 24) * 4/3;
+  // LL128 14 + 3 * 8.5 = 39.5, min(48 * 0.92, 2 * 36.7) * 4/3.
+  CHECK(m.latency_us[ring][simple] == doctest::Approx(50.4));
+  CHECK(m.algbw_gbps[ring][simple] == doctest::Approx(64.0));
+  CHECK(m.latency_us[ring][ll] == doctest::Approx(21.6));
+  CHECK(m.algbw_gbps[ring][ll] == doctest::Approx(20.4 * 4 / 3));
+  CHECK(m.latency_us[ring][ll128] == doctest::Approx(39.5));
+  CHECK(m.algbw_gbps[ring][ll128] == doctest::Approx(48 * 0.92 * 4 / 3));
+  // At 1 MiB PAT (27.2 + 2^20 / 36000 = 56.33) beats Ring/LL128 (39.5 + 2^20 / 58880 = 57.31).
+  const NcclPrediction pick = nccl_choice(g, kMiB, ag);
+  CHECK(pick.algorithm == "PAT");
+  CHECK(pick.time_us == doctest::Approx(27.2 + 1048576.0 / 36000));
+  // Reduce-scatter: PAT too, but not for avg (ncclDevPreMulSum / ncclDevSumPostDiv).
+  CHECK(nccl_choice(g, kMiB, algo::Collective::ReduceScatter).algorithm == "PAT");
+  for (const NcclPrediction& p : nccl_predictions(g, kMiB, algo::Collective::ReduceScatter, algo::ReduceOp::Avg))
+    CHECK(p.algorithm != "PAT");
+  CHECK(nccl_tune_model(g, ag, algo::ReduceOp::Avg).enabled[pat][simple]);  // allgather does not reduce
+  // Allreduce never runs PAT; two GPUs per node turn it off (ncclPatEnable).
+  for (const NcclPrediction& p : nccl_predictions(g, kMiB)) CHECK(p.algorithm != "PAT");
+  NcclGraphEstimate two = g;
+  two.ranks = 8;
+  two.gpus_per_node = 2;
+  CHECK_FALSE(nccl_tune_model(two, ag).enabled[pat][simple]);
+}
+
+TEST_CASE("nccl_model: NCCL_ALGO rows per collective; alltoall and 2.22.3 collectives are input errors") {
+  // "allgather:NVLS" leaves allgather NVLS only; allreduce keeps its default row.
+  const NcclGraphEstimate g = estimate_nccl_graph(preset("dgx-h100", 1), env({{"NCCL_ALGO", "allgather:NVLS"}}));
+  for (const NcclPrediction& p : nccl_predictions(g, kGiB, algo::Collective::AllGather)) CHECK(p.algorithm == "NVLS");
+  CHECK(nccl_choice(g, kGiB, algo::Collective::AllGather).time_us ==
+        doctest::Approx(25.0 + 1073741824.0 / (1000.0 * 208.25)));
+  std::set<std::string> allreduce_algos;
+  for (const NcclPrediction& p : nccl_predictions(g, kGiB)) allreduce_algos.insert(p.algorithm);
+  CHECK(allreduce_algos.count("Ring") == 1);
+  CHECK(allreduce_algos.count("Tree") == 1);
+  // "broadcast:Tree": NCCL has no Tree broadcast, so nothing is left; NCCL fails the same way.
+  const NcclGraphEstimate none = estimate_nccl_graph(preset("dgx-h100", 1), env({{"NCCL_ALGO", "broadcast:Tree"}}));
+  CHECK_THROWS_WITH_AS(nccl_choice(none, kMiB, algo::Collective::Broadcast),
+                       doctest::Contains("no algorithm/protocol available for broadcast"), InputError);
+
+  CHECK_THROWS_WITH_AS(nccl_tune_model(g, algo::Collective::AllToAll), doctest::Contains("no model for alltoall"),
+                       InputError);
+  const NcclGraphEstimate old = estimate_nccl_graph(preset("dgx-h100", 1), k2223);
+  CHECK_THROWS_WITH_AS(nccl_predictions(old, kMiB, algo::Collective::AllGather),
+                       doctest::Contains("NCCL 2.22.3 is modelled for allreduce only"), InputError);
+  CHECK_NOTHROW(nccl_predictions(old, kMiB));
+}
+
 }  // namespace topocoll::sim

@@ -73,9 +73,11 @@ SimulatedPoint simulate_point(Engine& engine, const topo::Topology& t, const alg
       any = true;
     }
   }
-  const double factor = algo::busbw_factor(algo::Collective::AllReduce, t.num_ranks());
+  const algo::Collective collective = schedule.args().collective;
+  const double factor = algo::busbw_factor(collective, t.num_ranks());
   records::Record& rec = p.record;
   rec = base;
+  rec.collective = std::string(algo::to_string(collective));
   rec.algorithm = algorithm;
   rec.dtype = std::string(algo::to_string(dtype));
   rec.size_bytes = bytes;
@@ -93,22 +95,25 @@ SimulatedPoint simulate_point(Engine& engine, const topo::Topology& t, const alg
 }
 
 records::Record nccl_model_point(const NcclGraphEstimate& nccl, const records::Record& base, std::uint64_t bytes,
-                                 algo::DataType dtype) {
-  const NcclPrediction pick = nccl_choice(nccl, bytes);
-  const double factor = algo::busbw_factor(algo::Collective::AllReduce, base.ranks);
+                                 algo::DataType dtype, algo::Collective collective, algo::ReduceOp op) {
+  const algo::CollectiveArgs args = algo::nccl_tests_args(collective, bytes, dtype, op, base.ranks);
+  const std::uint64_t size = algo::nccl_tests_bytes(args);
+  const NcclPrediction pick = nccl_choice(nccl, size, collective, op);
+  const double factor = algo::busbw_factor(collective, base.ranks);
   records::Record rec = base;
   rec.kind = "model";
   rec.engine = "nccl-model";
+  rec.collective = std::string(algo::to_string(collective));
   rec.algorithm = fmt::format("nccl:{}/{}", pick.algorithm, pick.protocol);
   rec.dtype = std::string(algo::to_string(dtype));
-  rec.size_bytes = bytes;
-  rec.count = bytes / algo::size_of(dtype);
+  rec.size_bytes = size;
+  rec.count = args.count;
   rec.channels = nccl.channels;
   rec.nccl_channels = pick.channels;
   rec.nccl_version = std::string(to_string(nccl.options.version));
   rec.time_us = pick.time_us;
   rec.protocol = pick.protocol;
-  rec.algbw_gbps = algbw_gbps(bytes, pick.time_us * 1e-6);
+  rec.algbw_gbps = algbw_gbps(size, pick.time_us * 1e-6);
   rec.busbw_gbps = rec.algbw_gbps * factor;
   return rec;
 }

@@ -39,21 +39,26 @@ struct SimulatedPoint {
   SimResult result;        // the fastest protocol's run (with its trace when SimOptions::trace)
 };
 
-// Runs `schedule` (generated for an allreduce of `bytes` bytes, `count` elements of `dtype`) on
-// every protocol of `protocols`; the fastest wins (the first on a tie). The record's time is
+// Runs `schedule` (generated for a call nccl-tests reports as `bytes` bytes, the larger buffer of
+// a rank, with `count` elements of `dtype` per rank: algo::nccl_tests_bytes and CollectiveArgs::count)
+// on every protocol of `protocols`; the fastest wins (the first on a tie). The record's time is
 // max(engine time, the calibration's host_call_us): a call costs the host at least that (the
-// engine time is kept as device_time_us). busbw uses nccl-tests' allreduce factor for t's ranks.
+// engine time is kept as device_time_us). The record's collective is the schedule's; busbw uses
+// nccl-tests' factor of that collective for t's ranks (algo::busbw_factor).
 SimulatedPoint simulate_point(Engine& engine, const topo::Topology& t, const algo::Schedule& schedule,
                               const ProtocolSet& protocols, const records::Record& base, const std::string& algorithm,
                               std::uint64_t bytes, std::uint64_t count, algo::DataType dtype,
                               const SimOptions& options = {});
 
-// Stock NCCL's choice for an allreduce of `bytes` bytes by its own tuning model, as a record of
-// kind "model", engine "nccl-model", algorithm "nccl:<algo>/<proto>", channels the ring graph's,
-// nccl_channels the channels NCCL runs its choice with, nccl_version the release modelled.
-// The release and NCCL environment are the estimate's (NcclGraphEstimate::options).
+// Stock NCCL's choice for the call nccl-tests runs at `-b bytes` of `collective` (sizes and counts
+// by algo::nccl_tests_args: the record's size_bytes is nccl_tests_bytes of it) by its own tuning
+// model, as a record of kind "model", engine "nccl-model", algorithm "nccl:<algo>/<proto>",
+// channels the ring graph's, nccl_channels the channels NCCL runs its choice with, nccl_version
+// the release modelled. The release and NCCL environment are the estimate's
+// (NcclGraphEstimate::options). InputError for all-to-all (no model) as nccl_choice.
 records::Record nccl_model_point(const NcclGraphEstimate& nccl, const records::Record& base, std::uint64_t bytes,
-                                 algo::DataType dtype);
+                                 algo::DataType dtype, algo::Collective collective = algo::Collective::AllReduce,
+                                 algo::ReduceOp op = algo::ReduceOp::Sum);
 
 // The channels stock NCCL runs Ring and Tree with on the topology: comm->nChannels after
 // ncclTopoPostset (comm_channels), at most MAXCHANNELS of the estimate's release (32 or 64).

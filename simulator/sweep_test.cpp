@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "algorithms/registry.hpp"
+#include "common/errors.hpp"
 #include "topologies/load.hpp"
 
 using namespace topocoll;
@@ -105,4 +106,38 @@ TEST_CASE("sweep: nccl_channels doubles the ring graph's channels, at most MAXCH
   CHECK(sim::nccl_channels(g) == 40);
   g.comm_channels = 80;
   CHECK(sim::nccl_channels(g) == 64);
+}
+
+TEST_CASE("sweep: records carry the collective; sizes, counts and busbw are nccl-tests' for it") {
+  Pcie8 p;
+  const sim::NcclGraphEstimate nccl = sim::estimate_nccl_graph(p.t);  // 2.28.9: every collective but alltoall
+  // all_gather_perf -b 1000 over 8 ranks of floats: 250 elements, 31 per rank, 992 bytes received.
+  const records::Record m =
+      sim::nccl_model_point(nccl, p.base, 1000, algo::DataType::Float32, algo::Collective::AllGather);
+  CHECK(m.collective == "allgather");
+  CHECK(m.count == 31);
+  CHECK(m.size_bytes == 992);
+  CHECK(m.time_us == doctest::Approx(sim::nccl_choice(nccl, 992, algo::Collective::AllGather).time_us));
+  CHECK(m.algbw_gbps == doctest::Approx(992 / (m.time_us * 1e-6) / 1e9));
+  CHECK(m.busbw_gbps == doctest::Approx(m.algbw_gbps * 7 / 8.0));
+  const records::Record b =
+      sim::nccl_model_point(nccl, p.base, 1000, algo::DataType::Float32, algo::Collective::Broadcast);
+  CHECK(b.collective == "broadcast");
+  CHECK(b.count == 250);
+  CHECK(b.busbw_gbps == doctest::Approx(b.algbw_gbps));
+  CHECK_THROWS_AS(sim::nccl_model_point(nccl, p.base, 1000, algo::DataType::Float32, algo::Collective::AllToAll),
+                  topocoll::InputError);
+
+  // A simulated allgather point: the schedule's collective, busbw * (p-1)/p.
+  const std::unique_ptr<sim::Engine> engine = sim::make_engine("analytic");
+  const sim::ProtocolSet protocols = sim::protocol_set(nccl, p.calib, "Simple", "--protocol");
+  const algo::CollectiveArgs args = algo::nccl_tests_args(algo::Collective::AllGather, 8 * 1024 * 1024,
+                                                          algo::DataType::Float32, algo::ReduceOp::Sum, 8);
+  const algo::Schedule sched = algo::find_algorithm("allgather-ring").generate(algo::layout_of(p.t), args, {});
+  const sim::SimulatedPoint pt = sim::simulate_point(*engine, p.t, sched, protocols, p.base, "allgather-ring",
+                                                     algo::nccl_tests_bytes(args), args.count, algo::DataType::Float32);
+  CHECK(pt.record.collective == "allgather");
+  CHECK(pt.record.size_bytes == 8 * 1024 * 1024);
+  CHECK(pt.record.count == 262144);
+  CHECK(pt.record.busbw_gbps == doctest::Approx(pt.record.algbw_gbps * 7 / 8.0));
 }

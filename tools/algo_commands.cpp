@@ -119,6 +119,14 @@ void print_header(std::ostream& out) {
 
 }  // namespace
 
+algo::Collective parse_collective_flag(const std::string& value, const char* flag) {
+  try {
+    return algo::parse_collective(value);
+  } catch (const InputError& e) {
+    throw InputError(fmt::format("{} {}: {}", flag, cli::one_line(value), e.what()));
+  }
+}
+
 int algorithms_list(std::ostream& out) {
   out << fmt::format("{:<20} {:<15} {}\n", "name", "collective", "description");
   for (const algo::Algorithm& a : algo::registry())
@@ -127,9 +135,14 @@ int algorithms_list(std::ostream& out) {
 }
 
 int verify_command(const AlgoArgs& a, std::ostream& out) {
-  print_header(out);
+  std::optional<algo::Collective> collective;
+  if (!a.collective.empty()) collective = parse_collective_flag(a.collective, "--collective");
   if (!a.schedule.empty()) {
     const algo::Schedule s = algo::load_schedule_json(a.schedule);
+    if (collective && s.args().collective != *collective)
+      throw InputError(fmt::format("--collective {}: the schedule {} is of {}, not {}", a.collective, a.schedule,
+                                   algo::to_string(s.args().collective), algo::to_string(*collective)));
+    print_header(out);
     const auto start = std::chrono::steady_clock::now();
     algo::VerifyOptions o;
     o.in_place = a.in_place;
@@ -143,7 +156,12 @@ int verify_command(const AlgoArgs& a, std::ostream& out) {
   const algo::Layout layout = layout_of(a);
   const algo::Tuning t = tuning_of(a);
   bool all_ok = true;
-  for (const algo::Algorithm* alg : algo::select_algorithms(a.algorithm, std::nullopt)) {
+  const std::vector<const algo::Algorithm*> algorithms = algo::select_algorithms(a.algorithm, collective);
+  if (algorithms.empty())
+    throw InputError(fmt::format("--collective {}: the registry has no {} algorithm yet (topocoll algorithms)",
+                                 a.collective, algo::to_string(*collective)));
+  print_header(out);
+  for (const algo::Algorithm* alg : algorithms) {
     const algo::CollectiveArgs c = args_of(a, *alg, layout);
     const algo::Support s = alg->supports(layout, c, t);
     if (!s.ok) {

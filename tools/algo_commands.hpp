@@ -5,6 +5,7 @@
 #include <ostream>
 #include <string>
 
+#include "algorithms/ir/types.hpp"
 #include "tools/topo_commands.hpp"
 
 namespace topocoll::tools {
@@ -18,8 +19,9 @@ struct AlgoArgs {
   std::string dtype = "float";
   std::string op = "sum";
   int root = 0;
-  std::string schedule;  // verify --schedule FILE.json
-  std::string output;    // schedule export -o
+  std::string collective;  // verify --collective NAME: `--algorithm all` is that collective's; "" = every one
+  std::string schedule;    // verify --schedule FILE.json
+  std::string output;      // schedule export -o
   bool in_place = false;
   std::string layout;     // verify --layout NxG: N nodes of G ranks, no topology
   bool nvls = false;      // verify --nvls: every node has NVLS (NVSwitch multicast)
@@ -32,5 +34,9 @@ int schedule_export(const AlgoArgs& a, std::ostream& out);
 
 // "8", "64K", "1M", "1G" (powers of 1024) -> value; throws InputError naming the flag.
 std::uint64_t parse_size(const std::string& text, const char* flag);
+
+// A collective flag's value (algo::parse_collective's names); InputError naming the flag, the
+// value and the accepted names.
+algo::Collective parse_collective_flag(const std::string& value, const char* flag);
 
 }  // namespace topocoll::tools

@@ -196,6 +196,47 @@ expect_error "--nccl-env FOO: expected KEY=VALUE" sim --topology dgx-h100 --nccl
 expect_error "NCCL_ALGO 'Foo': unknown name 'Foo': expected Tree, Ring" sim --topology dgx-h100 --nccl-env NCCL_ALGO=Foo
 expect_error "NCCL_MAX_NCHANNELS=x: expected an integer" sim --topology dgx-h100 --nccl-env NCCL_MAX_NCHANNELS=x
 
+# Every collective: nccl-tests' binary and busbw factor in the header, the collective's
+# algorithms, nccl-model rows (alltoall: none, said); in records the collective and its size.
+for c in "allgather all_gather_perf (p-1)/p = algbw * 0.9375" "reduce_scatter reduce_scatter_perf (p-1)/p = algbw * 0.9375" \
+  "broadcast broadcast_perf 1 = algbw * 1.0000" "reduce reduce_perf 1 = algbw * 1.0000"; do
+  read -r coll binary factor <<<"$c"
+  if expect_ok sim --topology dgx-h100 --nodes 2 --collective "$coll" -b 1K -e 64M -f 256; then
+    contains "# busbw = algbw * $factor (nccl-tests' $binary factor)" "sim --collective $coll"
+    contains "# collective $coll" "sim --collective $coll"
+    contains "# $coll-" "sim --collective $coll: its algorithms"
+    contains " Ring/" "sim --collective $coll: nccl-model choice"
+  fi
+done
+if expect_ok sim --topology dgx-h100 --nodes 2 --collective allgather -b 1M -e 1M --format jsonl; then
+  check '[ "$(grep -c "\"collective\":\"allgather\"" "$tmp/out")" -eq 2 ] && grep -q "\"engine\":\"nccl-model\"" "$tmp/out"' \
+    "sim --collective allgather jsonl: a simulated and a nccl-model allgather record"
+  check 'grep -q "\"count\":16384," "$tmp/out"' "sim --collective allgather: count 1M / 4 / 16 ranks"
+fi
+if expect_ok sim --topology dgx-h100 --collective broadcast --root 7 -a broadcast-tree -b 1M -e 1M; then
+  contains "# collective broadcast (root 7)" "sim --collective broadcast --root 7"; fi
+expect_error "--collective allgathr: unknown collective 'allgathr': expected one of allreduce" sim --topology dgx-h100 --collective allgathr
+expect_error "--algorithm ring: ring is an algorithm for allreduce, not allgather; the allgather algorithms are allgather-ring" \
+  sim --topology dgx-h100 --collective allgather -a ring
+expect_error "--root 8: expected a rank of 0..7" sim --topology dgx-h100 --collective broadcast --root 8
+if expect_ok sim --topology dgx-h100 --collective reduce_scatter -b 8 -e 64 -f 2 --no-nccl-model; then
+  contains "# sizes 8, 16 B skipped: fewer than 8 elements, none per rank" "sim reduce_scatter below p elements"
+  check 'grep -qE "^ +32 +1 +float" "$tmp/out"' "sim reduce_scatter -b 32: size 32, count 1: $(cat "$tmp/out")"
+fi
+expect_error "-e 16: allgather over 8 ranks needs at least 32 bytes of float" sim --topology dgx-h100 --collective allgather -b 8 -e 16
+expect_error "NCCL 2.22.3 is modelled for allreduce only" sim --topology dgx-h100 --collective reduce --nccl-version 2.22.3
+if "$bin" algorithms | awk '$2 == "alltoall"' | grep -q .; then
+  if expect_ok sim --topology dgx-h100 --collective alltoall -b 1M -e 1M; then
+    contains "# nccl-model: none: NCCL's tuner has no model for alltoall" "sim --collective alltoall"
+    check '! grep -q "nccl-model choice" "$tmp/out"' "sim --collective alltoall: no nccl-model column"
+  fi
+fi
+if expect_ok verify --topology dgx-a100 --nodes 2 --collective broadcast --root 5; then
+  check '[ "$(grep -c " OK$" "$tmp/out")" -ge 2 ] && ! grep -q "^ring " "$tmp/out"' "verify --collective broadcast: broadcast algorithms only"
+fi
+expect_error "--algorithm dbt: dbt is an algorithm for allreduce, not reduce" verify --topology dgx-a100 --collective reduce -a dbt
+expect_error "--collective gather: unknown collective 'gather'" verify --topology dgx-a100 --collective gather
+
 # sim says on stderr, one line each, what the topology assumed (stdout, which the goldens compare,
 # is unchanged): AWS p5's file leaves NVLink unknown, an nvidia-smi matrix leaves the NIC speed.
 errcontains() { if grep -qF -- "$1" "$tmp/err"; then ok; else fail "stderr of '$2' lacks '$1': $(head -c 300 "$tmp/err")"; fi; }

@@ -98,6 +98,37 @@ sed -i '$d' "$tmp/tiny/experiment.yaml"
 rc=$?
 check '[ $rc -eq 2 ] && grep -q "records.jsonl:4: not a record" "$tmp/err"' "broken line 4: expected exit 2 naming line 4: $(cat "$tmp/err")"
 
+# --- another collective: nccl-tests sizes, the collective in every record, sim's numbers ----------
+mkdir -p "$tmp/gather"
+# 1 cluster x 3 sizes x (1 algorithm + the NCCL model) = 6 points; 8 B over 16 ranks has no
+# element per rank: 4 records, and a note.
+cat >"$tmp/gather/experiment.yaml" <<'EOF'
+engine: analytic
+collective: allgather
+grid:
+  topologies: [dgx-h100]
+  nodes: [2]
+  algorithms: allgather-ring
+  sizes: {min: 8, max: 64K, factor: 90}
+EOF
+"$bin" exp run "$tmp/gather/experiment.yaml" >"$tmp/out" 2>"$tmp/err"
+rc=$?
+check '[ $rc -eq 0 ]' "exp run allgather: nonzero exit ($(head -c 300 "$tmp/err"))"
+grec="$tmp/gather/records.jsonl"
+check '[ "$(lines "$grec")" = 4 ] && [ "$(grep -c "\"collective\":\"allgather\"" "$grec")" = 4 ]' \
+  "allgather: expected 4 allgather records: $(cat "$grec")"
+check 'grep -q "allgather of 8 bytes on 16 ranks: fewer elements than ranks: no records" "$tmp/err"' \
+  "allgather: no note for the empty size: $(cat "$tmp/err")"
+# 720 B: 180 floats, 11 per rank, 704 B received; the same time as `topocoll sim`.
+sim_line=$("$bin" sim --topology dgx-h100 --nodes 2 --collective allgather -a allgather-ring -b 720 -e 720 --format jsonl |
+  grep '"kind":"simulated"')
+exp_line=$(grep '|allgather-ring|720|' "$grec")
+time_of() { sed 's/.*"time_us":\([^,]*\),.*/\1/'; }
+check 'echo "$exp_line" | grep -q "\"size_bytes\":704," && echo "$exp_line" | grep -q "\"count\":11,"' \
+  "allgather: the 720 B point is not 704 B / 11 elements: $exp_line"
+check '[ -n "$sim_line" ] && [ "$(echo "$sim_line" | time_of)" = "$(echo "$exp_line" | time_of)" ]' \
+  "allgather: exp and sim times differ: $exp_line / $sim_line"
+
 # --- bad specs: exit 2, one line, the right words ----------------------------------------------
 # bad NAME EXPECTED_SUBSTRING: the spec on stdin.
 bad() {
@@ -113,7 +144,7 @@ bad() {
   ok
 }
 grid='grid: {topologies: [dgx-h100], algorithms: [ring], sizes: {min: 8, max: 1K}}'
-bad unknown-key "experiment.yaml:2: unknown key 'repetition' in the spec (allowed: description, engine, repetitions," <<EOF
+bad unknown-key "experiment.yaml:2: unknown key 'repetition' in the spec (allowed: description, engine, collective, repetitions," <<EOF
 engine: analytic
 repetition: 3
 $grid
@@ -126,7 +157,7 @@ bad unknown-size-key "unknown key 'step' in grid.sizes (allowed: min, max, facto
 engine: analytic
 grid: {topologies: [dgx-h100], algorithms: [ring], sizes: {min: 8, max: 1K, step: 2}}
 EOF
-bad unknown-algorithm "grid.algorithms rign: unknown algorithm, expected one of ring," <<'EOF'
+bad unknown-algorithm "grid.algorithms rign: unknown algorithm, expected one of the allreduce algorithms ring," <<'EOF'
 engine: analytic
 grid: {topologies: [dgx-h100], algorithms: [ring, rign], sizes: {min: 8, max: 1K}}
 EOF

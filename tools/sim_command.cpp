@@ -1,6 +1,7 @@
 #include "tools/sim_command.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <charconv>
@@ -30,6 +31,28 @@ std::vector<std::uint64_t> size_sweep(const SimArgs& a, std::size_t elem) {
   return cli::size_sweep(a.min_bytes, a.max_bytes, a.factor, elem);
 }
 
+// The busbw line of the table header: nccl-tests' factor of the collective, by formula. The
+// allreduce line is the one the golden outputs hold.
+std::string busbw_line(algo::Collective c, double factor) {
+  if (c == algo::Collective::AllReduce)
+    return fmt::format("# busbw = algbw * 2(p-1)/p = algbw * {:.4f} (nccl-tests' allreduce factor)\n", factor);
+  const bool rooted = c == algo::Collective::Broadcast || c == algo::Collective::Reduce;
+  return fmt::format("# busbw = algbw * {} = algbw * {:.4f} (nccl-tests' {} factor)\n", rooted ? "1" : "(p-1)/p",
+                     factor, algo::nccl_tests_name(c));
+}
+
+// How nccl-tests sizes the collective (algo::nccl_tests_args), for the table header.
+std::string sizes_line(algo::Collective c, int root) {
+  const bool split =
+      c == algo::Collective::AllGather || c == algo::Collective::ReduceScatter || c == algo::Collective::AllToAll;
+  const bool rooted = c == algo::Collective::Broadcast || c == algo::Collective::Reduce;
+  return fmt::format("# collective {}{}, sizes as nccl-tests' {}: {}\n", algo::to_string(c),
+                     rooted ? fmt::format(" (root {})", root) : "", algo::nccl_tests_name(c),
+                     split ? "size = the larger buffer of a rank (count x p elements), count = elements per rank "
+                             "and peer block (-b / p, rounded down)"
+                           : "size = the buffer of a rank, count = its elements");
+}
+
 }  // namespace
 
 int channels_option(const std::string& value, const sim::NcclGraphEstimate& nccl) {
@@ -55,9 +78,19 @@ int sim_command(const SimArgs& a, std::ostream& out) {
   const algo::ReduceOp op = a.op_given || files.files.empty() ? algo::parse_op(a.op) : files.files[0]->op;
   const std::size_t elem = algo::size_of(dtype);
   const std::vector<std::uint64_t> sizes = algo::sweep_with_files(files, size_sweep(a, elem), a.sizes_given, dtype);
+  // The collective and root: the flags, else the first schedule file's.
+  const algo::Collective collective = a.collective_given || files.files.empty()
+                                          ? parse_collective_flag(a.collective, "--collective")
+                                          : files.files[0]->collective;
+  const int root = a.root_given || files.files.empty() ? a.root : files.files[0]->root;
+  const std::string algorithm_list = !a.algorithm.empty()                        ? a.algorithm
+                                     : collective == algo::Collective::AllReduce ? "ring,dbt,hierarchical"
+                                                                                 : "all";
   std::vector<const algo::Algorithm*> algorithms;
-  if (files.files.empty() || a.algorithm_given)
-    algorithms = algo::select_algorithms(a.algorithm, algo::Collective::AllReduce);
+  if (files.files.empty() || a.algorithm_given) algorithms = algo::select_algorithms(algorithm_list, collective);
+  if (algorithms.empty() && files.files.empty())
+    throw InputError(fmt::format("--collective {}: the registry has no {} algorithm yet (topocoll algorithms)",
+                                 a.collective, algo::to_string(collective)));
   for (const algo::Algorithm& f : files.algorithms) algorithms.push_back(&f);
   // Named by the user (a list, or a file): unsupported is an error; part of "all": a table line.
   auto file_of = [&](const algo::Algorithm* alg) -> const algo::ScheduleFile* {
@@ -65,7 +98,7 @@ int sim_command(const SimArgs& a, std::ostream& out) {
       if (&files.algorithms[i] == alg) return files.files[i].get();
     return nullptr;
   };
-  auto named = [&](const algo::Algorithm* alg) { return a.algorithm != "all" || file_of(alg) != nullptr; };
+  auto named = [&](const algo::Algorithm* alg) { return algorithm_list != "all" || file_of(alg) != nullptr; };
   std::unique_ptr<sim::Engine> engine = sim::make_engine(a.engine);
   // The base calibration (hardware); each protocol derives its own (sim::protocol_calibration).
   const sim::Calibration calib = a.calibration.empty() ? sim::base_calibration() : sim::load_calibration(a.calibration);
@@ -77,6 +110,9 @@ int sim_command(const SimArgs& a, std::ostream& out) {
   o.merge_nvswitch_planes = true;  // the hardware stripes NVLink traffic over the planes
   const topo::Topology t = topo::load_topology(o);
   const algo::Layout layout = algo::layout_of(t);
+  if (root < 0 || root >= t.num_ranks())
+    throw InputError(
+        fmt::format("--root {}: expected a rank of 0..{} (the root of broadcast / reduce)", root, t.num_ranks() - 1));
   // The NCCL model's release and environment: the process environment as NCCL reads it, then
   // each --nccl-env KEY=VALUE.
   sim::NcclModelOptions nccl_options;
@@ -86,6 +122,10 @@ int sim_command(const SimArgs& a, std::ostream& out) {
   std::optional<sim::NcclGraphEstimate> nccl;
   if (!a.no_nccl_model) nccl = sim::estimate_nccl_graph(t, nccl_options);
   const sim::NcclGraphEstimate nccl_estimate = nccl ? *nccl : sim::estimate_nccl_graph(t, nccl_options);
+  // All-to-all has no NCCL tuning model (grouped send/recv): no nccl-model rows, a header line
+  // says so. Any other collective the release does not model fails here, before any simulation.
+  const bool nccl_rows = nccl && collective != algo::Collective::AllToAll;
+  if (nccl_rows) (void)sim::nccl_tune_model(*nccl, collective, op);
   tuning.channels = channels_option(a.channels, nccl_estimate);
 
   // Protocols: --protocol, else the calibration file's "protocol", else "auto": every protocol
@@ -101,8 +141,11 @@ int sim_command(const SimArgs& a, std::ostream& out) {
     if (f->ranks != t.num_ranks())
       throw InputError(fmt::format("{}: written for {} ranks; {} x {} has {} GPUs", f->path, f->ranks, a.topo.topology,
                                    t.nodes(), t.num_ranks()));
-    if (f->collective != algo::Collective::AllReduce)
-      throw InputError(fmt::format("{}: a {} schedule; sim runs allreduce", f->path, to_string(f->collective)));
+    if (f->collective != collective)
+      throw InputError(fmt::format("{}: a {} schedule; this run is {} (--collective)", f->path,
+                                   to_string(f->collective), to_string(collective)));
+    if (f->root != root && (collective == algo::Collective::Broadcast || collective == algo::Collective::Reduce))
+      throw InputError(fmt::format("{}: written for root {}; this run's is {} (--root)", f->path, f->root, root));
   }
 
   Output output(a.output, out);
@@ -111,7 +154,8 @@ int sim_command(const SimArgs& a, std::ostream& out) {
   records::Record base = sim::simulated_base(t, engine->name(), a.topo.topology, op, tuning.slice_bytes, calib.source);
   base.dtype = std::string(algo::to_string(dtype));
   base.date = records::now_iso8601();
-  const double factor = algo::busbw_factor(algo::Collective::AllReduce, t.num_ranks());
+  base.collective = std::string(algo::to_string(collective));
+  const double factor = algo::busbw_factor(collective, t.num_ranks());
 
   if (a.format == "table") {
     *sink << fmt::format(
@@ -126,7 +170,11 @@ int sim_command(const SimArgs& a, std::ostream& out) {
                   ? fmt::format("# protocol {} (NCCL's, as a derived calibration)\n", protocol_note)
                   : fmt::format("# protocols {}: each point is the fastest of them, named in column proto\n",
                                 protocol_note));
-    *sink << fmt::format("# busbw = algbw * 2(p-1)/p = algbw * {:.4f} (nccl-tests' allreduce factor)\n", factor);
+    if (collective != algo::Collective::AllReduce) *sink << sizes_line(collective, root);
+    *sink << busbw_line(collective, factor);
+    if (nccl && !nccl_rows)
+      *sink << "# nccl-model: none: NCCL's tuner has no model for alltoall (ncclAllToAll is grouped send/recv); no "
+               "nccl-model rows\n";
     if (calib.host_call_us > 0)
       *sink << fmt::format(
           "# per-call host floor {:g} us: time = max(floor, simulated device time) (docs/simulator.md)\n",
@@ -135,7 +183,27 @@ int sim_command(const SimArgs& a, std::ostream& out) {
     *sink << "engine,algorithm,nodes,ranks,size_bytes,count,dtype,op,channels,time_us,algbw_gbps,busbw_gbps,protocol\n";
   }
 
-  std::map<std::uint64_t, std::pair<std::string, double>> best;  // size -> (algorithm, time)
+  // The sweep as nccl-tests runs it: each size's call (algo::nccl_tests_args), once per distinct
+  // nccl-tests size; sizes that leave no element per rank (allgather, reduce-scatter, alltoall
+  // below p elements) are named in the table's header.
+  std::vector<algo::CollectiveArgs> points;
+  std::vector<std::uint64_t> empty_sizes;
+  for (std::uint64_t swept : sizes) {
+    const algo::CollectiveArgs args = algo::nccl_tests_args(collective, swept, dtype, op, t.num_ranks(), root);
+    if (args.count == 0)
+      empty_sizes.push_back(swept);
+    else if (points.empty() || algo::nccl_tests_bytes(points.back()) != algo::nccl_tests_bytes(args))
+      points.push_back(args);
+  }
+  if (points.empty())
+    throw InputError(fmt::format("-e {}: {} over {} ranks needs at least {} bytes of {} (one element per rank)",
+                                 a.max_bytes, algo::to_string(collective), t.num_ranks(), t.num_ranks() * elem,
+                                 algo::to_string(dtype)));
+  if (a.format == "table" && !empty_sizes.empty())
+    *sink << fmt::format("# sizes {} B skipped: fewer than {} elements, none per rank\n", fmt::join(empty_sizes, ", "),
+                         t.num_ranks());
+
+  std::map<std::uint64_t, std::pair<std::string, double>> best;  // size (nccl-tests') -> (algorithm, time)
   std::vector<sim::TraceEvent> trace;
   bool traced = false;
   for (const algo::Algorithm* alg : algorithms) {
@@ -145,8 +213,8 @@ int sim_command(const SimArgs& a, std::ostream& out) {
                            file_of(alg) ? std::string("channels and slices as the file gives them")
                                         : fmt::format("channels {}, slice {} B", tuning.channels, tuning.slice_bytes),
                            "size", "count", "type", "redop", "time(us)", "algbw", "busbw", "proto");
-    for (std::uint64_t bytes : sizes) {
-      const algo::CollectiveArgs args = algo::CollectiveArgs::allreduce(bytes / elem, dtype, op, t.num_ranks());
+    for (const algo::CollectiveArgs& args : points) {
+      const std::uint64_t bytes = algo::nccl_tests_bytes(args);
       const algo::Support s = alg->supports(layout, args, tuning);
       const algo::ScheduleFile* file = file_of(alg);
       const bool own_size_elsewhere = file && file->sits_out(bytes, dtype);
@@ -164,7 +232,7 @@ int sim_command(const SimArgs& a, std::ostream& out) {
       const algo::Schedule sched = alg->generate(layout, args, tuning);
       sim::SimOptions so;
       // The trace covers one run: the first algorithm at the largest size.
-      so.trace = !a.trace.empty() && !traced && bytes == sizes.back();
+      so.trace = !a.trace.empty() && !traced && &args == &points.back();
       so.simgrid_fast_paths = !a.simgrid_plain;
       sim::SimulatedPoint p =
           sim::simulate_point(*engine, t, sched, protocols, base, alg->name, bytes, args.count, dtype, so);
@@ -189,9 +257,10 @@ int sim_command(const SimArgs& a, std::ostream& out) {
   }
 
   // The NCCL reference model: what stock NCCL would pick and how long it predicts.
-  if (nccl) {
-    for (std::uint64_t bytes : sizes) {
-      const records::Record rec = sim::nccl_model_point(*nccl, base, bytes, dtype);
+  if (nccl_rows) {
+    for (const algo::CollectiveArgs& args : points) {
+      const std::uint64_t bytes = algo::nccl_tests_bytes(args);
+      const records::Record rec = sim::nccl_model_point(*nccl, base, bytes, dtype, collective, op);
       if (a.format == "jsonl")
         *sink << to_json(rec).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
       else if (a.format == "csv")
@@ -201,22 +270,24 @@ int sim_command(const SimArgs& a, std::ostream& out) {
     }
   }
   if (a.format == "table") {
-    *sink << (nccl ? fmt::format(
-                         "#\n# fastest per size, and stock NCCL's choice by its own tuning model (nccl-model, NCCL {}, "
-                         "{} channels)\n",
-                         sim::to_string(nccl_options.version), sim::nccl_channels(*nccl))
-                   : std::string("#\n# fastest per size\n"));
-    if (nccl && calib.host_call_us > 0)
+    *sink << (nccl_rows
+                  ? fmt::format(
+                        "#\n# fastest per size, and stock NCCL's choice by its own tuning model (nccl-model, NCCL {}, "
+                        "{} channels)\n",
+                        sim::to_string(nccl_options.version), sim::nccl_channels(*nccl))
+                  : std::string("#\n# fastest per size\n"));
+    if (nccl_rows && calib.host_call_us > 0)
       *sink << fmt::format(
           "# nccl-model time is NCCL's own prediction; speedup = max(it, host floor {:g} us) / fastest\n",
           calib.host_call_us);
     *sink << fmt::format("#{:>12} {:>24} {:>12} {:>22} {:>12} {:>9}\n", "size", "fastest", "time(us)",
                          "nccl-model choice x ch", "time(us)", "speedup");
-    for (std::uint64_t bytes : sizes) {
+    for (const algo::CollectiveArgs& args : points) {
+      const std::uint64_t bytes = algo::nccl_tests_bytes(args);
       auto it = best.find(bytes);
       if (it == best.end()) continue;
-      if (nccl) {
-        const sim::NcclPrediction pick = sim::nccl_choice(*nccl, bytes);
+      if (nccl_rows) {
+        const sim::NcclPrediction pick = sim::nccl_choice(*nccl, bytes, collective, op);
         *sink << fmt::format(" {:>12} {:>24} {:>12.2f} {:>22} {:>12.2f} {:>8.2f}x\n", bytes, it->second.first,
                              it->second.second, fmt::format("{}/{} x{}", pick.algorithm, pick.protocol, pick.channels),
                              pick.time_us, std::max(pick.time_us, calib.host_call_us) / it->second.second);

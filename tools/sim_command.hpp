@@ -12,7 +12,13 @@ namespace topocoll::tools {
 
 struct SimArgs {
   TopoArgs topo;
-  std::string algorithm = "ring,dbt,hierarchical";
+  // The collective (algo::parse_collective's names) and, for broadcast / reduce, the root rank.
+  // Sizes and counts are nccl-tests' for it (algo::nccl_tests_args).
+  std::string collective = "allreduce";
+  int root = 0;
+  // A comma list or "all" (the registry's algorithms of the collective); "" = ring,dbt,hierarchical
+  // for allreduce, all for the other collectives.
+  std::string algorithm;
   std::string min_bytes = "8", max_bytes = "128M";
   std::string factor = "2";
   std::string dtype = "float", op = "sum";
@@ -42,6 +48,7 @@ struct SimArgs {
   // Which flags the command line gave (a schedule file supplies the others: its dtype, op, and
   // for a fixed-count file its size).
   bool algorithm_given = false, sizes_given = false, dtype_given = false, op_given = false;
+  bool collective_given = false, root_given = false;
 };
 
 // `--channels`: "nccl" -> sim::nccl_channels(nccl), else an integer 1..64; InputError otherwise.

@@ -45,6 +45,7 @@ Examples:
   topocoll verify --schedule my-schedule.json
   topocoll verify --layout 1x1024 --nvls --algorithm nvls
   topocoll verify --topology dgx-h100 --nodes 128 --sharp --algorithm nvls-tree,collnet
+  topocoll verify --topology dgx-a100 --nodes 2 --collective broadcast --root 5
   topocoll schedule export --topology dgx-h100 --nodes 2 --algorithm dbt --count 4096 -o dbt.json)";
 
 void add_topology_flags(CLI::App* cmd, topocoll::tools::TopoArgs& a, bool required = true) {
@@ -145,6 +146,9 @@ int main(int argc, char** argv) {
       app.add_subcommand("verify", "prove schedules correct (symbolic execution); exit 1 if one is wrong");
   add_topology_flags(verify, algo_args.topo, false);
   add_algo_flags(verify, true);
+  verify->add_option("--collective", algo_args.collective,
+                     "only the algorithms of this collective (allreduce, allgather, reduce_scatter, broadcast, reduce, "
+                     "alltoall); default every one");
   verify->add_option("--schedule", algo_args.schedule, "verify a schedule JSON file instead");
   verify->add_flag("--in-place", algo_args.in_place, "verify with input and output aliased");
   verify->add_option("--layout", algo_args.layout,
@@ -171,12 +175,19 @@ Examples:
   topocoll sim --topology pcie-8gpu --algorithm ring -b 1M -e 1G --format jsonl -o records.jsonl
   topocoll sim --topology dgx-h100 --nodes 4 --algorithm dbt -b 64M -e 64M --trace dbt.json   # open in ui.perfetto.dev
   topocoll sim --topology dgx-h100 --algorithm ring --nccl-version 2.28.9 --nccl-env NCCL_NVLS_ENABLE=0 --nccl-env NCCL_PROTO=^LL128
+  topocoll sim --topology dgx-h100 --nodes 4 --collective allgather -b 1K -e 1G -f 4
+  topocoll sim --topology dgx-a100 --collective broadcast --root 3 -a all
 The trace covers one run: the first algorithm at the largest size.)";
   topocoll::tools::SimArgs sim_args;
-  CLI::App* simc = app.add_subcommand("sim", "simulate allreduce algorithms over a size sweep (nccl-tests table)");
+  CLI::App* simc = app.add_subcommand("sim", "simulate collective algorithms over a size sweep (nccl-tests table)");
   add_topology_flags(simc, sim_args.topo);
-  simc->add_option("--algorithm,-a", sim_args.algorithm, "allreduce algorithms: comma list or 'all'")
-      ->default_val("ring,dbt,hierarchical");
+  simc->add_option("--collective", sim_args.collective,
+                   "allreduce | allgather | reduce_scatter | broadcast | reduce | alltoall (sizes as nccl-tests')")
+      ->default_val("allreduce");
+  simc->add_option("--root", sim_args.root, "root rank of broadcast / reduce")->default_val(0);
+  simc->add_option("--algorithm,-a", sim_args.algorithm,
+                   "algorithms of the collective: comma list or 'all' (default: ring,dbt,hierarchical for "
+                   "allreduce, all for the others)");
   simc->add_option("-b,--minbytes", sim_args.min_bytes, "smallest size (8, 1K, 1M, 1G)")->default_val("8");
   simc->add_option("-e,--maxbytes", sim_args.max_bytes, "largest size")->default_val("128M");
   simc->add_option("-f,--stepfactor", sim_args.factor, "multiplication factor between sizes")->default_val("2");
@@ -255,6 +266,8 @@ Spec format, resumption and provenance: docs/experiments.md.)";
       sim_args.sizes_given = simc->count("-b") + simc->count("-e") > 0;
       sim_args.dtype_given = simc->count("--dtype") > 0;
       sim_args.op_given = simc->count("--op") > 0;
+      sim_args.collective_given = simc->count("--collective") > 0;
+      sim_args.root_given = simc->count("--root") > 0;
       return topocoll::tools::sim_command(sim_args, std::cout);
     }
     if (*exprun) return topocoll::tools::exp_run(exp_args, std::cout);

@@ -102,6 +102,11 @@ void run_real(const ExpSpec& s, const std::string& commit, const Existing& ex, R
         argv.push_back("--schedule");
         argv.push_back(f->path);
       }
+    // Another collective than allreduce: topocoll-bench is told which (its check run below
+    // reports it if that bench does not measure it).
+    if (s.collective != algo::Collective::AllReduce)
+      for (const std::string& x : {std::string("--collective"), std::string(algo::to_string(s.collective))})
+        argv.push_back(x);
     return argv;
   };
   const auto todo_of = [&](int ranks, const std::string& dtype, const std::string& ch, int rep) {

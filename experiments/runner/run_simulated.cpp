@@ -74,11 +74,22 @@ void run_simulated(const ExpSpec& s, const std::string& commit, const Existing& 
         records::Record base = sim::simulated_base(t, engine->name(), s.topologies[ti], op, slice,
                                                    s.calibration.empty() ? calib.source : s.calibration);
         add_provenance(base, s, commit);
+        base.collective = std::string(algo::to_string(s.collective));
 
         for (const std::string& dtype_name : s.dtypes) {
           const algo::DataType dtype = algo::parse_dtype(dtype_name);
-          const std::size_t elem = algo::size_of(dtype);
           const std::vector<std::uint64_t> sizes = sizes_of(s, dtype_name);
+          // The call nccl-tests runs at each size (the point keys keep the size swept); sizes
+          // that leave no element per rank (allgather, reduce_scatter, alltoall) get no records.
+          const auto call_at = [&](std::uint64_t bytes) {
+            return algo::nccl_tests_args(s.collective, bytes, dtype, op, t.num_ranks());
+          };
+          const auto empty_note = [&](std::uint64_t bytes) {
+            const std::string note = fmt::format("{} of {} bytes on {} ranks: fewer elements than ranks: no records",
+                                                 algo::to_string(s.collective), bytes, t.num_ranks());
+            if (notes.insert(note).second && cb.note) cb.note(note);
+            advance();
+          };
           for (const std::string& ch : s.channels) {
             algo::Tuning tuning;
             // "nccl": the channels stock NCCL runs with on this topology, as scripts/validate uses.
@@ -88,13 +99,16 @@ void run_simulated(const ExpSpec& s, const std::string& commit, const Existing& 
               const algo::Algorithm* file_alg = s.file_algorithm(a);
               const algo::Algorithm& alg = file_alg ? *file_alg : algo::find_algorithm(a);
               for (std::uint64_t bytes : sizes_for(s, a, dtype_name)) {
-                const algo::CollectiveArgs args =
-                    algo::CollectiveArgs::allreduce(bytes / elem, dtype, op, t.num_ranks());
+                const algo::CollectiveArgs args = call_at(bytes);
                 const algo::Support sup = alg.supports(layout, args, tuning);
                 std::optional<records::Record> simulated;
                 for (int rep = 0; rep < s.repetitions; ++rep) {
                   const std::string point = sim_point(s, ti, nodes, fabric, dtype_name, ch, a, bytes, rep);
                   if (ex.points.count(point)) continue;
+                  if (args.count == 0) {
+                    empty_note(bytes);
+                    continue;
+                  }
                   if (!sup.ok) {
                     const std::string note = fmt::format("{} on {} x {} nodes: not supported ({}): no records", a,
                                                          s.topologies[ti], t.nodes(), sup.reason);
@@ -105,7 +119,7 @@ void run_simulated(const ExpSpec& s, const std::string& commit, const Existing& 
                   // Simulated engines are deterministic: the repetitions of a point share one run.
                   if (!simulated)
                     simulated = sim::simulate_point(*engine, t, alg.generate(layout, args, tuning), protocols, base, a,
-                                                    bytes, args.count, dtype)
+                                                    algo::nccl_tests_bytes(args), args.count, dtype)
                                     .record;
                   records::Record rec = *simulated;
                   if (file_alg) rec.slice_bytes = 0;  // a schedule file slices as it says
@@ -123,7 +137,11 @@ void run_simulated(const ExpSpec& s, const std::string& commit, const Existing& 
             for (std::uint64_t bytes : sizes) {
               const std::string point = model_point(s, ti, nodes, fabric, dtype_name, bytes);
               if (ex.points.count(point)) continue;
-              records::Record rec = sim::nccl_model_point(nccl, base, bytes, dtype);
+              if (call_at(bytes).count == 0) {
+                empty_note(bytes);
+                continue;
+              }
+              records::Record rec = sim::nccl_model_point(nccl, base, bytes, dtype, s.collective, op);
               rec.repetition = 0;
               rec.point = point;
               rec.date = records::now_iso8601();

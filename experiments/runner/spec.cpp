@@ -40,12 +40,12 @@ std::optional<int> int_in(const std::string& text, int lo, int hi) {
 // --- the spec -------------------------------------------------------------------------------
 
 constexpr const char* kTopKeys =
-    "description, engine, repetitions, calibration, protocol, nccl_model, nccl_version, nccl_env, grid, real";
+    "description, engine, collective, repetitions, calibration, protocol, nccl_model, nccl_version, nccl_env, grid, "
+    "real";
 constexpr const char* kNcclEnvKeys = "NCCL_ALGO, NCCL_PROTO, NCCL_MIN_NCHANNELS, NCCL_MAX_NCHANNELS, NCCL_NVLS_ENABLE";
 constexpr const char* kGridKeys =
     "topologies, nodes, fabric, oversubscription, transport, algorithms, schedules, sizes, dtypes, channels, slice, "
-    "op, "
-    "ranks";
+    "op, ranks";
 constexpr const char* kSizeKeys = "min, max, factor";
 constexpr const char* kRealKeys = "backend, mpirun, iters, warmup, check, timeout, bench";
 
@@ -183,6 +183,13 @@ ExpSpec load_exp_spec(const std::string& path) {
   if (s.engine != "analytic" && s.engine != "simgrid" && s.engine != "real")
     r.fail(root["engine"], fmt::format("engine {}: unknown engine, expected analytic, simgrid or real", s.engine));
   const bool real = s.engine == "real";
+  if (root["collective"]) {
+    try {
+      s.collective = algo::parse_collective(r.scalar(root["collective"], "collective"));
+    } catch (const InputError& e) {
+      r.fail(root["collective"], fmt::format("collective: {}", e.what()));
+    }
+  }
   if (root["repetitions"]) s.repetitions = r.integer(root["repetitions"], "repetitions", 1, 1000);
   if (root["calibration"]) {
     s.calibration = r.scalar(root["calibration"], "calibration");
@@ -199,6 +206,13 @@ ExpSpec load_exp_spec(const std::string& path) {
     if (real) r.fail(root["protocol"], "protocol: only for simulated engines");
   }
   if (root["nccl_model"]) s.nccl_model = r.boolean(root["nccl_model"], "nccl_model");
+  // NCCL's tuner has no model for all-to-all (grouped send/recv): no model points, and asking
+  // for them is an error.
+  if (s.collective == algo::Collective::AllToAll) {
+    if (root["nccl_model"] && s.nccl_model)
+      r.fail(root["nccl_model"], "nccl_model: NCCL's tuner has no model for alltoall (grouped send/recv)");
+    s.nccl_model = false;
+  }
   if (real) s.nccl_model = false;  // the model predicts stock NCCL on GPUs, not this run
   if (root["nccl_version"]) {
     try {
@@ -224,6 +238,13 @@ ExpSpec load_exp_spec(const std::string& path) {
       r.fail(ne, e.what());
     }
   }
+
+  if (s.nccl_model && s.collective != algo::Collective::AllReduce &&
+      !sim::nccl_tuning_tables(s.nccl.version).models_nvls)
+    r.fail(root["nccl_version"] ? root["nccl_version"] : root["collective"],
+           fmt::format("collective {}: the NCCL {} model covers allreduce only (nccl_version 2.28.9, or nccl_model: "
+                       "false)",
+                       algo::to_string(s.collective), sim::to_string(s.nccl.version)));
 
   const YAML::Node g = root["grid"];
   r.keys(g, "grid", kGridKeys);
@@ -290,23 +311,31 @@ ExpSpec load_exp_spec(const std::string& path) {
     s.fabrics.emplace_back(std::nullopt);
   }
 
-  // Algorithms: registered allreduce algorithms; `mpi` (MPI_Allreduce) only for engine real.
+  // Algorithms: registered algorithms of the collective; `mpi` (MPI_Allreduce) only for engine
+  // real and allreduce.
+  const bool allreduce = s.collective == algo::Collective::AllReduce;
   if (g["algorithms"]) s.algorithms = r.list(g["algorithms"], "grid.algorithms");
   for (const std::string& a : s.algorithms) {
     if (a == "mpi") {
       if (!real) r.fail(g["algorithms"], "grid.algorithms mpi: MPI_Allreduce is measured only (engine real)");
+      if (!allreduce)
+        r.fail(g["algorithms"], fmt::format("grid.algorithms mpi: MPI_Allreduce is an allreduce, the collective is {}",
+                                            algo::to_string(s.collective)));
       continue;
     }
     const auto& reg = algo::registry();
-    const auto it = std::find_if(reg.begin(), reg.end(), [&](const algo::Algorithm& x) {
-      return x.name == a && x.collective == algo::Collective::AllReduce;
-    });
-    if (it == reg.end()) {
+    const auto it = std::find_if(reg.begin(), reg.end(), [&](const algo::Algorithm& x) { return x.name == a; });
+    if (it == reg.end() || it->collective != s.collective) {
       std::vector<std::string> known;
       for (const auto& x : reg)
-        if (x.collective == algo::Collective::AllReduce) known.push_back(x.name);
-      r.fail(g["algorithms"], fmt::format("grid.algorithms {}: unknown algorithm, expected one of {}{}", a,
-                                          fmt::join(known, ", "), real ? ", mpi" : ""));
+        if (x.collective == s.collective) known.push_back(x.name);
+      r.fail(g["algorithms"],
+             fmt::format("grid.algorithms {}: {}, expected one of the {} algorithms {}{}", a,
+                         it == reg.end() ? "unknown algorithm"
+                                         : fmt::format("an algorithm for {}", algo::to_string(it->collective)),
+                         algo::to_string(s.collective),
+                         known.empty() ? "(none yet)" : fmt::format("{}", fmt::join(known, ", ")),
+                         real && allreduce ? ", mpi" : ""));
     }
   }
   if (std::set<std::string>(s.algorithms.begin(), s.algorithms.end()).size() != s.algorithms.size())
@@ -323,6 +352,10 @@ ExpSpec load_exp_spec(const std::string& path) {
     } catch (const InputError& e) {
       r.fail(g["schedules"], fmt::format("grid.schedules: {}", e.what()));
     }
+    for (const auto& f : s.schedule_set->files)
+      if (f->collective != s.collective)
+        r.fail(g["schedules"], fmt::format("grid.schedules: {} is a {} schedule; the spec's collective is {}", f->path,
+                                           algo::to_string(f->collective), algo::to_string(s.collective)));
     for (const algo::Algorithm& a : s.schedule_set->algorithms)
       if (std::find(s.algorithms.begin(), s.algorithms.end(), a.name) != s.algorithms.end())
         r.fail(g["schedules"], fmt::format("grid.schedules: {} has the name of grid.algorithms' {}", a.name, a.name));

@@ -30,6 +30,9 @@ struct ExpSpec {
   std::string sha256;  // of the file's bytes, hex
   std::string description;
   std::string engine;  // analytic | simgrid | real
+  // The collective every point runs (key `collective`, default allreduce); sizes and counts are
+  // nccl-tests' for it (algo::nccl_tests_args), the algorithms must be its.
+  algo::Collective collective = algo::Collective::AllReduce;
   int repetitions = 1;
   std::string calibration;       // as written ("" = defaults)
   std::string calibration_path;  // resolved against the spec's folder

@@ -202,3 +202,40 @@ TEST_CASE("spec: the fuzzing reproducers are input errors of one line") {
   text << in.rdbuf();
   CHECK(load_error(d, text.str()).find(": no such file (looked for") != std::string::npos);
 }
+
+TEST_CASE("spec: collective (default allreduce) and algorithms checked against it") {
+  TempDir d;
+  CHECK(experiments::load_exp_spec(d.write("a.yaml", kTiny)).collective == algo::Collective::AllReduce);
+  const std::string gather = R"(engine: analytic
+collective: allgather
+grid:
+  topologies: pcie-8gpu
+  algorithms: allgather-ring
+  sizes: {min: 1K, max: 1M}
+)";
+  const experiments::ExpSpec s = experiments::load_exp_spec(d.write("b.yaml", gather));
+  CHECK(s.collective == algo::Collective::AllGather);
+  CHECK(s.nccl_model);
+  CHECK(s.algorithms == std::vector<std::string>{"allgather-ring"});
+  // An algorithm of another collective: the line, the name and the collective's algorithms.
+  CHECK(load_error(d,
+                   "engine: analytic\ncollective: broadcast\ngrid:\n  topologies: pcie-8gpu\n  algorithms: [ring]\n"
+                   "  sizes: {min: 8, max: 1K}\n")
+            .find("experiment.yaml:5: grid.algorithms ring: an algorithm for allreduce, expected one of the broadcast "
+                  "algorithms broadcast-chain, broadcast-tree") != std::string::npos);
+  CHECK(load_error(d, std::string(kTiny) + "collective: allgather\n").find("an algorithm for allreduce") !=
+        std::string::npos);
+  CHECK(load_error(d, std::string(kTiny) + "collective: allgathr\n")
+            .find(":8: collective: unknown collective 'allgathr': expected one of allreduce") != std::string::npos);
+  // MPI_Allreduce is the allreduce baseline only; 2.22.3 models allreduce only; alltoall has no model.
+  CHECK(load_error(d,
+                   "engine: real\ncollective: reduce\ngrid:\n  algorithms: [reduce-chain, mpi]\n"
+                   "  sizes: {min: 8, max: 1K}\n")
+            .find("MPI_Allreduce is an allreduce, the collective is reduce") != std::string::npos);
+  CHECK(load_error(d, std::string(gather) + "nccl_version: 2.22.3\n").find("covers allreduce only") !=
+        std::string::npos);
+  CHECK(load_error(d,
+                   "engine: analytic\ncollective: alltoall\nnccl_model: true\ngrid:\n  topologies: pcie-8gpu\n"
+                   "  algorithms: [ring]\n  sizes: {min: 8, max: 1K}\n")
+            .find(":3: nccl_model: NCCL's tuner has no model for alltoall") != std::string::npos);
+}
