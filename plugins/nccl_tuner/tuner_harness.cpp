@@ -2,7 +2,7 @@
 // ABI version, without NCCL or a GPU (docs/tuner.md, "Testing").
 //
 //   tuner_harness PLUGIN.so --abi 2|3|4|5 --nodes N --ranks R [--unavailable LIST]
-//                 [--expect-table FILE] [QUERY ...]
+//                 [--available LIST] [--expect-table FILE] [QUERY ...]
 //
 // QUERY is COLLECTIVE:BYTES (allreduce:1048576). Each prints one line:
 //   allreduce 1048576 RING/SIMPLE 16     the tuner chose RING/SIMPLE, at most 16 channels (0: NCCL's count)
@@ -11,7 +11,8 @@
 // available algorithm/protocol, NCCL_ALGO_PROTO_IGNORE (-1) for the others. Available: TREE and
 // RING with every protocol, NVLS and NVLS_TREE with SIMPLE; CollNet and PAT are not (no
 // NCCL_COLLNET_ENABLE; PAT serves allgather / reducescatter only), nor what --unavailable names
-// (ALGO or ALGO/PROTO, comma separated). v2 gets collNetSupport / nvlsSupport from that table.
+// (ALGO or ALGO/PROTO, comma separated); --available makes some of them available (after the
+// defaults, in the order given). v2 gets collNetSupport / nvlsSupport from that table.
 // --expect-table: also query each row of FILE that matches the job at its first, middle and last
 // byte, and require the row's choice (or NCCL's, where the row's is unavailable).
 // The plugin's log lines go to stderr as "log WARN|INFO|TRACE: text".
@@ -82,7 +83,8 @@ std::optional<long long> parse_int(const char* s) {
   return v;
 }
 
-void mark_unavailable(Options& o, const std::string& list) {
+// ALGO or ALGO/PROTO items of a comma list marked unavailable (or, `available`, available).
+void mark(Options& o, const std::string& list, bool available, const std::string& flag) {
   std::size_t start = 0;
   while (start <= list.size()) {
     std::size_t comma = list.find(',', start);
@@ -92,9 +94,9 @@ void mark_unavailable(Options& o, const std::string& list) {
     const auto algo = tt::parse_algorithm(item.substr(0, slash));
     const auto proto = slash == std::string::npos ? std::nullopt : tt::parse_protocol(item.substr(slash + 1));
     if (!algo || (slash != std::string::npos && !proto))
-      usage("--unavailable '" + item + "': expected ALGO or ALGO/PROTO (RING/LL128, NVLS, ...)");
+      usage(flag + " '" + item + "': expected ALGO or ALGO/PROTO (RING/LL128, NVLS, ...)");
     for (int p = 0; p < NCCL_NUM_PROTOCOLS; ++p)
-      if (!proto || static_cast<int>(*proto) == p) o.unavailable[static_cast<int>(*algo)][p] = true;
+      if (!proto || static_cast<int>(*proto) == p) o.unavailable[static_cast<int>(*algo)][p] = !available;
     start = comma + 1;
   }
 }
@@ -127,7 +129,9 @@ Options parse_options(int argc, char** argv) {
     else if (arg == "--ranks")
       o.ranks = count(1, 1 << 24);
     else if (arg == "--unavailable")
-      mark_unavailable(o, value());
+      mark(o, value(), false, arg);
+    else if (arg == "--available")
+      mark(o, value(), true, arg);
     else if (arg == "--expect-table")
       o.expect_table = value();
     else if (!arg.empty() && arg[0] == '-')
@@ -249,17 +253,17 @@ class Tuner {
       abi_error(call + ": getCollInfo returned an error");
     if ((algorithm == NCCL_ALGO_UNDEF) != (protocol == NCCL_PROTO_UNDEF))
       abi_error(call + ": only one of algorithm and protocol was set");
+    // A pair NCCL cannot run is dropped by NCCL, its nChannels kept: v2 sees the two support
+    // flags only, not which pairs the cost table has.
     Choice choice;
     choice.channels = channels;
     if (algorithm >= 0 && algorithm < NCCL_NUM_ALGORITHMS && protocol >= 0 && protocol < NCCL_NUM_PROTOCOLS &&
         table[algorithm][protocol] != kIgnore) {
       choice.algorithm = algorithm;
       choice.protocol = protocol;
-    } else if (algorithm != NCCL_ALGO_UNDEF) {
-      abi_error(call + ": returned algorithm " + std::to_string(algorithm) + " protocol " + std::to_string(protocol) +
-                ", which NCCL cannot run here");
+    } else if (algorithm == NCCL_ALGO_UNDEF && channels != 0) {
+      abi_error(call + ": nChannels set without a choice");
     }
-    if (choice.algorithm < 0 && channels != 0) abi_error(call + ": nChannels set without a choice");
     return choice;
   }
 
@@ -296,7 +300,8 @@ void check_table(Tuner& tuner, const Options& o) {
       const Choice got = tuner.ask(row.collective, bytes);
       Choice want;
       if (available) want = Choice{a, p, row.channels == tt::kAny ? 0 : row.channels};
-      if (got.algorithm != want.algorithm || got.protocol != want.protocol || got.channels != want.channels) {
+      if (got.algorithm != want.algorithm || got.protocol != want.protocol ||
+          (want.algorithm >= 0 && got.channels != want.channels)) {
         std::printf("table: %s, expected %s\n", describe(row.collective, bytes, got).c_str(),
                     describe(row.collective, bytes, want).c_str());
         ++failures;
