@@ -7,6 +7,7 @@
 // whose algorithm / protocol NCCL cannot run for the call (an IGNORE entry of the cost table)
 // leaves NCCL's choice as well.
 #include <cstdlib>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -67,12 +68,12 @@ std::vector<Row> load_rows(int nodes, int ranks, ncclDebugLogger_t log) {
 // memory runs out.
 void* make_context(std::size_t n_ranks, std::size_t n_nodes, ncclDebugLogger_t log) {
   try {
-    auto* ctx = new Context;
+    auto ctx = std::make_unique<Context>();
     ctx->nodes = static_cast<int>(n_nodes);
     ctx->ranks = static_cast<int>(n_ranks);
     ctx->log = log;
     ctx->rows = load_rows(ctx->nodes, ctx->ranks, log);
-    return ctx;
+    return ctx.release();
   } catch (...) {
     TUNER_LOG(log, NCCL_LOG_WARN, "%s", "out of memory loading the table: NCCL's own choices");
     return nullptr;
