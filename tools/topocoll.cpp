@@ -23,6 +23,7 @@
 #include "tools/exp_command.hpp"
 #include "tools/sim_command.hpp"
 #include "tools/topo_commands.hpp"
+#include "tools/tune_command.hpp"
 #include "topologies/transports.hpp"
 
 namespace {
@@ -72,6 +73,36 @@ const char* allocator() {
   return dlsym(RTLD_DEFAULT, "mallctl") != nullptr ? "jemalloc" : "glibc";
 }
 
+// `topocoll tune`: the tuner table for NCCL (tools/tune_command.hpp, docs/tuner.md).
+CLI::App* add_tune_command(CLI::App& app, topocoll::tools::TuneArgs& a) {
+  CLI::App* c =
+      app.add_subcommand("tune", "the NCCL tuner table: the fastest NCCL algorithm/protocol/channels per size");
+  add_topology_flags(c, a.topo);
+  c->add_option("--algorithm,-a", a.algorithm, "candidates with an NCCL counterpart: comma list or 'all'")
+      ->default_val("all");
+  c->add_option("-b,--minbytes", a.min_bytes, "smallest size (8, 1K, 1M, 1G)")->default_val("8");
+  c->add_option("-e,--maxbytes", a.max_bytes, "largest size")->default_val("1G");
+  c->add_option("-f,--stepfactor", a.factor, "multiplication factor between sizes")->default_val("2");
+  c->add_option("--channels", a.channels, "nccl (each algorithm with stock NCCL's channels) or 1 to 64")
+      ->default_val("nccl");
+  c->add_option("--slice", a.slice, "pipelining slice in bytes")->default_val("512K");
+  c->add_option("--engine", a.engine, "analytic | simgrid")->default_val("analytic");
+  c->add_option("--calibration", a.calibration, "calibration JSON file (docs/simulator.md)");
+  c->add_option("--protocol", a.protocol, "auto | LL | LL128 | Simple")->default_val("auto");
+  c->add_option("--format", a.format, "topocoll (libnccl-tuner-topocoll.so) | nccl-example (NCCL's example tuner)")
+      ->default_val("topocoll");
+  c->add_option("-o,--output", a.output, "the table file (default stdout)");
+  c->add_option("--nccl-version", a.nccl_version, "NCCL release: 2.22.3 | 2.28.9")->default_val("2.28.9");
+  c->add_option("--nccl-env", a.nccl_env, "NCCL variable for the model, KEY=VALUE, repeatable (as sim's)");
+  c->footer(R"(
+Examples:
+  topocoll tune --topology dgx-h100 --nodes 16 --fabric rail-fat-tree -b 8 -e 1G -o dgx-h100x16.tuner
+  NCCL_TUNER_PLUGIN=topocoll TOPOCOLL_TUNER_TABLE=dgx-h100x16.tuner mpirun ... (build/lib on LD_LIBRARY_PATH)
+  topocoll tune --topology dgx-h100 --nodes 16 --format nccl-example -o nccl_tuner.conf
+Table format and use: docs/tuner.md.)");
+  return c;
+}
+
 }  // namespace
 
 // `topocoll bench ARGS...` runs topocoll-bench, installed next to this executable: MPI lives in
@@ -99,7 +130,8 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("topocoll ") + TOPOCOLL_VERSION + " (malloc: " + allocator() + ")");
   app.footer(
-      "Commands: topo (show|check|export|path|presets), algorithms, verify, schedule export, sim, exp (run|compare), "
+      "Commands: topo (show|check|export|path|presets), algorithms, verify, schedule export, sim, tune, exp "
+      "(run|compare), "
       "bench (runs topocoll-bench: measured, under mpirun). Each has --help with examples.");
   CLI::App* topo = app.add_subcommand("topo", "inspect, check and export cluster topologies");
   topo->require_subcommand(1);
@@ -241,6 +273,9 @@ Spec format, resumption and provenance: docs/experiments.md.)";
   expcmp->add_option("files", exp_args.compare, "two records.jsonl files")->required()->expected(2);
   expcmp->footer(kExpExamples);
 
+  topocoll::tools::TuneArgs tune_args;
+  CLI::App* tunec = add_tune_command(app, tune_args);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -270,6 +305,7 @@ Spec format, resumption and provenance: docs/experiments.md.)";
       sim_args.root_given = simc->count("--root") > 0;
       return topocoll::tools::sim_command(sim_args, std::cout);
     }
+    if (*tunec) return topocoll::tools::tune_command(tune_args, std::cout);
     if (*exprun) return topocoll::tools::exp_run(exp_args, std::cout);
     if (*expcmp) return topocoll::tools::exp_compare(exp_args, std::cout);
     if (*verify) return topocoll::tools::verify_command(algo_args, std::cout);
