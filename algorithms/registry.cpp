@@ -24,6 +24,7 @@ const std::vector<Algorithm>& registry() {
       broadcast_tree(),                            // generators/rooted.cpp
       reduce_chain(),                              // generators/rooted.cpp
       reduce_tree(),                               // generators/rooted.cpp
+      alltoall_pairwise(),                         // generators/alltoall.cpp
       nvls_allreduce(),                            // generators/nvls.cpp
       hierarchical(HierarchicalStages{
           // generators/hierarchical.cpp

@@ -63,6 +63,7 @@ Algorithm broadcast_chain();      // rooted.cpp
 Algorithm broadcast_tree();       // rooted.cpp
 Algorithm reduce_chain();         // rooted.cpp
 Algorithm reduce_tree();          // rooted.cpp
+Algorithm alltoall_pairwise();    // alltoall.cpp
 
 // Shared by the generators.
 inline Chunk as_chunk(BufferId b, Range r) {
