@@ -23,11 +23,67 @@ using cli::parse_size;
 using runtime::BenchBackend;
 using runtime::BenchEntry;
 
-std::string allreduce_names() {
+// The registry's algorithms of collective c, for error messages: "ring, dbt, ..., mpi or all".
+std::string algorithm_names(algo::Collective c) {
   std::string names;
-  for (const algo::Algorithm& a : algo::registry())
-    if (a.collective == algo::Collective::AllReduce) names += a.name + ", ";
+  for (const algo::Algorithm* a : algo::select_algorithms("all", c)) names += a->name + ", ";
   return names + "mpi or all";
+}
+
+bool rooted(algo::Collective c) {
+  return c == algo::Collective::Broadcast || c == algo::Collective::Reduce;
+}
+
+// What the stock baselines call, for a block's header.
+std::string_view mpi_call(algo::Collective c) {
+  switch (c) {
+    case algo::Collective::AllReduce:
+      return "MPI_Allreduce";
+    case algo::Collective::AllGather:
+      return "MPI_Allgather";
+    case algo::Collective::ReduceScatter:
+      return "MPI_Reduce_scatter_block";
+    case algo::Collective::Broadcast:
+      return "MPI_Bcast";
+    case algo::Collective::Reduce:
+      return "MPI_Reduce";
+    case algo::Collective::AllToAll:
+      return "MPI_Alltoall";
+  }
+  return "?";
+}
+std::string_view nccl_call(algo::Collective c) {
+  switch (c) {
+    case algo::Collective::AllReduce:
+      return "ncclAllReduce";
+    case algo::Collective::AllGather:
+      return "ncclAllGather";
+    case algo::Collective::ReduceScatter:
+      return "ncclReduceScatter";
+    case algo::Collective::Broadcast:
+      return "ncclBroadcast";
+    case algo::Collective::Reduce:
+      return "ncclReduce";
+    case algo::Collective::AllToAll:
+      return "ncclAlltoAll";
+  }
+  return "?";
+}
+
+// nccl-tests' busbw factor, as a formula.
+std::string_view factor_formula(algo::Collective c) {
+  switch (c) {
+    case algo::Collective::AllReduce:
+      return "2(p-1)/p";
+    case algo::Collective::AllGather:
+    case algo::Collective::ReduceScatter:
+    case algo::Collective::AllToAll:
+      return "(p-1)/p";
+    case algo::Collective::Broadcast:
+    case algo::Collective::Reduce:
+      return "1";
+  }
+  return "?";
 }
 
 // nccl-tests' time column: fewer decimals for larger times.
@@ -37,7 +93,15 @@ std::string time_str(double us) {
   return fmt::format("{:7.2f}", us);
 }
 
-std::vector<BenchEntry> parse_algorithms(const std::string& list, const std::string& backend) {
+// --algorithm when not given: allreduce's three main algorithms and mpi; for the other
+// collectives every algorithm of theirs and mpi.
+std::string default_algorithms(algo::Collective c) {
+  return c == algo::Collective::AllReduce ? "ring,dbt,hierarchical,mpi" : "all";
+}
+
+// The blocks of --algorithm for collective c: registered algorithms of c, mpi, NCCL baselines
+// (--backend nccl), or all (c's algorithms, then mpi).
+std::vector<BenchEntry> parse_algorithms(const std::string& list, algo::Collective c, const std::string& backend) {
   std::vector<BenchEntry> out;
   std::size_t start = 0;
   while (start <= list.size()) {
@@ -53,17 +117,21 @@ std::vector<BenchEntry> parse_algorithms(const std::string& list, const std::str
       continue;
     }
     if (name == "all") {
-      for (const algo::Algorithm* alg : algo::select_algorithms("all", algo::Collective::AllReduce))
-        out.push_back({alg, alg->name});
+      for (const algo::Algorithm* alg : algo::select_algorithms("all", c)) out.push_back({alg, alg->name});
       out.push_back({nullptr, "mpi"});
       continue;
     }
     const algo::Algorithm* found = nullptr;
     for (const algo::Algorithm& alg : algo::registry())
-      if (alg.name == name && alg.collective == algo::Collective::AllReduce) found = &alg;
-    if (!found)
-      throw InputError(
-          fmt::format("--algorithm: unknown allreduce algorithm '{}': expected {}", name, allreduce_names()));
+      if (alg.name == name && alg.collective == c) found = &alg;
+    if (!found) {
+      for (const algo::Algorithm& alg : algo::registry())
+        if (alg.name == name)
+          throw InputError(fmt::format("--algorithm {}: an {} algorithm, not a {} one: expected {}", name,
+                                       algo::to_string(alg.collective), algo::to_string(c), algorithm_names(c)));
+      throw InputError(fmt::format("--algorithm: unknown {} algorithm '{}': expected {}", algo::to_string(c), name,
+                                   algorithm_names(c)));
+    }
     out.push_back({found, name});
   }
   return out;
@@ -78,17 +146,20 @@ class Printer final : public runtime::BenchReport {
     sink_.emplace(c_.output, fallback_, "-O");
     if (c_.jsonl) return;
     std::ostream& out = sink_->stream();
-    out << fmt::format("# topocoll-bench: backend {}, {} ranks on {} node{} ({} per node), host {}\n", s.base.engine,
-                       s.ranks, s.nodes, s.nodes == 1 ? "" : "s", s.ranks_per_node, s.base.machine);
+    out << fmt::format("# topocoll-bench: {} ({}), backend {}, {} ranks on {} node{} ({} per node), host {}\n",
+                       algo::to_string(s.collective), algo::nccl_tests_name(s.collective), s.base.engine, s.ranks,
+                       s.nodes, s.nodes == 1 ? "" : "s", s.ranks_per_node, s.base.machine);
     out << fmt::format("# topology: {}\n", s.topology);
     out << fmt::format("# iters {} warmup {} check {}; time = median over iterations of the max over ranks\n",
                        c_.options.iters, c_.options.warmup, c_.options.check);
-    out << fmt::format("# busbw = algbw * 2(p-1)/p = algbw * {:.4f} (nccl-tests' allreduce factor)\n", s.busbw_factor);
+    out << fmt::format("# busbw = algbw * {} = algbw * {:.4f} (nccl-tests' {} factor)\n", factor_formula(s.collective),
+                       s.busbw_factor, algo::to_string(s.collective));
     if (!s.transport_note.empty()) out << "# " << s.transport_note << "\n";
     out << fmt::format("# {} ranks on this node, {} cores: {}\n", s.local_ranks, s.cores,
                        s.oversubscribed ? "oversubscribed, a stalled rank yields at once"
                                         : fmt::format("a stalled rank polls {} us before it yields", s.spin_us));
     out << "# MPI (the mpi algorithm, and the bootstrap): PML " << s.mpi_pml << "\n";
+    collective_ = s.collective;
   }
 
   void device(const std::string& description) override {
@@ -102,11 +173,11 @@ class Printer final : public runtime::BenchReport {
     sink_->stream() << fmt::format(
         "#\n# {}: {}\n", name,
         alg ? fmt::format("{} (channels {}, slice {} B)", alg->description, c_.options.channels, c_.options.slice_bytes)
-        : runtime::is_nccl_baseline(name)
-            ? fmt::format("ncclAllReduce on GPU buffers{}", name == "nccl"        ? ""
-                                                            : name == "nccl-ring" ? ", NCCL_ALGO=Ring"
-                                                                                  : ", NCCL_ALGO=Tree")
-            : std::string("MPI_Allreduce of the MPI library, same buffers"));
+        : runtime::is_nccl_baseline(name) ? fmt::format("{} on GPU buffers{}", nccl_call(collective_),
+                                                        name == "nccl"        ? ""
+                                                        : name == "nccl-ring" ? ", NCCL_ALGO=Ring"
+                                                                              : ", NCCL_ALGO=Tree")
+                                          : fmt::format("{} of the MPI library, same buffers", mpi_call(collective_)));
     sink_->stream()
         << "#                                                              out-of-place                       "
            "in-place          \n"
@@ -128,7 +199,11 @@ class Printer final : public runtime::BenchReport {
       return;
     }
     const records::Record& first = r.points[0];
-    std::string line = fmt::format("{:>12}  {:>12}  {:>8}  {:>6}  {:>6}", r.bytes, r.count, first.dtype, first.op, -1);
+    // nccl-tests prints "none" for the collectives that do not reduce.
+    const bool reduces = collective_ == algo::Collective::AllReduce || collective_ == algo::Collective::ReduceScatter ||
+                         collective_ == algo::Collective::Reduce;
+    std::string line = fmt::format("{:>12}  {:>12}  {:>8}  {:>6}  {:>6}", r.bytes, r.count, first.dtype,
+                                   reduces ? first.op : std::string("none"), r.root);
     for (const records::Record& p : r.points)
       line += fmt::format("  {}  {:6.2f}  {:6.2f}  {:>5}", time_str(p.time_us), p.algbw_gbps, p.busbw_gbps,
                           p.wrong ? fmt::format("{}", *p.wrong) : std::string("N/A"));
@@ -154,6 +229,7 @@ class Printer final : public runtime::BenchReport {
   const BenchCommand& c_;
   std::ostream& fallback_;
   std::optional<cli::Output> sink_;  // rank 0, from start()
+  algo::Collective collective_ = algo::Collective::AllReduce;
 };
 
 }  // namespace
@@ -185,12 +261,21 @@ BenchCommand parse_bench_flags(const BenchFlags& a) {
         a.backend));
   const algo::DataType dtype = algo::parse_dtype(a.dtype);
   const algo::ReduceOp op = algo::parse_op(a.op);
+  const algo::Collective collective = algo::parse_collective(a.collective);
+  if (a.root < 0) throw InputError(fmt::format("--root {}: expected a rank, 0 or more", a.root));
+  if (a.root != 0 && !rooted(collective))
+    throw InputError(
+        fmt::format("--root {} with --collective {}: expected broadcast or reduce (the rooted collectives)", a.root,
+                    algo::to_string(collective)));
 
   BenchCommand c;
   runtime::BenchOptions& o = c.options;
   o.backend = a.backend == "ucx" ? BenchBackend::Ucx : a.backend == "nccl" ? BenchBackend::Nccl : BenchBackend::Mpi;
   o.sizes = cli::size_sweep(a.min_bytes, a.max_bytes, a.factor, algo::size_of(dtype));
-  o.entries = parse_algorithms(a.algorithm, a.backend);
+  o.collective = collective;
+  o.root = a.root;
+  o.entries =
+      parse_algorithms(a.algorithm.empty() ? default_algorithms(collective) : a.algorithm, collective, a.backend);
   o.dtype = dtype;
   o.op = op;
   o.iters = a.iters;
