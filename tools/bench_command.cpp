@@ -127,7 +127,7 @@ std::vector<BenchEntry> parse_algorithms(const std::string& list, algo::Collecti
     if (!found) {
       for (const algo::Algorithm& alg : algo::registry())
         if (alg.name == name)
-          throw InputError(fmt::format("--algorithm {}: an {} algorithm, not a {} one: expected {}", name,
+          throw InputError(fmt::format("--algorithm {} is an algorithm of {}; --collective {} expects {}", name,
                                        algo::to_string(alg.collective), algo::to_string(c), algorithm_names(c)));
       throw InputError(fmt::format("--algorithm: unknown {} algorithm '{}': expected {}", algo::to_string(c), name,
                                    algorithm_names(c)));
