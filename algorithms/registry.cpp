@@ -25,6 +25,7 @@ const std::vector<Algorithm>& registry() {
       reduce_chain(),                              // generators/rooted.cpp
       reduce_tree(),                               // generators/rooted.cpp
       alltoall_pairwise(),                         // generators/alltoall.cpp
+      alltoall_hierarchical(),                     // generators/alltoall.cpp
       nvls_allreduce(),                            // generators/nvls.cpp
       hierarchical(HierarchicalStages{
           // generators/hierarchical.cpp
