@@ -30,28 +30,7 @@ std::string algorithm_names(algo::Collective c) {
   return names + "mpi or all";
 }
 
-bool rooted(algo::Collective c) {
-  return c == algo::Collective::Broadcast || c == algo::Collective::Reduce;
-}
-
-// What the stock baselines call, for a block's header.
-std::string_view mpi_call(algo::Collective c) {
-  switch (c) {
-    case algo::Collective::AllReduce:
-      return "MPI_Allreduce";
-    case algo::Collective::AllGather:
-      return "MPI_Allgather";
-    case algo::Collective::ReduceScatter:
-      return "MPI_Reduce_scatter_block";
-    case algo::Collective::Broadcast:
-      return "MPI_Bcast";
-    case algo::Collective::Reduce:
-      return "MPI_Reduce";
-    case algo::Collective::AllToAll:
-      return "MPI_Alltoall";
-  }
-  return "?";
-}
+// What the NCCL baselines call, for a block's header.
 std::string_view nccl_call(algo::Collective c) {
   switch (c) {
     case algo::Collective::AllReduce:
@@ -173,11 +152,12 @@ class Printer final : public runtime::BenchReport {
     sink_->stream() << fmt::format(
         "#\n# {}: {}\n", name,
         alg ? fmt::format("{} (channels {}, slice {} B)", alg->description, c_.options.channels, c_.options.slice_bytes)
-        : runtime::is_nccl_baseline(name) ? fmt::format("{} on GPU buffers{}", nccl_call(collective_),
-                                                        name == "nccl"        ? ""
-                                                        : name == "nccl-ring" ? ", NCCL_ALGO=Ring"
-                                                                              : ", NCCL_ALGO=Tree")
-                                          : fmt::format("{} of the MPI library, same buffers", mpi_call(collective_)));
+        : runtime::is_nccl_baseline(name)
+            ? fmt::format("{} on GPU buffers{}", nccl_call(collective_),
+                          name == "nccl"        ? ""
+                          : name == "nccl-ring" ? ", NCCL_ALGO=Ring"
+                                                : ", NCCL_ALGO=Tree")
+            : fmt::format("{} of the MPI library, same buffers", runtime::mpi_baseline_call(collective_)));
     sink_->stream()
         << "#                                                              out-of-place                       "
            "in-place          \n"
@@ -200,10 +180,8 @@ class Printer final : public runtime::BenchReport {
     }
     const records::Record& first = r.points[0];
     // nccl-tests prints "none" for the collectives that do not reduce.
-    const bool reduces = collective_ == algo::Collective::AllReduce || collective_ == algo::Collective::ReduceScatter ||
-                         collective_ == algo::Collective::Reduce;
     std::string line = fmt::format("{:>12}  {:>12}  {:>8}  {:>6}  {:>6}", r.bytes, r.count, first.dtype,
-                                   reduces ? first.op : std::string("none"), r.root);
+                                   algo::reduces(collective_) ? first.op : std::string("none"), r.root);
     for (const records::Record& p : r.points)
       line += fmt::format("  {}  {:6.2f}  {:6.2f}  {:>5}", time_str(p.time_us), p.algbw_gbps, p.busbw_gbps,
                           p.wrong ? fmt::format("{}", *p.wrong) : std::string("N/A"));
@@ -263,7 +241,7 @@ BenchCommand parse_bench_flags(const BenchFlags& a) {
   const algo::ReduceOp op = algo::parse_op(a.op);
   const algo::Collective collective = algo::parse_collective(a.collective);
   if (a.root < 0) throw InputError(fmt::format("--root {}: expected a rank, 0 or more", a.root));
-  if (a.root != 0 && !rooted(collective))
+  if (a.root != 0 && !algo::rooted(collective))
     throw InputError(
         fmt::format("--root {} with --collective {}: expected broadcast or reduce (the rooted collectives)", a.root,
                     algo::to_string(collective)));

@@ -182,9 +182,7 @@ class Baselines final : public NcclBaselines {
     const auto t0 = std::chrono::steady_clock::now();
     const char* call = start_collective(a, b, comm);
     // Avg's division on the ranks whose output is a reduction (as runtime::finish_avg decides).
-    const bool reduced = a.collective == algo::Collective::AllReduce ||
-                         a.collective == algo::Collective::ReduceScatter ||
-                         (a.collective == algo::Collective::Reduce && rank_ == a.root);
+    const bool reduced = algo::reduces(a.collective) && (a.collective != algo::Collective::Reduce || rank_ == a.root);
     if (a.op == algo::ReduceOp::Avg && reduced)
       cuda::throw_if_failed(cuda::finish_avg(a.dtype, b.output, a.count, ranks_, stream_.get()));
     wait_bounded(*it->second, fmt::format("rank {}: {} ({})", rank_, name, call));

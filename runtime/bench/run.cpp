@@ -145,19 +145,12 @@ struct Point {
   std::uint64_t wrong = 0;
 };
 
-bool reduces(algo::Collective c) {
-  return c == algo::Collective::AllReduce || c == algo::Collective::ReduceScatter || c == algo::Collective::Reduce;
-}
-
-bool rooted(algo::Collective c) {
-  return c == algo::Collective::Broadcast || c == algo::Collective::Reduce;
-}
-
 // Why the mpi baseline cannot run the call, empty when it can: the reductions need an MPI type of
 // the dtype; the other collectives move bytes. MPI counts are ints.
 std::string mpi_unsupported(const algo::CollectiveArgs& a) {
-  if (reduces(a.collective) && !mpi_type(a.dtype)) return fmt::format("MPI has no {} type", algo::to_string(a.dtype));
-  const std::uint64_t n = reduces(a.collective) ? a.count : a.count * algo::size_of(a.dtype);
+  if (algo::reduces(a.collective) && !mpi_type(a.dtype))
+    return fmt::format("MPI has no {} type", algo::to_string(a.dtype));
+  const std::uint64_t n = algo::reduces(a.collective) ? a.count : a.count * algo::size_of(a.dtype);
   if (n > static_cast<std::uint64_t>(std::numeric_limits<int>::max()))
     return fmt::format("{} elements per block: more than MPI's int count", n);
   return {};
@@ -169,8 +162,8 @@ std::string mpi_unsupported(const algo::CollectiveArgs& a) {
 // finish_mpi_baseline moves to the rank's block.
 int start_mpi_baseline(const algo::CollectiveArgs& a, const PlacedBuffers& b, bool in_place, int rank, MPI_Comm comm,
                        MPI_Request* req) {
-  const int n = static_cast<int>(reduces(a.collective) ? a.count : a.count * algo::size_of(a.dtype));
-  const MPI_Datatype type = reduces(a.collective) ? *mpi_type(a.dtype) : MPI_BYTE;
+  const int n = static_cast<int>(algo::reduces(a.collective) ? a.count : a.count * algo::size_of(a.dtype));
+  const MPI_Datatype type = algo::reduces(a.collective) ? *mpi_type(a.dtype) : MPI_BYTE;
   const MPI_Op op = mpi_op(a.op);
   void* const send = in_place ? MPI_IN_PLACE : b.input;
   switch (a.collective) {
@@ -197,7 +190,18 @@ void finish_mpi_baseline(const algo::CollectiveArgs& a, const PlacedBuffers& b, 
   finish_avg(a, rank, b.output, host_memory());
 }
 
-std::string_view mpi_call_name(algo::Collective c) {
+// Fresh inputs in the placed buffers (test_data's numbering of the collective); the output, where
+// it is not the input, gets the 0xA5 pattern (in place allgather: the whole output, then the
+// rank's input block inside it).
+void fill_placed(const algo::CollectiveArgs& a, int rank, const PlacedBuffers& b, bool in_place) {
+  const std::size_t elem = algo::size_of(a.dtype);
+  if (!in_place || a.collective == algo::Collective::AllGather) std::memset(b.output, 0xA5, a.output_count() * elem);
+  fill_collective_input(a, rank, 0, b.input, static_cast<std::size_t>(a.input_count()));
+}
+
+}  // namespace
+
+std::string_view mpi_baseline_call(algo::Collective c) {
   switch (c) {
     case algo::Collective::AllReduce:
       return "MPI_Iallreduce";
@@ -214,17 +218,6 @@ std::string_view mpi_call_name(algo::Collective c) {
   }
   return "?";
 }
-
-// Fresh inputs in the placed buffers (test_data's numbering of the collective); the output, where
-// it is not the input, gets the 0xA5 pattern (in place allgather: the whole output, then the
-// rank's input block inside it).
-void fill_placed(const algo::CollectiveArgs& a, int rank, const PlacedBuffers& b, bool in_place) {
-  const std::size_t elem = algo::size_of(a.dtype);
-  if (!in_place || a.collective == algo::Collective::AllGather) std::memset(b.output, 0xA5, a.output_count() * elem);
-  fill_collective_input(a, rank, 0, b.input, static_cast<std::size_t>(a.input_count()));
-}
-
-}  // namespace
 
 std::vector<std::pair<std::string, std::string>> agreement_fields(const BenchOptions& o) {
   std::string names, sizes;
@@ -422,7 +415,7 @@ std::uint64_t run_bench(const BenchOptions& o, BenchReport& report) {
             // Non-blocking and bounded by the progress timeout: a rank gone or stalled inside
             // the baseline ends the others with an error naming it, as in topocoll's schedules.
             MPI_Request req = MPI_REQUEST_NULL;
-            const std::string_view call = mpi_call_name(collective);
+            const std::string_view call = mpi_baseline_call(collective);
             const int rc = start_mpi_baseline(args, placed, in_place, rank, comm.comm(), &req);
             const std::string what = fmt::format("rank {}: the mpi baseline ({}) at {} B{}", rank, call, call_bytes,
                                                  in_place ? " in place" : "");
@@ -465,7 +458,7 @@ std::uint64_t run_bench(const BenchOptions& o, BenchReport& report) {
       BenchRow row;
       row.bytes = call_bytes;
       row.count = args.count;
-      row.root = rooted(collective) ? o.root : -1;
+      row.root = algo::rooted(collective) ? o.root : -1;
       for (int ip = 0; ip < 2; ++ip) {
         const double algbw =
             points[ip].time_us > 0 ? static_cast<double>(call_bytes) / (points[ip].time_us * 1e-6) / 1e9 : 0.0;

@@ -112,6 +112,10 @@ class BenchReport {
   virtual void finish() = 0;
 };
 
+// The MPI call of the mpi baseline: MPI_Iallreduce, MPI_Iallgather, MPI_Ireduce_scatter_block,
+// MPI_Ibcast, MPI_Ireduce, MPI_Ialltoall.
+std::string_view mpi_baseline_call(algo::Collective c);
+
 // The fields every rank's options must agree on (runtime::agree, before MPI moves any data):
 // everything that changes the collectives the ranks run (not the output format or the timeout).
 std::vector<std::pair<std::string, std::string>> agreement_fields(const BenchOptions& o);
