@@ -126,9 +126,7 @@ TEST_CASE("registry: names, descriptions, lookup") {
     if (a.collective == Collective::AllReduce) ++allreduces;
   }
   // Every collective has an algorithm.
-  for (Collective c : {Collective::AllReduce, Collective::ReduceScatter, Collective::AllGather, Collective::Broadcast,
-                       Collective::Reduce})
-    CHECK_FALSE(select_algorithms("all", c).empty());
+  for (Collective c : kAllCollectives) CHECK_FALSE(select_algorithms("all", c).empty());
   CHECK(find_algorithm("ring").collective == Collective::AllReduce);
   CHECK_THROWS_WITH_AS(find_algorithm("rign"), doctest::Contains("unknown algorithm 'rign': expected one of ring, dbt"),
                        topocoll::InputError);

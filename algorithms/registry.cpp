@@ -24,6 +24,8 @@ const std::vector<Algorithm>& registry() {
       broadcast_tree(),                            // generators/rooted.cpp
       reduce_chain(),                              // generators/rooted.cpp
       reduce_tree(),                               // generators/rooted.cpp
+      alltoall_pairwise(),                         // generators/alltoall.cpp
+      alltoall_hierarchical(),                     // generators/alltoall.cpp
       nvls_allreduce(),                            // generators/nvls.cpp
       hierarchical(HierarchicalStages{
           // generators/hierarchical.cpp

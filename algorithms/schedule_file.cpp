@@ -142,8 +142,8 @@ Algorithm as_algorithm(std::shared_ptr<const ScheduleFile> file, std::string nam
   auto supports = [file, needs_nvls, needs_sharp](const Layout& l, const CollectiveArgs& a, const Tuning&) {
     const ScheduleFile& f = *file;
     if (a.collective != f.collective)
-      return Support::no(
-          fmt::format("{} is a {} schedule; this run is {}", f.path, to_string(f.collective), to_string(a.collective)));
+      return Support::no(fmt::format("{} is written for {}; this run is {}", f.path, to_string(f.collective),
+                                     to_string(a.collective)));
     if (a.ranks != f.ranks || l.ranks != f.ranks)
       return Support::no(
           fmt::format("{} is written for {} ranks; the job has {} (the topology's GPUs)", f.path, f.ranks, l.ranks));

@@ -6,6 +6,7 @@
 #include <bit>
 #include <cmath>
 #include <cstring>
+#include <vector>
 
 #include "common/errors.hpp"
 #include "runtime/half.hpp"
@@ -355,6 +356,25 @@ std::size_t count_differences(const void* got, const void* expected, std::size_t
   return wrong;
 }
 
+void check_slice(const char* what, std::uint64_t size, std::uint64_t begin, std::size_t n) {
+  if (begin > size || n > size - begin)
+    throw InputError(fmt::format("test data: {} elements [{}, {} + {}) outside the {} of {} elements", what, begin,
+                                 begin, n, what, size));
+}
+
+// Elements [begin, begin + n) of a buffer of p blocks of `count`, block by block: fill(j, i, out, len)
+// writes elements i .. i + len - 1 of block j at `out`.
+template <class FillBlock>
+void fill_blocks(std::uint64_t count, std::size_t elem, std::uint64_t begin, void* data, std::size_t n,
+                 const FillBlock& fill) {
+  auto* out = static_cast<std::byte*>(data);
+  for (std::uint64_t g = begin, end = begin + n; g < end;) {
+    const std::uint64_t j = g / count, i = g % count, len = std::min(count - i, end - g);
+    fill(static_cast<int>(j), i, out + (g - begin) * elem, static_cast<std::size_t>(len));
+    g += len;
+  }
+}
+
 }  // namespace
 
 void fill_input(DataType t, ReduceOp op, int rank, int ranks, std::uint64_t element_offset, void* data, std::size_t n) {
@@ -381,6 +401,57 @@ void fill_expected(DataType t, ReduceOp op, int ranks, std::uint64_t element_off
     const IntegerValues values(info, op, ranks);
     store_integers(t, data, n, element_offset, [&](std::uint64_t g) { return values.expected(g); });
   }
+}
+
+void fill_collective_input(const algo::CollectiveArgs& a, int rank, std::uint64_t begin, void* data, std::size_t n) {
+  check_slice("input", a.input_count(), begin, n);
+  const std::uint64_t first =
+      a.collective == algo::Collective::AllGather ? static_cast<std::uint64_t>(rank) * a.count : 0;
+  fill_input(a.dtype, a.op, rank, a.ranks, first + begin, data, n);
+}
+
+bool fill_collective_expected(const algo::CollectiveArgs& a, int rank, std::uint64_t begin, void* data, std::size_t n) {
+  check_slice("output", a.output_count(), begin, n);
+  const std::uint64_t own = static_cast<std::uint64_t>(rank) * a.count;
+  switch (a.collective) {
+    case algo::Collective::Reduce:
+      if (rank != a.root) return false;
+      [[fallthrough]];
+    case algo::Collective::AllReduce:
+      fill_expected(a.dtype, a.op, a.ranks, begin, data, n);
+      return true;
+    case algo::Collective::ReduceScatter:
+      fill_expected(a.dtype, a.op, a.ranks, own + begin, data, n);
+      return true;
+    case algo::Collective::Broadcast:
+      fill_input(a.dtype, a.op, a.root, a.ranks, begin, data, n);
+      return true;
+    case algo::Collective::AllGather:  // block j is rank j's input, numbered from j * count
+      fill_blocks(a.count, size_of(a.dtype), begin, data, n, [&](int j, std::uint64_t i, void* out, std::size_t len) {
+        fill_input(a.dtype, a.op, j, a.ranks, static_cast<std::uint64_t>(j) * a.count + i, out, len);
+      });
+      return true;
+    case algo::Collective::AllToAll:  // block j is block `rank` of rank j's input
+      fill_blocks(a.count, size_of(a.dtype), begin, data, n, [&](int j, std::uint64_t i, void* out, std::size_t len) {
+        fill_input(a.dtype, a.op, j, a.ranks, own + i, out, len);
+      });
+      return true;
+  }
+  TOPOCOLL_ASSERT(false, fmt::format("unknown Collective {}", static_cast<int>(a.collective)));
+}
+
+std::uint64_t count_wrong_output(const algo::CollectiveArgs& a, int rank, const void* output) {
+  constexpr std::uint64_t kSliceElems = std::uint64_t{1} << 16;
+  const std::size_t elem = size_of(a.dtype);
+  const std::uint64_t total = a.output_count();
+  std::vector<std::byte> expected(static_cast<std::size_t>(std::min(total, kSliceElems)) * elem);
+  std::uint64_t wrong = 0;
+  for (std::uint64_t off = 0; off < total; off += kSliceElems) {
+    const std::size_t n = static_cast<std::size_t>(std::min(kSliceElems, total - off));
+    if (!fill_collective_expected(a, rank, off, expected.data(), n)) return 0;
+    wrong += count_wrong(a.dtype, static_cast<const std::byte*>(output) + off * elem, expected.data(), n);
+  }
+  return wrong;
 }
 
 std::size_t count_wrong(DataType t, const void* got, const void* expected, std::size_t n) {

@@ -32,6 +32,23 @@ void fill_input(algo::DataType t, algo::ReduceOp op, int rank, int ranks, std::u
 void fill_expected(algo::DataType t, algo::ReduceOp op, int ranks, std::uint64_t element_offset, void* data,
                    std::size_t n);
 
+// The same values as a collective moves them, for rank `rank`: its input elements
+// [begin, begin + n) of a.input_count(), and its expected output elements [begin, begin + n) of
+// a.output_count() (count = a.count, p = a.ranks, g = the element index):
+//   allreduce, reduce  input g                 output: the reduction at g (reduce: root only)
+//   reduce_scatter     input g (count * p)     output: the reduction at rank * count + g
+//   allgather          input rank * count + g  output block j: rank j's input
+//   broadcast          input g                 output: the root's input
+//   alltoall           input g (count * p)     output block j: block `rank` of rank j's input
+// fill_collective_expected writes nothing and returns false where the output is not defined (a
+// reduce on a rank other than the root). Both throw InputError for a range outside the buffer.
+void fill_collective_input(const algo::CollectiveArgs& a, int rank, std::uint64_t begin, void* data, std::size_t n);
+bool fill_collective_expected(const algo::CollectiveArgs& a, int rank, std::uint64_t begin, void* data, std::size_t n);
+// The elements of rank `rank`'s output (a.output_count() elements at `output`) that differ bit for
+// bit from fill_collective_expected, compared in slices of bounded size; 0 where the output is
+// not defined.
+std::uint64_t count_wrong_output(const algo::CollectiveArgs& a, int rank, const void* output);
+
 // The number of elements that differ bit for bit. For floating-point types two NaNs compare equal
 // whatever their payloads (no input of ours makes one); +0 and -0 differ.
 std::size_t count_wrong(algo::DataType t, const void* got, const void* expected, std::size_t n);

@@ -2,6 +2,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdint>
@@ -324,16 +325,84 @@ TEST_CASE("test_data: op and collective names parse and print") {
                        "unknown reduction op 'mean': expected one of sum, prod, min, max, avg", InputError);
   CHECK_THROWS_AS(topocoll::algo::parse_op("premulsum"), InputError);
 
-  constexpr std::array kCollectives{Collective::AllReduce, Collective::ReduceScatter, Collective::AllGather,
-                                    Collective::Broadcast, Collective::Reduce};
-  for (Collective c : kCollectives) CHECK(topocoll::algo::parse_collective(to_string(c)) == c);
+  for (Collective c : topocoll::algo::kAllCollectives) CHECK(topocoll::algo::parse_collective(to_string(c)) == c);
   CHECK(topocoll::algo::parse_collective("allreduce") == Collective::AllReduce);
   CHECK(topocoll::algo::parse_collective("reduce_scatter") == Collective::ReduceScatter);
   CHECK(topocoll::algo::parse_collective("allgather") == Collective::AllGather);
   CHECK(topocoll::algo::parse_collective("broadcast") == Collective::Broadcast);
   CHECK(topocoll::algo::parse_collective("reduce") == Collective::Reduce);
-  CHECK_THROWS_WITH_AS(
-      topocoll::algo::parse_collective("alltoall"),
-      "unknown collective 'alltoall': expected one of allreduce, reduce_scatter, allgather, broadcast, reduce",
-      InputError);
+  CHECK(topocoll::algo::parse_collective("alltoall") == Collective::AllToAll);
+  CHECK_THROWS_WITH_AS(topocoll::algo::parse_collective("gather"),
+                       doctest::Contains("unknown collective 'gather': expected one of allreduce, reduce_scatter, "
+                                         "allgather, broadcast, reduce, alltoall"),
+                       InputError);
+}
+
+// The per-collective view against the plain functions it numbers: every rank's expected output
+// is built from the other ranks' inputs (or the reduction), a slice of it equals the same part of
+// the whole, and ranges outside a buffer are refused.
+TEST_CASE("test_data: per-collective inputs and expected outputs") {
+  const int p = 3;
+  const std::uint64_t count = 5;
+  for (Collective c : topocoll::algo::kAllCollectives) {
+    topocoll::algo::CollectiveArgs a;
+    a.collective = c;
+    a.count = count;
+    a.dtype = DataType::Int32;
+    a.op = ReduceOp::Sum;
+    a.ranks = p;
+    a.root = 1;
+    CAPTURE(to_string(c));
+    const std::size_t in_n = a.input_count(), out_n = a.output_count();
+    std::vector<std::vector<std::int32_t>> in(p, std::vector<std::int32_t>(in_n));
+    for (int r = 0; r < p; ++r) fill_collective_input(a, r, 0, in[r].data(), in_n);
+    std::vector<std::int32_t> sum(out_n);  // the reduction of the inputs, element by element
+    for (int r = 0; r < p; ++r)
+      for (std::size_t i = 0; i < std::min(in_n, out_n); ++i) sum[i] += in[r][i];
+    for (int r = 0; r < p; ++r) {
+      CAPTURE(r);
+      std::vector<std::int32_t> want(out_n), got(out_n, -7);
+      for (std::size_t g = 0; g < out_n; ++g) {
+        const std::size_t j = g / count, i = g % count;
+        switch (c) {
+          case Collective::AllReduce:
+          case Collective::Reduce:
+            want[g] = sum[g];
+            break;
+          case Collective::ReduceScatter: {
+            std::int32_t s = 0;
+            for (int q = 0; q < p; ++q) s += in[q][r * count + g];
+            want[g] = s;
+            break;
+          }
+          case Collective::AllGather:
+            want[g] = in[j][i];
+            break;
+          case Collective::Broadcast:
+            want[g] = in[a.root][g];
+            break;
+          case Collective::AllToAll:
+            want[g] = in[j][r * count + i];
+            break;
+        }
+      }
+      const bool defined = fill_collective_expected(a, r, 0, got.data(), out_n);
+      CHECK(defined == (c != Collective::Reduce || r == a.root));
+      if (!defined) {
+        CHECK(got == std::vector<std::int32_t>(out_n, -7));  // nothing written
+        CHECK(count_wrong_output(a, r, got.data()) == 0);
+        continue;
+      }
+      CHECK(got == want);
+      CHECK(count_wrong_output(a, r, want.data()) == 0);
+      want[out_n - 1] += 1;
+      CHECK(count_wrong_output(a, r, want.data()) == 1);
+      std::vector<std::int32_t> part(out_n - 4);  // from 3: across a block boundary where there are blocks
+      fill_collective_expected(a, r, 3, part.data(), part.size());
+      CHECK(std::equal(part.begin(), part.end(), got.begin() + 3));
+    }
+    std::int32_t x = 0;
+    CHECK_THROWS_AS(fill_collective_input(a, 0, in_n, &x, 1), InputError);
+    CHECK_THROWS_AS(fill_collective_expected(a, a.root, out_n, &x, 1), InputError);
+  }
 }

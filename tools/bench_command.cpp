@@ -24,11 +24,46 @@ using cli::parse_size;
 using runtime::BenchBackend;
 using runtime::BenchEntry;
 
-std::string allreduce_names() {
+// The registry's algorithms of collective c, for error messages: "ring, dbt, ..., mpi or all".
+std::string algorithm_names(algo::Collective c) {
   std::string names;
-  for (const algo::Algorithm& a : algo::registry())
-    if (a.collective == algo::Collective::AllReduce) names += a.name + ", ";
+  for (const algo::Algorithm* a : algo::select_algorithms("all", c)) names += a->name + ", ";
   return names + "mpi or all";
+}
+
+// What the NCCL baselines call, for a block's header.
+std::string_view nccl_call(algo::Collective c) {
+  switch (c) {
+    case algo::Collective::AllReduce:
+      return "ncclAllReduce";
+    case algo::Collective::AllGather:
+      return "ncclAllGather";
+    case algo::Collective::ReduceScatter:
+      return "ncclReduceScatter";
+    case algo::Collective::Broadcast:
+      return "ncclBroadcast";
+    case algo::Collective::Reduce:
+      return "ncclReduce";
+    case algo::Collective::AllToAll:
+      return "ncclAlltoAll";
+  }
+  return "?";
+}
+
+// nccl-tests' busbw factor, as a formula.
+std::string_view factor_formula(algo::Collective c) {
+  switch (c) {
+    case algo::Collective::AllReduce:
+      return "2(p-1)/p";
+    case algo::Collective::AllGather:
+    case algo::Collective::ReduceScatter:
+    case algo::Collective::AllToAll:
+      return "(p-1)/p";
+    case algo::Collective::Broadcast:
+    case algo::Collective::Reduce:
+      return "1";
+  }
+  return "?";
 }
 
 // nccl-tests' time column: fewer decimals for larger times.
@@ -38,7 +73,15 @@ std::string time_str(double us) {
   return fmt::format("{:7.2f}", us);
 }
 
-std::vector<BenchEntry> parse_algorithms(const std::string& list, const std::string& backend) {
+// --algorithm when not given: allreduce's three main algorithms and mpi; for the other
+// collectives every algorithm of theirs and mpi.
+std::string default_algorithms(algo::Collective c) {
+  return c == algo::Collective::AllReduce ? "ring,dbt,hierarchical,mpi" : "all";
+}
+
+// The blocks of --algorithm for collective c: registered algorithms of c, mpi, NCCL baselines
+// (--backend nccl), or all (c's algorithms, then mpi).
+std::vector<BenchEntry> parse_algorithms(const std::string& list, algo::Collective c, const std::string& backend) {
   std::vector<BenchEntry> out;
   std::size_t start = 0;
   while (start <= list.size()) {
@@ -54,17 +97,21 @@ std::vector<BenchEntry> parse_algorithms(const std::string& list, const std::str
       continue;
     }
     if (name == "all") {
-      for (const algo::Algorithm* alg : algo::select_algorithms("all", algo::Collective::AllReduce))
-        out.push_back({alg, alg->name});
+      for (const algo::Algorithm* alg : algo::select_algorithms("all", c)) out.push_back({alg, alg->name});
       out.push_back({nullptr, "mpi"});
       continue;
     }
     const algo::Algorithm* found = nullptr;
     for (const algo::Algorithm& alg : algo::registry())
-      if (alg.name == name && alg.collective == algo::Collective::AllReduce) found = &alg;
-    if (!found)
-      throw InputError(
-          fmt::format("--algorithm: unknown allreduce algorithm '{}': expected {}", name, allreduce_names()));
+      if (alg.name == name && alg.collective == c) found = &alg;
+    if (!found) {
+      for (const algo::Algorithm& alg : algo::registry())
+        if (alg.name == name)
+          throw InputError(fmt::format("--algorithm {} is an algorithm of {}; --collective {} expects {}", name,
+                                       algo::to_string(alg.collective), algo::to_string(c), algorithm_names(c)));
+      throw InputError(fmt::format("--algorithm: unknown {} algorithm '{}': expected {}", algo::to_string(c), name,
+                                   algorithm_names(c)));
+    }
     out.push_back({found, name});
   }
   return out;
@@ -79,17 +126,20 @@ class Printer final : public runtime::BenchReport {
     sink_.emplace(c_.output, fallback_, "-O");
     if (c_.jsonl) return;
     std::ostream& out = sink_->stream();
-    out << fmt::format("# topocoll-bench: backend {}, {} ranks on {} node{} ({} per node), host {}\n", s.base.engine,
-                       s.ranks, s.nodes, s.nodes == 1 ? "" : "s", s.ranks_per_node, s.base.machine);
+    out << fmt::format("# topocoll-bench: {} ({}), backend {}, {} ranks on {} node{} ({} per node), host {}\n",
+                       algo::to_string(s.collective), algo::nccl_tests_name(s.collective), s.base.engine, s.ranks,
+                       s.nodes, s.nodes == 1 ? "" : "s", s.ranks_per_node, s.base.machine);
     out << fmt::format("# topology: {}\n", s.topology);
     out << fmt::format("# iters {} warmup {} check {}; time = median over iterations of the max over ranks\n",
                        c_.options.iters, c_.options.warmup, c_.options.check);
-    out << fmt::format("# busbw = algbw * 2(p-1)/p = algbw * {:.4f} (nccl-tests' allreduce factor)\n", s.busbw_factor);
+    out << fmt::format("# busbw = algbw * {} = algbw * {:.4f} (nccl-tests' {} factor)\n", factor_formula(s.collective),
+                       s.busbw_factor, algo::to_string(s.collective));
     if (!s.transport_note.empty()) out << "# " << s.transport_note << "\n";
     out << fmt::format("# {} ranks on this node, {} cores: {}\n", s.local_ranks, s.cores,
                        s.oversubscribed ? "oversubscribed, a stalled rank yields at once"
                                         : fmt::format("a stalled rank polls {} us before it yields", s.spin_us));
     out << "# MPI (the mpi algorithm, and the bootstrap): PML " << s.mpi_pml << "\n";
+    collective_ = s.collective;
   }
 
   void device(const std::string& description) override {
@@ -106,10 +156,11 @@ class Printer final : public runtime::BenchReport {
         : alg
             ? fmt::format("{} (channels {}, slice {} B)", alg->description, c_.options.channels, c_.options.slice_bytes)
         : runtime::is_nccl_baseline(name)
-            ? fmt::format("ncclAllReduce on GPU buffers{}", name == "nccl"        ? ""
-                                                            : name == "nccl-ring" ? ", NCCL_ALGO=Ring"
-                                                                                  : ", NCCL_ALGO=Tree")
-            : std::string("MPI_Allreduce of the MPI library, same buffers"));
+            ? fmt::format("{} on GPU buffers{}", nccl_call(collective_),
+                          name == "nccl"        ? ""
+                          : name == "nccl-ring" ? ", NCCL_ALGO=Ring"
+                                                : ", NCCL_ALGO=Tree")
+            : fmt::format("{} of the MPI library, same buffers", runtime::mpi_baseline_call(collective_)));
     sink_->stream()
         << "#                                                              out-of-place                       "
            "in-place          \n"
@@ -133,7 +184,9 @@ class Printer final : public runtime::BenchReport {
       return;
     }
     const records::Record& first = r.points[0];
-    std::string line = fmt::format("{:>12}  {:>12}  {:>8}  {:>6}  {:>6}", r.bytes, r.count, first.dtype, first.op, -1);
+    // nccl-tests prints "none" for the collectives that do not reduce.
+    std::string line = fmt::format("{:>12}  {:>12}  {:>8}  {:>6}  {:>6}", r.bytes, r.count, first.dtype,
+                                   algo::reduces(collective_) ? first.op : std::string("none"), r.root);
     for (const records::Record& p : r.points)
       line += fmt::format("  {}  {:6.2f}  {:6.2f}  {:>5}", time_str(p.time_us), p.algbw_gbps, p.busbw_gbps,
                           p.wrong ? fmt::format("{}", *p.wrong) : std::string("N/A"));
@@ -159,6 +212,7 @@ class Printer final : public runtime::BenchReport {
   const BenchCommand& c_;
   std::ostream& fallback_;
   std::optional<cli::Output> sink_;  // rank 0, from start()
+  algo::Collective collective_ = algo::Collective::AllReduce;
 };
 
 }  // namespace
@@ -196,12 +250,34 @@ BenchCommand parse_bench_flags(const BenchFlags& a) {
   const algo::DataType dtype =
       a.dtype_given || files->files.empty() ? algo::parse_dtype(a.dtype) : files->files.front()->dtype;
   const algo::ReduceOp op = a.op_given || files->files.empty() ? algo::parse_op(a.op) : files->files.front()->op;
+  // The collective and root: the flags, else the first schedule file's.
+  const algo::Collective collective = a.collective_given || files->files.empty() ? algo::parse_collective(a.collective)
+                                                                                 : files->files.front()->collective;
+  const int root = a.root_given || files->files.empty() ? a.root : files->files.front()->root;
+  if (root < 0) throw InputError(fmt::format("--root {}: expected a rank, 0 or more", root));
+  if (root != 0 && !algo::rooted(collective))
+    throw InputError(
+        fmt::format("--root {} with --collective {}: expected broadcast or reduce (the rooted collectives)", root,
+                    algo::to_string(collective)));
+  for (const auto& f : files->files) {
+    if (f->collective != collective)
+      throw InputError(fmt::format("{}: written for {}; this run is {} (--collective)", f->path,
+                                   algo::to_string(f->collective), algo::to_string(collective)));
+    if (algo::rooted(collective) && f->root != root)
+      throw InputError(fmt::format("{}: written for root {}; this run's is {} (--root)", f->path, f->root, root));
+  }
 
   runtime::BenchOptions& o = c.options;
   o.backend = a.backend == "ucx" ? BenchBackend::Ucx : a.backend == "nccl" ? BenchBackend::Nccl : BenchBackend::Mpi;
   o.sizes = algo::sweep_with_files(*files, cli::size_sweep(a.min_bytes, a.max_bytes, a.factor, algo::size_of(dtype)),
                                    a.sizes_given, dtype);
-  o.entries = parse_algorithms(files->files.empty() || a.algorithm_given ? a.algorithm : "mpi", a.backend);
+  o.collective = collective;
+  o.root = root;
+  // Schedule files without --algorithm: the files and the mpi baseline.
+  o.entries = parse_algorithms(!files->files.empty() && !a.algorithm_given ? std::string("mpi")
+                               : a.algorithm.empty()                       ? default_algorithms(collective)
+                                                                           : a.algorithm,
+                               collective, a.backend);
   for (std::size_t i = 0; i < files->files.size(); ++i)
     o.entries.push_back({&files->algorithms[i], files->algorithms[i].name, files->files[i].get()});
   o.dtype = dtype;

@@ -1,8 +1,10 @@
-// `topocoll-bench` (issue 5, part 1): measured allreduce over a size sweep under MPI, printed as
-// nccl-tests' all_reduce_perf prints it (one block per algorithm), or as JSONL records of the
-// record schema (kind "measured", engine = the backend).
+// `topocoll-bench` (issue 5, part 1): a measured collective (--collective: allreduce, allgather,
+// reduce_scatter, broadcast, reduce, alltoall) over a size sweep under MPI, printed as nccl-tests'
+// *_perf binaries print it (one block per algorithm), or as JSONL records of the record schema
+// (kind "measured", engine = the backend, collective).
 //
 //   mpirun -np P topocoll-bench --algorithm ring,dbt,hierarchical,mpi -b 8 -e 128M -f 2
+//   mpirun -np P topocoll-bench --collective alltoall -a alltoall-pairwise,mpi -b 8 -e 128M -f 2
 //
 // The measurement is runtime/bench/run.hpp's run_bench (what is timed, how #wrong is counted, the
 // backends); this command parses the flags into its BenchOptions and prints what it reports.
@@ -20,7 +22,9 @@ namespace topocoll::tools {
 // The flags as given (tools/bench_main.cpp binds them).
 struct BenchFlags {
   std::string backend = "mpi";  // mpi | ucx | nccl
-  std::string algorithm = "ring,dbt,hierarchical,mpi";
+  std::string collective = "allreduce";
+  int root = 0;           // --root: broadcast and reduce
+  std::string algorithm;  // empty: allreduce ring,dbt,hierarchical,mpi; other collectives all
   std::string min_bytes = "8", max_bytes = "128M";
   std::string factor = "2";
   int iters = 20, warmup = 5, check = 1;
@@ -42,6 +46,7 @@ struct BenchFlags {
   // Which flags the command line gave: a schedule file supplies the dtype, op and (fixed-count
   // files) the sizes left out.
   bool algorithm_given = false, sizes_given = false, dtype_given = false, op_given = false;
+  bool collective_given = false, root_given = false;
 };
 
 // The run and how to print it.
@@ -53,8 +58,8 @@ struct BenchCommand {
 };
 
 // Checks the flags without MPI (so every rank rejects bad input before MPI_Init); throws
-// InputError naming the flag. The blocks are in the order asked ("all": every allreduce
-// algorithm, then mpi).
+// InputError naming the flag. The blocks are in the order asked ("all": every algorithm of the
+// collective, then mpi); an algorithm of another collective is refused, naming the collective's.
 BenchCommand parse_bench_flags(const BenchFlags& f);
 
 // Runs the benchmark; MPI must be initialised. Rank 0 writes to `out` (or -O). Returns 0 when

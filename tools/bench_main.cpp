@@ -24,6 +24,8 @@ Examples:
   mpirun -np 4 topocoll-bench --algorithm ring,dbt,hierarchical,mpi -b 8 -e 128M -f 2
   mpirun -np 2 topocoll-bench -a all -b 8 -e 64K -f 4 -n 5 -w 1 -d int32 -o max
   mpirun -np 2 topocoll-bench -a ring,mpi -b 1M -e 256M --format jsonl -O measured.jsonl
+  mpirun -np 4 topocoll-bench --collective alltoall -b 8 -e 64M -f 4
+  mpirun -np 4 topocoll-bench --collective broadcast --root 2 -a broadcast-tree,mpi
   mpirun -np 4 --mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any topocoll-bench --backend ucx -a all
 As root, and with more ranks than cores: mpirun --oversubscribe --allow-run-as-root ...)";
 
@@ -42,14 +44,19 @@ int launcher_size() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"topocoll-bench: measured allreduce of topocoll's schedules and MPI_Allreduce (nccl-tests table)"};
+  CLI::App app{
+      "topocoll-bench: a measured collective of topocoll's schedules and of MPI (and NCCL), as nccl-tests' table"};
   topocoll::tools::BenchFlags a;
   app.add_option("--backend", a.backend,
                  "transport of topocoll's schedules: mpi or ucx (nccl: CUDA+NCCL builds only); the mpi algorithm is "
-                 "MPI_Allreduce in every backend")
+                 "MPI's collective in every backend")
       ->default_val("mpi");
-  app.add_option("--algorithm,-a", a.algorithm, "allreduce algorithms and/or mpi: comma list or 'all'")
-      ->default_val("ring,dbt,hierarchical,mpi");
+  app.add_option("--collective", a.collective, "allreduce, allgather, reduce_scatter, broadcast, reduce or alltoall")
+      ->default_val("allreduce");
+  app.add_option("--root,-r", a.root, "root rank of broadcast and reduce")->default_val(0);
+  app.add_option("--algorithm,-a", a.algorithm,
+                 "algorithms of the collective and/or mpi: comma list or 'all' (default: allreduce "
+                 "ring,dbt,hierarchical,mpi; the other collectives all)");
   app.add_option("-b,--minbytes", a.min_bytes, "smallest size (8, 1K, 1M, 1G)")->default_val("8");
   app.add_option("-e,--maxbytes", a.max_bytes, "largest size")->default_val("128M");
   app.add_option("-f,--stepfactor", a.factor, "multiplication factor between sizes")->default_val("2");
@@ -109,6 +116,8 @@ int main(int argc, char** argv) {
       a.sizes_given = app.count("-b") + app.count("-e") > 0;
       a.dtype_given = app.count("--datatype") > 0;
       a.op_given = app.count("--op") > 0;
+      a.collective_given = app.count("--collective") > 0;
+      a.root_given = app.count("--root") > 0;
       command = topocoll::tools::parse_bench_flags(a);
     } catch (const std::exception& e) {
       input_error = e.what();

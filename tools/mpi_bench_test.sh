@@ -2,7 +2,8 @@
 # CTest script for topocoll-bench over each backend it was built with (mpi; ucx when UCX was
 # found): every allreduce algorithm and the MPI_Allreduce baseline with 2, 3, 4 and 8 ranks
 # (oversubscribed on CI's 2 cores), small and odd sizes, a few dtypes / ops; #wrong must be 0 on
-# every row and every run must exit 0. Then JSONL records and bad input.
+# every row and every run must exit 0. Every other collective (--collective) with -a all at 3 and
+# 4 ranks, awkward sizes, in place and out of place. Then JSONL records and bad input.
 # The ucx backend runs under Open MPI's UCX PML (so `mpi` is MPI_Allreduce over UCX too), with
 # the flags Debian's Open MPI needs to accept a machine with only shared memory and loopback TCP.
 # Usage: mpi_bench_test.sh BUILD_BIN_DIR
@@ -81,6 +82,14 @@ for backend in "${backends[@]}"; do
     run_ok ucx 2 3 -a dbt,ring,recursive-doubling -b 1M -e 16M -f 4 -n 3 -w 1 --ucx-bulk 64K --timeout 20
   fi
 
+  # Every other collective: its algorithms and its MPI baseline (rooted ones at the last rank).
+  for c in allgather reduce_scatter broadcast reduce alltoall; do
+    blocks=$(( $("$1/topocoll" algorithms | awk -v c="$c" '$2 == c' | wc -l) + 1 ))
+    root=(); [ "$c" = broadcast ] || [ "$c" = reduce ] && root=(--root 2)
+    run_ok "$backend" 3 "$blocks" --collective "$c" "${root[@]}" -b 12 -e 4004 -f 5 -n 1 -w 0 -d int32 -o avg
+    run_ok "$backend" 4 "$blocks" --collective "$c" "${root[@]}" "${odd[@]}" --channels 3
+  done
+
   if [ "$backend" = mpi ]; then
     # Round plans across processes (what --backend nccl runs, over MPI_Isend/Irecv groups here):
     # every algorithm, 2, 3, 4 and 8 ranks, small and odd sizes, many slices.
@@ -123,6 +132,18 @@ timeout 60 "${mpi[@]}" -np 2 "$bin" -a nosuch >"$tmp/out" 2>"$tmp/err"
 rc=$?
 if [ "$rc" -eq 2 ] && [ "$(grep -c '^topocoll-bench: error' "$tmp/err")" -eq 1 ]; then ok
 else fail "unknown algorithm under mpirun: exit $rc, stderr: $(cat "$tmp/err")"; fi
+"$bin" --collective foo >"$tmp/out" 2>"$tmp/err"
+rc=$?
+if [ "$rc" -eq 2 ] && [ "$(wc -l <"$tmp/err")" -eq 1 ] && grep -q "unknown collective 'foo': expected one of allreduce, reduce_scatter, allgather, broadcast, reduce, alltoall" "$tmp/err"; then ok
+else fail "--collective foo: exit $rc, stderr: $(cat "$tmp/err")"; fi
+"$bin" --collective allgather -a ring >"$tmp/out" 2>"$tmp/err"
+rc=$?
+if [ "$rc" -eq 2 ] && [ "$(wc -l <"$tmp/err")" -eq 1 ] && grep -q "ring is an algorithm of allreduce; --collective allgather expects allgather-ring, mpi or all" "$tmp/err"; then ok
+else fail "--collective allgather -a ring: exit $rc, stderr: $(cat "$tmp/err")"; fi
+timeout 60 "${mpi[@]}" -np 2 "$bin" --collective reduce --root 2 -b 8 -e 8 >"$tmp/out" 2>"$tmp/err"
+rc=$?
+if [ "$rc" -eq 2 ] && [ "$(grep -c '^topocoll-bench: error' "$tmp/err")" -eq 1 ] && grep -q "root 2: expected a rank of the job, 0 to 1" "$tmp/err"; then ok
+else fail "--root 2 with 2 ranks: exit $rc, stderr: $(head -c 400 "$tmp/err")"; fi
 # --topology: the topology's layout (pcie-8gpu: a NUMA-aware ring order across the two sockets),
 # checked against the job.
 run_ok mpi 8 2 -a ring,dbt -b 8 -e 64K -f 32 -n 1 -w 0 --topology pcie-8gpu

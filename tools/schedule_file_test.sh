@@ -121,6 +121,18 @@ if [ -x "$bench" ] && command -v mpirun >/dev/null; then
       "bench --backend $backend of the broken ring: exit $rc, $(head -c 400 "$tmp/err")"
     check '[ -z "$(grep -v "^#" "$tmp/out")" ]' "bench of the broken ring ran rows before refusing it"
   done
+  # Another collective: an all-to-all file takes its collective from the file (no --collective).
+  if run "$bin" schedule export --topology pcie-8gpu --algorithm alltoall-pairwise --count 125 -o "$tmp/a2a.json"; then
+    if run "$bin" sim --topology pcie-8gpu --schedule "$tmp/a2a.json" --format csv; then
+      check '[ "$(grep -c ",alltoall-pairwise@a2a.json,.*,4000,125,float," "$tmp/out")" -eq 1 ]' "sim of an alltoall file: $(cat "$tmp/out")"
+    fi
+    timeout 120 "${mpi[@]}" -np 8 "$bench" --topology pcie-8gpu --schedule "$tmp/a2a.json" -n 2 -w 1 >"$tmp/out" 2>"$tmp/err"
+    rc=$?
+    rows=$(grep -v '^#' "$tmp/out")
+    check '[ $rc -eq 0 ] && grep -q "alltoall (alltoall_perf)" "$tmp/out" && [ "$(echo "$rows" | wc -l)" -eq 2 ] && [ -z "$(echo "$rows" | awk '\''$1 != 4000 || $9 != "0" || $13 != "0"'\'')" ]' \
+      "bench of an alltoall file: exit $rc: $rows $(head -c 300 "$tmp/err")"
+    expect_error "written for alltoall; this run is allreduce" "$bench" --collective allreduce --schedule "$tmp/a2a.json"
+  fi
   # Unverified, the bench's own bit-exact check catches it: #wrong > 0, exit 1.
   timeout 120 "${mpi[@]}" -np 8 "$bench" --topology pcie-8gpu --schedule "$broken" --no-verify -a ring -n 1 -w 0 >"$tmp/out" 2>"$tmp/err"
   rc=$?

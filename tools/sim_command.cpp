@@ -142,7 +142,7 @@ int sim_command(const SimArgs& a, std::ostream& out) {
       throw InputError(fmt::format("{}: written for {} ranks; {} x {} has {} GPUs", f->path, f->ranks, a.topo.topology,
                                    t.nodes(), t.num_ranks()));
     if (f->collective != collective)
-      throw InputError(fmt::format("{}: a {} schedule; this run is {} (--collective)", f->path,
+      throw InputError(fmt::format("{}: written for {}; this run is {} (--collective)", f->path,
                                    to_string(f->collective), to_string(collective)));
     if (f->root != root && (collective == algo::Collective::Broadcast || collective == algo::Collective::Reduce))
       throw InputError(fmt::format("{}: written for root {}; this run's is {} (--root)", f->path, f->root, root));

@@ -57,12 +57,14 @@ void nvls_allgather_recv(ProgramBuilder& b, const NvlsGroups& g, std::span<const
                          const std::vector<Chunk>& seg, std::uint64_t pieces, std::uint64_t k, int channel);
 
 // The blocks as collectives of their own.
-Algorithm reduce_scatter_ring();  // ring_blocks.cpp
-Algorithm allgather_ring();       // ring_blocks.cpp
-Algorithm broadcast_chain();      // rooted.cpp
-Algorithm broadcast_tree();       // rooted.cpp
-Algorithm reduce_chain();         // rooted.cpp
-Algorithm reduce_tree();          // rooted.cpp
+Algorithm reduce_scatter_ring();    // ring_blocks.cpp
+Algorithm allgather_ring();         // ring_blocks.cpp
+Algorithm broadcast_chain();        // rooted.cpp
+Algorithm broadcast_tree();         // rooted.cpp
+Algorithm reduce_chain();           // rooted.cpp
+Algorithm reduce_tree();            // rooted.cpp
+Algorithm alltoall_pairwise();      // alltoall.cpp
+Algorithm alltoall_hierarchical();  // alltoall.cpp
 
 // Shared by the generators.
 inline Chunk as_chunk(BufferId b, Range r) {

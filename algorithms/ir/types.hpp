@@ -29,6 +29,14 @@ Collective parse_collective(std::string_view s);
 DataType parse_dtype(std::string_view s);
 ReduceOp parse_op(std::string_view s);
 std::size_t size_of(DataType t);
+// Whether a collective reduces (allreduce, reduce_scatter, reduce: the op applies) and whether it
+// has a root (broadcast, reduce).
+inline bool reduces(Collective c) {
+  return c == Collective::AllReduce || c == Collective::ReduceScatter || c == Collective::Reduce;
+}
+inline bool rooted(Collective c) {
+  return c == Collective::Broadcast || c == Collective::Reduce;
+}
 
 // What a collective call is. Buffer sizes in elements, per rank:
 //   allreduce       input count        output count

@@ -354,7 +354,7 @@ ExpSpec load_exp_spec(const std::string& path) {
     }
     for (const auto& f : s.schedule_set->files)
       if (f->collective != s.collective)
-        r.fail(g["schedules"], fmt::format("grid.schedules: {} is a {} schedule; the spec's collective is {}", f->path,
+        r.fail(g["schedules"], fmt::format("grid.schedules: {} is written for {}; the spec's collective is {}", f->path,
                                            algo::to_string(f->collective), algo::to_string(s.collective)));
     for (const algo::Algorithm& a : s.schedule_set->algorithms)
       if (std::find(s.algorithms.begin(), s.algorithms.end(), a.name) != s.algorithms.end())

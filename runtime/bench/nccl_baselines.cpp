@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "common/errors.hpp"
+#include "runtime/bench/placement.hpp"
 #include "runtime/cuda/device_memory.hpp"
 #include "runtime/cuda/nccl_transport.hpp"
 #include "runtime/cuda/reducer.hpp"
@@ -126,14 +127,15 @@ class Baselines final : public NcclBaselines {
     std::vector<runtime::RoundPlan> plans = runtime::plan_rounds(s);
     executor_.emplace(s, rank, std::move(plans[static_cast<std::size_t>(rank)]), space_);
     executor_name_ = s.name();
+    executor_args_ = s.args();
   }
 
   double run_schedule_us(bool in_place) override {
     if (!executor_) throw InputError("nccl: run_schedule_us before bind_schedule");
-    std::byte* out = in_place ? input_.data() : output_.data();
+    const PlacedBuffers b = placed(executor_args_, in_place);
     rounds_->restart();
     const auto t0 = std::chrono::steady_clock::now();
-    executor_->run(runtime::Buffers{input_.data(), out, scratch_.data()}, *rounds_);
+    executor_->run(runtime::Buffers{b.input, b.output, scratch_.data()}, *rounds_);
     try {
       transport_->synchronize(timeout_, fmt::format("rank {}: {} over NCCL", rank_, executor_name_));
     } catch (const cuda::NcclError& e) {
@@ -158,45 +160,105 @@ class Baselines final : public NcclBaselines {
         env ? fmt::format("NCCL_ALGO={} from the environment", env) : std::string("NCCL's own choice"));
   }
 
-  void fill(algo::DataType t, algo::ReduceOp op, std::uint64_t count, bool in_place) override {
-    const std::size_t elem = algo::size_of(t), chunk = kHostChunkBytes / elem;
-    for (std::uint64_t off = 0; off < count; off += chunk) {
-      const std::size_t c = static_cast<std::size_t>(std::min<std::uint64_t>(chunk, count - off));
-      runtime::fill_input(t, op, rank_, ranks_, off, host_.data(), c);
-      check(cudaMemcpy(input_.data() + off * elem, host_.data(), c * elem, cudaMemcpyHostToDevice), "cudaMemcpy H2D");
+  void fill(const algo::CollectiveArgs& a, bool in_place) override {
+    const std::size_t elem = algo::size_of(a.dtype), chunk = kHostChunkBytes / elem;
+    const PlacedBuffers b = placed(a, in_place);
+    const std::uint64_t out_n = a.output_count(), in_n = a.input_count();
+    if ((!in_place || a.collective == algo::Collective::AllGather) && out_n > 0)
+      check(cudaMemset(b.output, 0xA5, out_n * elem), "cudaMemset");
+    for (std::uint64_t off = 0; off < in_n; off += chunk) {
+      const std::size_t c = static_cast<std::size_t>(std::min<std::uint64_t>(chunk, in_n - off));
+      runtime::fill_collective_input(a, rank_, off, host_.data(), c);
+      check(cudaMemcpy(b.input + off * elem, host_.data(), c * elem, cudaMemcpyHostToDevice), "cudaMemcpy H2D");
     }
-    if (!in_place && count > 0) check(cudaMemset(output_.data(), 0xA5, count * elem), "cudaMemset");
     check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
   }
 
-  double run_us(const std::string& name, algo::DataType t, algo::ReduceOp op, std::uint64_t count,
-                bool in_place) override {
+  double run_us(const std::string& name, const algo::CollectiveArgs& a, bool in_place) override {
     auto it = comms_.find(name);
     if (it == comms_.end()) throw InputError(fmt::format("nccl baselines: '{}' was not set up", name));
     ncclComm_t comm = it->second->get();
-    std::byte* out = in_place ? input_.data() : output_.data();
+    const PlacedBuffers b = placed(a, in_place);
     const auto t0 = std::chrono::steady_clock::now();
-    check_nccl(ncclAllReduce(input_.data(), out, count, nccl_type(t), nccl_op(op), comm, stream_.get()),
-               "ncclAllReduce", comm);
-    if (op == algo::ReduceOp::Avg) cuda::throw_if_failed(cuda::finish_avg(t, out, count, ranks_, stream_.get()));
-    wait_bounded(*it->second, fmt::format("rank {}: {} (ncclAllReduce)", rank_, name));
+    const char* call = start_collective(a, b, comm);
+    // Avg's division on the ranks whose output is a reduction (as runtime::finish_avg decides).
+    const bool reduced = algo::reduces(a.collective) && (a.collective != algo::Collective::Reduce || rank_ == a.root);
+    if (a.op == algo::ReduceOp::Avg && reduced)
+      cuda::throw_if_failed(cuda::finish_avg(a.dtype, b.output, a.count, ranks_, stream_.get()));
+    wait_bounded(*it->second, fmt::format("rank {}: {} ({})", rank_, name, call));
     return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
   }
 
-  std::uint64_t count_wrong(algo::DataType t, algo::ReduceOp op, std::uint64_t count, bool in_place) override {
-    const std::size_t elem = algo::size_of(t), chunk = kHostChunkBytes / elem;
-    const std::byte* out = in_place ? input_.data() : output_.data();
+  std::uint64_t count_wrong(const algo::CollectiveArgs& a, bool in_place) override {
+    const std::size_t elem = algo::size_of(a.dtype), chunk = kHostChunkBytes / elem;
+    const std::byte* out = placed(a, in_place).output;
+    const std::uint64_t out_n = a.output_count();
     std::uint64_t wrong = 0;
-    for (std::uint64_t off = 0; off < count; off += chunk) {
-      const std::size_t c = static_cast<std::size_t>(std::min<std::uint64_t>(chunk, count - off));
+    for (std::uint64_t off = 0; off < out_n; off += chunk) {
+      const std::size_t c = static_cast<std::size_t>(std::min<std::uint64_t>(chunk, out_n - off));
+      if (!runtime::fill_collective_expected(a, rank_, off, expected_.data(), c)) return 0;
       check(cudaMemcpy(host_.data(), out + off * elem, c * elem, cudaMemcpyDeviceToHost), "cudaMemcpy D2H");
-      runtime::fill_expected(t, op, ranks_, off, expected_.data(), c);
-      wrong += runtime::count_wrong(t, host_.data(), expected_.data(), c);
+      wrong += runtime::count_wrong(a.dtype, host_.data(), expected_.data(), c);
     }
     return wrong;
   }
 
  private:
+  PlacedBuffers placed(const algo::CollectiveArgs& a, bool in_place) {
+    return place(bench_placement(a, rank_, in_place), input_.data(), output_.data(), algo::size_of(a.dtype));
+  }
+
+  // NCCL's collective of `a` on `b`, enqueued on the stream; returns the call's name.
+  const char* start_collective(const algo::CollectiveArgs& a, const PlacedBuffers& b, ncclComm_t comm) {
+    const ncclDataType_t type = nccl_type(a.dtype);
+    const ncclRedOp_t op = nccl_op(a.op);
+    cudaStream_t stream = stream_.get();
+    switch (a.collective) {
+      case algo::Collective::AllReduce:
+        check_nccl(ncclAllReduce(b.input, b.output, a.count, type, op, comm, stream), "ncclAllReduce", comm);
+        return "ncclAllReduce";
+      case algo::Collective::AllGather:
+        check_nccl(ncclAllGather(b.input, b.output, a.count, type, comm, stream), "ncclAllGather", comm);
+        return "ncclAllGather";
+      case algo::Collective::ReduceScatter:
+        check_nccl(ncclReduceScatter(b.input, b.output, a.count, type, op, comm, stream), "ncclReduceScatter", comm);
+        return "ncclReduceScatter";
+      case algo::Collective::Broadcast:
+        check_nccl(ncclBroadcast(b.input, b.output, a.count, type, a.root, comm, stream), "ncclBroadcast", comm);
+        return "ncclBroadcast";
+      case algo::Collective::Reduce:
+        check_nccl(ncclReduce(b.input, b.output, a.count, type, op, a.root, comm, stream), "ncclReduce", comm);
+        return "ncclReduce";
+      case algo::Collective::AllToAll:
+        return start_alltoall(a, b, comm);
+    }
+    throw InternalError(fmt::format("nccl baselines: unknown collective {}", static_cast<int>(a.collective)));
+  }
+
+  // ncclAlltoAll where nccl.h has it (2.28 and later), else the grouped sends and receives.
+  const char* start_alltoall(const algo::CollectiveArgs& a, const PlacedBuffers& b, ncclComm_t comm) {
+#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 28, 0)
+    check_nccl(ncclAlltoAll(b.input, b.output, a.count, nccl_type(a.dtype), comm, stream_.get()), "ncclAlltoAll", comm);
+    return "ncclAlltoAll";
+#else
+    return start_alltoall_grouped(a, b, comm);
+#endif
+  }
+
+  // nccl-tests' alltoall before ncclAlltoAll: one group of a send and a receive per peer.
+  const char* start_alltoall_grouped(const algo::CollectiveArgs& a, const PlacedBuffers& b, ncclComm_t comm) {
+    const ncclDataType_t type = nccl_type(a.dtype);
+    const std::size_t block = a.count * algo::size_of(a.dtype);
+    check_nccl(ncclGroupStart(), "ncclGroupStart", comm);
+    for (int peer = 0; peer < ranks_; ++peer) {
+      const std::size_t at = static_cast<std::size_t>(peer) * block;
+      check_nccl(ncclSend(b.input + at, a.count, type, peer, comm, stream_.get()), "ncclSend", comm);
+      check_nccl(ncclRecv(b.output + at, a.count, type, peer, comm, stream_.get()), "ncclRecv", comm);
+    }
+    check_nccl(ncclGroupEnd(), "ncclGroupEnd", comm);
+    return "ncclSend / ncclRecv";
+  }
+
   // The stream, polled for at most the progress timeout; then the communicator is aborted and an
   // NcclError names the call (a dead peer never joins the collective).
   void wait_bounded(cuda::NcclComm& comm, const std::string& what) {
@@ -227,6 +289,7 @@ class Baselines final : public NcclBaselines {
   cuda::DeviceBuffer scratch_;  // grown by bind_schedule
   std::optional<runtime::RoundExecutor> executor_;
   std::string executor_name_;
+  algo::CollectiveArgs executor_args_;
   std::unique_ptr<cuda::NcclRoundTransport> rounds_;
   std::chrono::milliseconds timeout_;
 };

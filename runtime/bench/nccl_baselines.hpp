@@ -1,15 +1,19 @@
-// The GPU side of the measured bench, --backend nccl (issue 5): the stock NCCL baselines
-// (ncclAllReduce on device buffers, as `mpi` is MPI_Allreduce) and topocoll's own schedules on the
-// same device buffers, run over NCCL send/recv.
+// The GPU side of the measured bench, --backend nccl (issue 5): the stock NCCL baselines (NCCL's
+// collective on device buffers, as `mpi` is MPI's) and topocoll's own schedules on the same device
+// buffers, run over NCCL send/recv. The collective of a call is its CollectiveArgs': ncclAllReduce,
+// ncclAllGather, ncclReduceScatter, ncclBroadcast, ncclReduce, and for alltoall ncclAlltoAll where
+// nccl.h has it (NCCL 2.28 and later), else one group of ncclSend / ncclRecv per peer (what
+// nccl-tests' alltoall does). Buffers are laid out as placement.hpp says (in place: NCCL's
+// aliasing); inputs and the check follow test_data's per-collective numbering.
 //
 //   topocoll    the schedule cut into rounds (runtime/rounds.hpp): per round one ncclGroup of the
 //               rank's sends and receives (cuda::NcclTransport), then the CUDA reductions and
 //               copies (cuda::DeviceSpace), all on one stream, on a communicator of NCCL's defaults
 //
-//   nccl        ncclAllReduce as NCCL chooses (its tuner; NCCL_ALGO / NCCL_PROTO of the environment
+//   nccl        the collective as NCCL chooses (its tuner; NCCL_ALGO / NCCL_PROTO of the environment
 //               apply as usual)
-//   nccl-ring   ncclAllReduce on a communicator created with NCCL_ALGO=Ring
-//   nccl-tree   ncclAllReduce on a communicator created with NCCL_ALGO=Tree
+//   nccl-ring   the same on a communicator created with NCCL_ALGO=Ring
+//   nccl-tree   the same on a communicator created with NCCL_ALGO=Tree
 //
 // Forcing. NCCL reads NCCL_ALGO when a communicator is initialised (ncclTopoTuneModel in NCCL
 // 2.19-2.28, the tuning cost-model init after; both through ncclGetEnv = getenv at that moment),
@@ -54,18 +58,19 @@ class NcclBaselines {
   virtual ~NcclBaselines() = default;
   // One line for the table's header: NCCL version, this rank's GPU, how algorithms are forced.
   virtual std::string describe() const = 0;
-  // Rank `rank` of `ranks`: test_data's fill_input into the device input (count elements); out of
-  // place, the output gets the 0xA5 pattern. Waits until done (not part of any timing).
-  virtual void fill(algo::DataType t, algo::ReduceOp op, std::uint64_t count, bool in_place) = 0;
-  // One allreduce of `count` elements with baseline `name` (in place: input == output), waited for
-  // on the host; the microseconds from the call to the end of the stream's work on this rank.
-  virtual double run_us(const std::string& name, algo::DataType t, algo::ReduceOp op, std::uint64_t count,
-                        bool in_place) = 0;
-  // Elements of this rank's output that differ bit for bit from test_data's fill_expected.
-  virtual std::uint64_t count_wrong(algo::DataType t, algo::ReduceOp op, std::uint64_t count, bool in_place) = 0;
+  // This rank's input of the call (test_data's fill_collective_input) into the placed device
+  // input; the output, where it is not the input, gets the 0xA5 pattern (in place allgather: all
+  // of it, then the input block). Waits until done (not part of any timing).
+  virtual void fill(const algo::CollectiveArgs& a, bool in_place) = 0;
+  // One call of the collective with baseline `name` on the placed buffers, waited for on the host;
+  // the microseconds from the call to the end of the stream's work on this rank.
+  virtual double run_us(const std::string& name, const algo::CollectiveArgs& a, bool in_place) = 0;
+  // Elements of this rank's output that differ bit for bit from test_data's
+  // fill_collective_expected (0 where the output is not defined: a reduce's non-root ranks).
+  virtual std::uint64_t count_wrong(const algo::CollectiveArgs& a, bool in_place) = 0;
   // A topocoll schedule: its round plan and this rank's executor on the device buffers, bound once
-  // per size (no communication). Then run_schedule_us runs it once (in place: input == output) and
-  // waits for the stream; the microseconds from the call to the end of the stream's work.
+  // per size (no communication). Then run_schedule_us runs it once on the placed buffers of its
+  // collective and waits for the stream; the microseconds from the call to the end of the stream's work.
   virtual void bind_schedule(const algo::Schedule& s, int rank) = 0;
   virtual double run_schedule_us(bool in_place) = 0;
 };

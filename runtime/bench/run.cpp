@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <thread>
@@ -14,6 +15,7 @@
 #include "algorithms/registry.hpp"
 #include "common/errors.hpp"
 #include "runtime/bench/nccl_baselines.hpp"
+#include "runtime/bench/placement.hpp"
 #include "runtime/communicator.hpp"
 #include "runtime/executor.hpp"
 #include "runtime/faults.hpp"
@@ -143,7 +145,79 @@ struct Point {
   std::uint64_t wrong = 0;
 };
 
+// Why the mpi baseline cannot run the call, empty when it can: the reductions need an MPI type of
+// the dtype; the other collectives move bytes. MPI counts are ints.
+std::string mpi_unsupported(const algo::CollectiveArgs& a) {
+  if (algo::reduces(a.collective) && !mpi_type(a.dtype))
+    return fmt::format("MPI has no {} type", algo::to_string(a.dtype));
+  const std::uint64_t n = algo::reduces(a.collective) ? a.count : a.count * algo::size_of(a.dtype);
+  if (n > static_cast<std::uint64_t>(std::numeric_limits<int>::max()))
+    return fmt::format("{} elements per block: more than MPI's int count", n);
+  return {};
+}
+
+// The MPI library's collective of `a` on the placed buffers, started non-blocking: the
+// reductions in the dtype, the others as bytes. In place as NCCL lays it out (placement.hpp):
+// MPI_Ireduce_scatter_block in place leaves the result at the start of the buffer, which
+// finish_mpi_baseline moves to the rank's block.
+int start_mpi_baseline(const algo::CollectiveArgs& a, const PlacedBuffers& b, bool in_place, int rank, MPI_Comm comm,
+                       MPI_Request* req) {
+  const int n = static_cast<int>(algo::reduces(a.collective) ? a.count : a.count * algo::size_of(a.dtype));
+  const MPI_Datatype type = algo::reduces(a.collective) ? *mpi_type(a.dtype) : MPI_BYTE;
+  const MPI_Op op = mpi_op(a.op);
+  void* const send = in_place ? MPI_IN_PLACE : b.input;
+  switch (a.collective) {
+    case algo::Collective::AllReduce:
+      return MPI_Iallreduce(send, b.output, n, type, op, comm, req);
+    case algo::Collective::AllGather:
+      return MPI_Iallgather(send, n, type, b.output, n, type, comm, req);
+    case algo::Collective::ReduceScatter:  // in place: input and result in the whole buffer
+      return MPI_Ireduce_scatter_block(send, in_place ? b.input : b.output, n, type, op, comm, req);
+    case algo::Collective::Broadcast:
+      if (rank == a.root && !in_place) std::memcpy(b.output, b.input, a.count * algo::size_of(a.dtype));
+      return MPI_Ibcast(b.output, n, type, a.root, comm, req);
+    case algo::Collective::Reduce:
+      return MPI_Ireduce(in_place && rank == a.root ? MPI_IN_PLACE : b.input, b.output, n, type, op, a.root, comm, req);
+    case algo::Collective::AllToAll:
+      return MPI_Ialltoall(send, n, type, b.output, n, type, comm, req);
+  }
+  return MPI_ERR_OTHER;
+}
+
+void finish_mpi_baseline(const algo::CollectiveArgs& a, const PlacedBuffers& b, bool in_place, int rank) {
+  if (a.collective == algo::Collective::ReduceScatter && in_place && rank != 0)
+    std::memmove(b.output, b.input, a.count * algo::size_of(a.dtype));
+  finish_avg(a, rank, b.output, host_memory());
+}
+
+// Fresh inputs in the placed buffers (test_data's numbering of the collective); the output, where
+// it is not the input, gets the 0xA5 pattern (in place allgather: the whole output, then the
+// rank's input block inside it).
+void fill_placed(const algo::CollectiveArgs& a, int rank, const PlacedBuffers& b, bool in_place) {
+  const std::size_t elem = algo::size_of(a.dtype);
+  if (!in_place || a.collective == algo::Collective::AllGather) std::memset(b.output, 0xA5, a.output_count() * elem);
+  fill_collective_input(a, rank, 0, b.input, static_cast<std::size_t>(a.input_count()));
+}
+
 }  // namespace
+
+std::string_view mpi_baseline_call(algo::Collective c) {
+  switch (c) {
+    case algo::Collective::AllReduce:
+      return "MPI_Iallreduce";
+    case algo::Collective::AllGather:
+      return "MPI_Iallgather";
+    case algo::Collective::ReduceScatter:
+      return "MPI_Ireduce_scatter_block";
+    case algo::Collective::Broadcast:
+      return "MPI_Ibcast";
+    case algo::Collective::Reduce:
+      return "MPI_Ireduce";
+    case algo::Collective::AllToAll:
+      return "MPI_Ialltoall";
+  }
+  return "?";
+}
 
 std::vector<std::pair<std::string, std::string>> agreement_fields(const BenchOptions& o) {
   std::string names, sizes;
@@ -154,6 +228,8 @@ std::vector<std::pair<std::string, std::string>> agreement_fields(const BenchOpt
   }
   for (std::uint64_t b : o.sizes) sizes += (sizes.empty() ? "" : ",") + std::to_string(b);
   return {{"--backend", std::string(to_string(o.backend))},
+          {"--collective", std::string(algo::to_string(o.collective))},
+          {"--root", std::to_string(o.root)},
           {"--algorithm", names},
           {"the sizes in bytes (-b, -e, -f)", sizes},
           {"--datatype", std::string(algo::to_string(o.dtype))},
@@ -195,6 +271,8 @@ std::uint64_t run_bench(const BenchOptions& o, BenchReport& report) {
   Agreement job_agreement;
   try {
     comm.layout();  // ranks numbered node by node, the same number per node
+    if (o.root < 0 || o.root >= comm.size())
+      throw InputError(fmt::format("--root {}: expected a rank of the job, 0 to {}", o.root, comm.size() - 1));
     job_found = job_layout(o.topology, JobShape{comm.size(), comm.nodes(), comm.ranks_per_node()});
     if (std::string why; o.backend == BenchBackend::Nccl && !nccl_available(&why))
       throw InputError("--backend nccl: no usable GPU: " + why);
@@ -211,6 +289,7 @@ std::uint64_t run_bench(const BenchOptions& o, BenchReport& report) {
     if (e.file && e.file->ranks != ranks)
       throw AgreedInputError(
           fmt::format("{}: written for {} ranks; the job has {}", e.file->path, e.file->ranks, ranks));
+  const algo::Collective collective = o.collective;
   // More ranks on this node than cores: a stalled rank hands its core back at once (its peer may
   // be the one waiting for it) instead of polling for exec.spin first.
   const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
@@ -225,18 +304,19 @@ std::uint64_t run_bench(const BenchOptions& o, BenchReport& report) {
   // While a rank waits in MPI (barriers, reductions), its transport keeps answering the peers.
   comm.set_progress([&transport] { transport.progress(); });
 
-  // Buffers for the largest size, touched once here (page faults stay out of the timings).
+  // Buffers for the largest size (nccl_tests_bytes <= the size), touched once here (page faults
+  // stay out of the timings).
   const std::uint64_t max_count = sizes.back() / elem;
   std::vector<std::byte> input(max_count * elem), output(max_count * elem), scratch;
-  std::vector<std::byte> expected(std::min<std::uint64_t>(max_count, 1u << 16) * elem);
 
   const bool reporting = rank == 0;
-  const double factor = algo::busbw_factor(algo::Collective::AllReduce, ranks);
+  const double factor = algo::busbw_factor(collective, ranks);
 
   BenchStart start;
   records::Record& base = start.base;
   base.kind = "measured";
   base.engine = std::string(to_string(o.backend));
+  base.collective = std::string(algo::to_string(collective));
   base.topology = job.name;
   base.nodes = comm.nodes();
   base.ranks = ranks;
@@ -250,6 +330,7 @@ std::uint64_t run_bench(const BenchOptions& o, BenchReport& report) {
     start.nodes = comm.nodes();
     start.ranks_per_node = layout.ranks_per_node();
     start.topology = job.description;
+    start.collective = collective;
     start.busbw_factor = factor;
     start.transport_note = transport_note;
     start.local_ranks = comm.local_size();
@@ -282,7 +363,8 @@ std::uint64_t run_bench(const BenchOptions& o, BenchReport& report) {
     double bw_sum = 0;
     int bw_n = 0;
     for (std::uint64_t bytes : sizes) {
-      const algo::CollectiveArgs args = algo::CollectiveArgs::allreduce(bytes / elem, dtype, op, ranks);
+      const algo::CollectiveArgs args = algo::nccl_tests_args(collective, bytes, dtype, op, ranks, o.root);
+      const std::uint64_t call_bytes = algo::nccl_tests_bytes(args);
       std::optional<algo::Schedule> sched;
       std::optional<Plan> plan;                // bound once, run for every iteration
       std::optional<RoundExecutor> in_rounds;  // rounds: the same, cut into rounds
@@ -291,7 +373,7 @@ std::uint64_t run_bench(const BenchOptions& o, BenchReport& report) {
         const algo::Support s = alg->supports(layout, args, tuning);
         // A schedule file is asked for by name: what it cannot run is an error (the same on every
         // rank: the ranks agreed on the file's bytes), except the sizes a fixed-count file sits out.
-        if (!s.ok && entry.file && !entry.file->sits_out(bytes, dtype)) throw AgreedInputError(s.reason);
+        if (!s.ok && entry.file && !entry.file->sits_out(call_bytes, dtype)) throw AgreedInputError(s.reason);
         if (!s.ok)
           unsupported =
               entry.file ? fmt::format("not run: the schedule is for {} B only", *entry.file->bytes(dtype)) : s.reason;
@@ -309,11 +391,11 @@ std::uint64_t run_bench(const BenchOptions& o, BenchReport& report) {
           else
             plan.emplace(*sched, rank);
         }
-      } else if (!is_nccl && !mpi_type(dtype)) {
-        unsupported = fmt::format("MPI has no {} type", algo::to_string(dtype));
+      } else if (!is_nccl) {
+        unsupported = mpi_unsupported(args);
       }
       if (!unsupported.empty()) {
-        if (reporting) report.unsupported(entry, bytes, unsupported);
+        if (reporting) report.unsupported(entry, call_bytes, unsupported);
         continue;
       }
       if (sched && scratch.size() < sched->scratch_count() * elem) scratch.resize(sched->scratch_count() * elem);
@@ -324,9 +406,10 @@ std::uint64_t run_bench(const BenchOptions& o, BenchReport& report) {
       Point points[2];
       for (int ip = 0; ip < 2; ++ip) {
         const bool in_place = ip == 1;
-        comm.set_context(fmt::format("{} at {} B{}", name, bytes, in_place ? " in place" : ""));
-        void* in = input.data();
-        void* outp = in_place ? input.data() : output.data();
+        comm.set_context(fmt::format("{} at {} B{}", name, call_bytes, in_place ? " in place" : ""));
+        const PlacedBuffers placed = place(bench_placement(args, rank, in_place), input.data(), output.data(), elem);
+        void* in = placed.input;
+        void* outp = placed.output;
         auto run_once = [&] {
           if (sched) {
             try {
@@ -341,29 +424,28 @@ std::uint64_t run_bench(const BenchOptions& o, BenchReport& report) {
             } catch (const std::exception& e) {
               // Not an input error of the command: only this rank may see it.
               const std::string gone = peers.describe_gone();
-              throw std::runtime_error(fmt::format("rank {}: {} at {} B{}: {}{}", rank, name, bytes,
+              throw std::runtime_error(fmt::format("rank {}: {} at {} B{}: {}{}", rank, name, call_bytes,
                                                    in_place ? " in place" : "", e.what(),
                                                    gone.empty() ? std::string() : "; " + gone));
             }
           } else if (is_nccl) {
-            nccl->run_us(name, dtype, op, args.count, in_place);
+            nccl->run_us(name, args, in_place);
           } else {
             // Non-blocking and bounded by the progress timeout: a rank gone or stalled inside
             // the baseline ends the others with an error naming it, as in topocoll's schedules.
             MPI_Request req = MPI_REQUEST_NULL;
-            const int rc = MPI_Iallreduce(in_place ? MPI_IN_PLACE : in, outp, static_cast<int>(args.count),
-                                          *mpi_type(dtype), mpi_op(op), comm.comm(), &req);
-            const std::string what = fmt::format("rank {}: the mpi baseline (MPI_Iallreduce) at {} B{}", rank, bytes,
+            const std::string_view call = mpi_baseline_call(collective);
+            const int rc = start_mpi_baseline(args, placed, in_place, rank, comm.comm(), &req);
+            const std::string what = fmt::format("rank {}: the mpi baseline ({}) at {} B{}", rank, call, call_bytes,
                                                  in_place ? " in place" : "");
-            if (rc != MPI_SUCCESS) throw std::runtime_error(what + ": MPI_Iallreduce failed");
+            if (rc != MPI_SUCCESS) throw std::runtime_error(fmt::format("{}: {} failed", what, call));
             wait_bounded(req, exec.progress_timeout, what, &peers);
-            if (op == algo::ReduceOp::Avg) finish_avg(dtype, outp, args.count, ranks);
+            finish_mpi_baseline(args, placed, in_place, rank);
           }
         };
         auto fresh = [&] {
-          if (on_gpu && (is_nccl || sched)) return nccl->fill(dtype, op, args.count, in_place);
-          fill_input(dtype, op, rank, ranks, 0, in, args.count);
-          if (!in_place) std::memset(outp, 0xA5, args.count * elem);
+          if (on_gpu && (is_nccl || sched)) return nccl->fill(args, in_place);
+          fill_placed(args, rank, placed, in_place);
         };
         fresh();
         for (int i = 0; i < o.warmup; ++i) run_once();
@@ -385,31 +467,27 @@ std::uint64_t run_bench(const BenchOptions& o, BenchReport& report) {
           comm.barrier();
           run_once();
           const bool device_output = on_gpu && (is_nccl || sched);
-          std::uint64_t wrong = device_output ? nccl->count_wrong(dtype, op, args.count, in_place) : 0;
-          const std::uint64_t chunk = expected.size() / elem;
-          for (std::uint64_t off = 0; !device_output && off < args.count; off += chunk) {
-            const std::uint64_t c = std::min(chunk, args.count - off);
-            fill_expected(dtype, op, ranks, off, expected.data(), c);
-            wrong += count_wrong(dtype, static_cast<const std::byte*>(outp) + off * elem, expected.data(), c);
-          }
+          const std::uint64_t wrong =
+              device_output ? nccl->count_wrong(args, in_place) : count_wrong_output(args, rank, outp);
           points[ip].wrong = comm.sum_over_ranks(wrong);
           block_wrong += points[ip].wrong;
         }
       }
       if (!reporting) continue;
       BenchRow row;
-      row.bytes = bytes;
+      row.bytes = call_bytes;
       row.count = args.count;
+      row.root = algo::rooted(collective) ? o.root : -1;
       for (int ip = 0; ip < 2; ++ip) {
         const double algbw =
-            points[ip].time_us > 0 ? static_cast<double>(bytes) / (points[ip].time_us * 1e-6) / 1e9 : 0.0;
+            points[ip].time_us > 0 ? static_cast<double>(call_bytes) / (points[ip].time_us * 1e-6) / 1e9 : 0.0;
         const double busbw = algbw * factor;
         bw_sum += busbw;
         ++bw_n;
         records::Record& rec = row.points[ip];
         rec = base;
         rec.algorithm = name;
-        rec.size_bytes = bytes;
+        rec.size_bytes = call_bytes;
         rec.count = args.count;
         rec.channels = sched ? sched->num_channels() : 0;
         rec.slice_bytes = sched && !entry.file ? tuning.slice_bytes : 0;  // a file slices as it says

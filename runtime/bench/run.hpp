@@ -1,19 +1,25 @@
-// The measured bench (issue 5, part 1): allreduce over a size sweep under MPI, one block per
-// algorithm, as nccl-tests' all_reduce_perf measures it. topocoll-bench (tools/bench_command.*)
+// The measured bench (issue 5, part 1): one collective (allreduce, allgather, reduce_scatter,
+// broadcast, reduce or alltoall) over a size sweep under MPI, one block per algorithm, as
+// nccl-tests' *_perf binaries measure it (sizes, counts and busbw as nccl_tests_args /
+// nccl_tests_bytes / busbw_factor say). topocoll-bench (tools/bench_command.*)
 // parses its flags into BenchOptions, calls run_bench and prints what the BenchReport receives
 // (a table, or JSONL records of common/records.hpp's schema: kind "measured", engine = the backend).
 //
 // Per algorithm and size, out of place then in place: `warmup` untimed runs, then `iters` timed
 // runs, each between a barrier and the end of the rank's part; the time is the median over
 // iterations of the maximum over ranks. With check != 0 one more run on fresh inputs is compared
-// bit for bit with test_data's exact result: `wrong` is the number of wrong elements over all
-// ranks. `mpi` is MPI_Allreduce on the same buffers (avg: MPI_SUM then finish_avg; no fp16 / bf16).
+// bit for bit with test_data's exact result (fill_collective_expected; a reduce checks the root's
+// output only): `wrong` is the number of wrong elements over all ranks. In place uses NCCL's
+// layouts (placement.hpp). `mpi` is the MPI library's collective on the same buffers
+// (MPI_Iallreduce, MPI_Iallgather, MPI_Ireduce_scatter_block, MPI_Ibcast, MPI_Ireduce,
+// MPI_Ialltoall; avg: MPI_SUM then finish_avg; the reductions have no fp16 / bf16, the other
+// collectives move bytes).
 //
 // Backends: the transport topocoll's schedules run over, `mpi` (MPI point-to-point) or `ucx` (UCP
 // tag API, endpoints bootstrapped through MPI; built when UCX is found), or `nccl` (device buffers,
 // schedules cut into rounds over NCCL send/recv, the stock NCCL baselines: nccl_baselines.hpp).
 // Each (algorithm, size) is bound once into a runtime::Plan (or a RoundExecutor) and run for every
-// iteration. The `mpi` algorithm is MPI_Allreduce in every backend.
+// iteration. The `mpi` algorithm is the MPI library's collective in every backend.
 #pragma once
 
 #include <chrono>
@@ -51,10 +57,12 @@ struct BenchEntry {
 
 // The typed configuration of a measured run. The caller checks it (topocoll-bench's flag parsing
 // does, before MPI_Init, so that every rank rejects bad input alike): a built backend; entries of
-// allreduce algorithms, mpi, or NCCL baselines with the nccl backend; sizes ascending, in whole
+// algorithms of `collective`, mpi, or NCCL baselines with the nccl backend; sizes ascending, in whole
 // elements; iters >= 1; warmup >= 0; channels 1..64; slice_bytes > 0; rounds only with mpi.
 struct BenchOptions {
   BenchBackend backend = BenchBackend::Mpi;
+  algo::Collective collective = algo::Collective::AllReduce;
+  int root = 0;                      // broadcast and reduce; a rank of the job (run_bench checks)
   std::vector<BenchEntry> entries;   // the blocks, in order
   std::vector<std::uint64_t> sizes;  // bytes
   algo::DataType dtype = algo::DataType::Float32;
@@ -73,8 +81,9 @@ struct BenchOptions {
 struct BenchStart {
   records::Record base;  // the fields every record of the run shares (kind, engine, topology, ...)
   int ranks = 0, nodes = 0, ranks_per_node = 0;
-  std::string topology;         // one line: the job's topology (JobLayout::description)
-  double busbw_factor = 1.0;    // busbw = algbw * busbw_factor (nccl-tests' allreduce factor)
+  std::string topology;  // one line: the job's topology (JobLayout::description)
+  algo::Collective collective = algo::Collective::AllReduce;
+  double busbw_factor = 1.0;    // busbw = algbw * busbw_factor (nccl-tests' factor of the collective)
   std::string transport_note;   // the transport, one or more lines joined by "\n# "
   int local_ranks = 0;          // ranks on this node
   unsigned cores = 1;           // of this node
@@ -84,8 +93,10 @@ struct BenchStart {
 };
 
 // One size of a block: out of place (points[0]) and in place (points[1]), complete records.
+// bytes: nccl_tests_bytes of the call; count: its per-rank count (nccl-tests' count column).
 struct BenchRow {
   std::uint64_t bytes = 0, count = 0;
+  int root = -1;  // broadcast and reduce: the root; else -1
   records::Record points[2];
 };
 
@@ -104,6 +115,10 @@ class BenchReport {
   virtual void block_end(const BenchEntry& e, std::uint64_t wrong, double avg_busbw) = 0;
   virtual void finish() = 0;
 };
+
+// The MPI call of the mpi baseline: MPI_Iallreduce, MPI_Iallgather, MPI_Ireduce_scatter_block,
+// MPI_Ibcast, MPI_Ireduce, MPI_Ialltoall.
+std::string_view mpi_baseline_call(algo::Collective c);
 
 // The fields every rank's options must agree on (runtime::agree, before MPI moves any data):
 // everything that changes the collectives the ranks run (not the output format or the timeout).

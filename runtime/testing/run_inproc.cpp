@@ -20,11 +20,6 @@ namespace {
 constexpr std::byte kOutputPoison{0xA5};
 constexpr std::byte kScratchPoison{0x5A};
 
-// The first element (global index) of rank r's input as test_data numbers it.
-std::uint64_t input_offset(const algo::CollectiveArgs& a, int r) {
-  return a.collective == Collective::AllGather ? static_cast<std::uint64_t>(r) * a.count : 0;
-}
-
 // One rank's memory in the world's space. In place, one allocation holds both input and output,
 // aliased as NCCL's in-place calls do (executor.hpp); `buffers` points into it.
 struct RankMemory {
@@ -52,7 +47,7 @@ RankMemory prepare_rank(const algo::Schedule& s, int r, bool in_place, InprocWor
   std::vector<std::byte> host;
   if (!in_place) {
     host.resize(in_n * elem);
-    fill_input(a.dtype, a.op, r, a.ranks, input_offset(a, r), host.data(), in_n);
+    fill_collective_input(a, r, 0, host.data(), in_n);
     m.input = upload(host);
     m.output = upload(std::vector<std::byte>(out_n * elem, kOutputPoison));
     m.buffers.input = m.input.data();
@@ -62,21 +57,21 @@ RankMemory prepare_rank(const algo::Schedule& s, int r, bool in_place, InprocWor
   switch (a.collective) {
     case Collective::ReduceScatter:  // the output is block r of the input
       host.resize(in_n * elem);
-      fill_input(a.dtype, a.op, r, a.ranks, 0, host.data(), in_n);
+      fill_collective_input(a, r, 0, host.data(), in_n);
       m.input = upload(host);
       m.buffers.input = m.input.data();
       m.buffers.output = m.input.data() + block;
       break;
     case Collective::AllGather:  // the input is block r of the output
       host.assign(out_n * elem, kOutputPoison);
-      fill_input(a.dtype, a.op, r, a.ranks, input_offset(a, r), host.data() + block, in_n);
+      fill_collective_input(a, r, 0, host.data() + block, in_n);
       m.output = upload(host);
       m.buffers.output = m.output.data();
       m.buffers.input = m.output.data() + block;
       break;
     default:  // allreduce, broadcast, reduce, alltoall: one buffer
       host.resize(out_n * elem);
-      fill_input(a.dtype, a.op, r, a.ranks, 0, host.data(), in_n);
+      fill_collective_input(a, r, 0, host.data(), in_n);
       m.output = upload(host);
       m.buffers.input = m.buffers.output = m.output.data();
       break;
@@ -184,46 +179,17 @@ RunResult run_inproc(const algo::Schedule& s, bool in_place, const ExecOptions& 
 
 std::size_t count_wrong_outputs(const algo::Schedule& s, const RunResult& r) {
   const algo::CollectiveArgs& a = s.args();
-  const std::size_t elem = algo::size_of(a.dtype);
-  const std::size_t n = static_cast<std::size_t>(a.count), out_n = static_cast<std::size_t>(a.output_count());
+  const std::size_t out_bytes = static_cast<std::size_t>(a.output_count()) * algo::size_of(a.dtype);
   if (r.outputs.size() != static_cast<std::size_t>(a.ranks))
     throw InputError(fmt::format("count_wrong_outputs: {} outputs for {} ranks", r.outputs.size(), a.ranks));
-  std::vector<std::byte> expected(out_n * elem);
   std::size_t wrong = 0;
-  // Each rank's output against its closed-form expectation.
+  // Each rank's output against its closed-form expectation (test_data's per-collective numbering).
   for (int rank = 0; rank < a.ranks; ++rank) {
     const std::vector<std::byte>& got = r.outputs[static_cast<std::size_t>(rank)];
-    if (got.size() != out_n * elem)
+    if (got.size() != out_bytes)
       throw InputError(
-          fmt::format("count_wrong_outputs: rank {} has {} output bytes, expected {}", rank, got.size(), out_n * elem));
-    switch (a.collective) {
-      case Collective::AllReduce:
-        fill_expected(a.dtype, a.op, a.ranks, 0, expected.data(), n);
-        break;
-      case Collective::ReduceScatter:
-        fill_expected(a.dtype, a.op, a.ranks, static_cast<std::uint64_t>(rank) * a.count, expected.data(), n);
-        break;
-      case Collective::AllGather:
-        // Block j is rank j's input, numbered from j * count.
-        for (int j = 0; j < a.ranks; ++j)
-          fill_input(a.dtype, a.op, j, a.ranks, input_offset(a, j),
-                     expected.data() + static_cast<std::size_t>(j) * n * elem, n);
-        break;
-      case Collective::Broadcast:
-        fill_input(a.dtype, a.op, a.root, a.ranks, 0, expected.data(), n);
-        break;
-      case Collective::Reduce:
-        if (rank != a.root) continue;
-        fill_expected(a.dtype, a.op, a.ranks, 0, expected.data(), n);
-        break;
-      case Collective::AllToAll:
-        // Block j is block `rank` of rank j's input (numbered from rank * count there).
-        for (int j = 0; j < a.ranks; ++j)
-          fill_input(a.dtype, a.op, j, a.ranks, static_cast<std::uint64_t>(rank) * a.count,
-                     expected.data() + static_cast<std::size_t>(j) * n * elem, n);
-        break;
-    }
-    wrong += count_wrong(a.dtype, got.data(), expected.data(), out_n);
+          fmt::format("count_wrong_outputs: rank {} has {} output bytes, expected {}", rank, got.size(), out_bytes));
+    wrong += static_cast<std::size_t>(count_wrong_output(a, rank, got.data()));
   }
   return wrong;
 }
