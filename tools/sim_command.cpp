@@ -280,8 +280,12 @@ int sim_command(const SimArgs& a, std::ostream& out) {
       *sink << fmt::format(
           "# nccl-model time is NCCL's own prediction; speedup = max(it, host floor {:g} us) / fastest\n",
           calib.host_call_us);
-    *sink << fmt::format("#{:>12} {:>24} {:>12} {:>22} {:>12} {:>9}\n", "size", "fastest", "time(us)",
-                         "nccl-model choice x ch", "time(us)", "speedup");
+    // The NCCL columns' header, but not for a collective NCCL's tuner does not model (alltoall).
+    if (nccl_rows || !nccl)
+      *sink << fmt::format("#{:>12} {:>24} {:>12} {:>22} {:>12} {:>9}\n", "size", "fastest", "time(us)",
+                           "nccl-model choice x ch", "time(us)", "speedup");
+    else
+      *sink << fmt::format("#{:>12} {:>24} {:>12}\n", "size", "fastest", "time(us)");
     for (const algo::CollectiveArgs& args : points) {
       const std::uint64_t bytes = algo::nccl_tests_bytes(args);
       auto it = best.find(bytes);
