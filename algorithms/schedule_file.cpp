@@ -91,12 +91,20 @@ void prove(const ScheduleFile& file, const Schedule& s, const Layout* l, const S
 
 std::optional<std::uint64_t> ScheduleFile::bytes(DataType t) const {
   if (!count) return std::nullopt;
+  CollectiveArgs a = args_at(*count);
+  a.dtype = t;
+  return nccl_tests_bytes(a);
+}
+
+CollectiveArgs ScheduleFile::args_at(std::uint64_t n) const {
   CollectiveArgs a;
   a.collective = collective;
-  a.count = *count;
-  a.dtype = t;
+  a.count = n;
+  a.dtype = dtype;
+  a.op = op;
   a.ranks = ranks;
-  return nccl_tests_bytes(a);
+  a.root = root;
+  return a;
 }
 
 std::string ScheduleFile::describe() const {
@@ -128,14 +136,7 @@ Algorithm as_algorithm(std::shared_ptr<const ScheduleFile> file, std::string nam
   // What a fixed-count schedule needs of the hardware, seen once on its own count.
   bool needs_nvls = false, needs_sharp = false;
   if (file->count) {
-    CollectiveArgs a;
-    a.collective = file->collective;
-    a.count = *file->count;
-    a.dtype = file->dtype;
-    a.op = file->op;
-    a.ranks = file->ranks;
-    a.root = file->root;
-    const Schedule s = file->instantiate(a);
+    const Schedule s = file->instantiate(file->args_at(*file->count));
     needs_nvls = uses_kind(s, SwitchKind::Nvls);
     needs_sharp = uses_kind(s, SwitchKind::Sharp);
   }
@@ -216,14 +217,7 @@ ScheduleFileSet load_schedule_files(const std::vector<std::string>& paths, Sched
     // Proven at once, before any run starts, at its own count (a size-generic file: its smallest),
     // without a layout; generate() proves it again on the job's nodes and NVLink domains.
     if (options.verify) {
-      CollectiveArgs a;
-      a.collective = f->collective;
-      a.count = f->count ? *f->count : f->granularity;
-      a.dtype = f->dtype;
-      a.op = f->op;
-      a.ranks = f->ranks;
-      a.root = f->root;
-      prove(*f, f->instantiate(a), {}, options);
+      prove(*f, f->instantiate(f->args_at(f->count ? *f->count : f->granularity)), {}, options);
     }
     set.files.push_back(std::move(f));
   }

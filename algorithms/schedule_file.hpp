@@ -40,6 +40,8 @@ struct ScheduleFile {
   // The schedule of one call (args checked by the caller: as_algorithm's supports()).
   std::function<Schedule(const CollectiveArgs&)> instantiate;
 
+  // The call the file is written for, at `count` elements (its own dtype, op, ranks and root).
+  CollectiveArgs args_at(std::uint64_t count) const;
   // A fixed-count file's size as nccl-tests names sizes (nccl_tests_bytes) in `dtype`; nullopt
   // when size-generic.
   std::optional<std::uint64_t> bytes(DataType dtype) const;
