@@ -356,9 +356,14 @@ TEST_CASE("test_data: per-collective inputs and expected outputs") {
     const std::size_t in_n = a.input_count(), out_n = a.output_count();
     std::vector<std::vector<std::int32_t>> in(p, std::vector<std::int32_t>(in_n));
     for (int r = 0; r < p; ++r) fill_collective_input(a, r, 0, in[r].data(), in_n);
-    std::vector<std::int32_t> sum(out_n);  // the reduction of the inputs, element by element
+    // The reduction of the inputs, element by element. The inputs span the whole int32 range, so
+    // the sum is taken as the wrapping two's-complement sum that the runtime computes.
+    const auto wrap_add = [](std::int32_t x, std::int32_t y) {
+      return static_cast<std::int32_t>(static_cast<std::uint32_t>(x) + static_cast<std::uint32_t>(y));
+    };
+    std::vector<std::int32_t> sum(out_n);
     for (int r = 0; r < p; ++r)
-      for (std::size_t i = 0; i < std::min(in_n, out_n); ++i) sum[i] += in[r][i];
+      for (std::size_t i = 0; i < std::min(in_n, out_n); ++i) sum[i] = wrap_add(sum[i], in[r][i]);
     for (int r = 0; r < p; ++r) {
       CAPTURE(r);
       std::vector<std::int32_t> want(out_n), got(out_n, -7);
@@ -371,7 +376,7 @@ TEST_CASE("test_data: per-collective inputs and expected outputs") {
             break;
           case Collective::ReduceScatter: {
             std::int32_t s = 0;
-            for (int q = 0; q < p; ++q) s += in[q][r * count + g];
+            for (int q = 0; q < p; ++q) s = wrap_add(s, in[q][r * count + g]);
             want[g] = s;
             break;
           }
@@ -395,7 +400,7 @@ TEST_CASE("test_data: per-collective inputs and expected outputs") {
       }
       CHECK(got == want);
       CHECK(count_wrong_output(a, r, want.data()) == 0);
-      want[out_n - 1] += 1;
+      want[out_n - 1] = wrap_add(want[out_n - 1], 1);
       CHECK(count_wrong_output(a, r, want.data()) == 1);
       std::vector<std::int32_t> part(out_n - 4);  // from 3: across a block boundary where there are blocks
       fill_collective_expected(a, r, 3, part.data(), part.size());
