@@ -182,6 +182,8 @@ TEST_CASE("mutation property: every mutant the executor gets wrong or cannot fin
                                                     base.scratch_count(), programs);
     ++mutants;
     for (bool in_place : {false, true}) {
+      // An asymmetric all-to-allv has no in-place form (the verifier refuses to be asked).
+      if (in_place && base.args().sizes && !base.args().sizes->symmetric()) continue;
       ++checks;
       VerifyOptions vo;
       vo.in_place = in_place;
