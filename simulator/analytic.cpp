@@ -84,7 +84,7 @@ using Steps = std::vector<std::vector<std::vector<Step>>>;  // [rank][channel]
 class IslandWalk {
  public:
   IslandWalk(const Steps& steps, int ranks, int channels, const std::vector<algo::Connections::Key>& keys,
-             const std::vector<Flow>& flows, IslandMap map, const Calibration& c, bool trace)
+             const std::vector<Flow>& flows, IslandMap map, const Calibration& c, const SimOptions* trace)
       : steps_(steps), K_(channels), keys_(keys), map_(std::move(map)), c_(c), trace_(trace) {
     flow_.resize(flows.size());
     for (std::size_t f = 0; f < flows.size(); ++f) {
@@ -186,7 +186,10 @@ class IslandWalk {
   const std::vector<algo::Connections::Key>& keys_;
   IslandMap map_;
   const Calibration& c_;
-  const bool trace_;
+  const SimOptions* trace_;  // null: no trace; else which ranks (SimOptions::traces)
+  bool traces(std::uint32_t id) const {
+    return trace_ && trace_->traces(static_cast<int>(id / static_cast<std::uint32_t>(K_)));
+  }
   std::vector<FlowState> flow_;
   std::vector<Slot> slot_;
   EventQueue events_;
@@ -196,7 +199,7 @@ class IslandWalk {
   const Step& step_of(std::uint32_t id) const { return slot_[id].steps[slot_[id].next]; }
   void record(std::uint32_t id, const Step& st, double start, double end) {
     result_.time_s = std::max(result_.time_s, end);
-    if (!trace_) return;
+    if (!traces(id)) return;
     result_.trace.push_back({static_cast<int>(id / static_cast<std::uint32_t>(K_)),
                              static_cast<int>(id % static_cast<std::uint32_t>(K_)), static_cast<OpKind>(st.kind),
                              st.peer, st.bytes, start, end});
@@ -212,7 +215,7 @@ class IslandWalk {
       if (kind == OpKind::Send) {
         FlowState& f = flow_[st.flow];
         ++result_.transfers;
-        if (trace_) f.in_trace.push_back(result_.trace.size());
+        if (traces(id)) f.in_trace.push_back(result_.trace.size());
         record(id, st, now, now);
         if (f.busy)
           f.queued.push_back(st.bytes);
@@ -242,7 +245,7 @@ class IslandWalk {
   void start(std::uint32_t f, std::uint64_t bytes, double now) {
     FlowState& fs = flow_[f];
     fs.busy = true;
-    if (trace_) result_.trace[fs.in_trace.front()].start_s = now;
+    if (!fs.in_trace.empty()) result_.trace[fs.in_trace.front()].start_s = now;
     const std::uint32_t id = map_.island[f];
     Island& is = map_.islands[id];
     is.advance_to(now);
@@ -280,7 +283,7 @@ class IslandWalk {
   // Flow f's message pushed its last byte at `now`: it lands latency later; the next starts.
   void depart(std::uint32_t f, double now) {
     FlowState& fs = flow_[f];
-    if (trace_) {
+    if (!fs.in_trace.empty()) {
       result_.trace[fs.in_trace.front()].end_s = now;
       fs.in_trace.pop_front();
     }
@@ -396,7 +399,7 @@ class AnalyticEngine final : public Engine {
     const bool all_on_islands = !plan && std::none_of(islands.island.begin(), islands.island.end(),
                                                       [](std::uint32_t i) { return i == kNoIsland; });
     if (all_on_islands && o.trace)  // a trace shows every operation's times: the exact ones
-      return IslandWalk(steps, p, K, flow_keys, flows, std::move(islands), c, true).run(name());
+      return IslandWalk(steps, p, K, flow_keys, flows, std::move(islands), c, &o).run(name());
     struct Constraint {
       double capacity;  // bytes/s
       std::vector<std::uint32_t> members;
@@ -587,7 +590,7 @@ class AnalyticEngine final : public Engine {
             now = start + local_time(st.bytes);
             end = now;
           }
-          if (trace) result.trace.push_back({r, ch, kind, st.peer, st.bytes, start, end});
+          if (trace && o.traces(r)) result.trace.push_back({r, ch, kind, st.peer, st.bytes, start, end});
           result.time_s = std::max(result.time_s, end);
           ++i;
         }
@@ -628,7 +631,7 @@ class AnalyticEngine final : public Engine {
       }
       const double alone = run_pass(false).time_s;
       if (alone >= result.time_s) return result;  // the bounds meet (alone <= pass 1 always)
-      return IslandWalk(steps, p, K, flow_keys, shared, std::move(islands), c, false).run(name());
+      return IslandWalk(steps, p, K, flow_keys, shared, std::move(islands), c, nullptr).run(name());
     }
     // Pass 2: a link constrains together only the flows whose active spans (first to last byte
     // sent, in pass 1) overlap: one constraint per maximal set of spans that overlap at one

@@ -142,9 +142,42 @@ TEST_CASE("analytic: the trace has one event per operation, in order per channel
   CHECK(r.trace.size() == ops);
   for (const auto& e : r.trace) CHECK(e.end_s >= e.start_s);
   std::ostringstream os;
-  sim::write_chrome_trace(r.trace, 8, 2, os);
+  const sim::TraceStats st = sim::write_chrome_trace(r.trace, 8, 2, os);
   const nlohmann::json j = nlohmann::json::parse(os.str());
-  CHECK(j["traceEvents"].size() == ops + 8 + 16);  // events + process and thread names
+  std::size_t complete = 0, flow_starts = 0, flow_ends = 0, sends = 0;
+  for (const auto& e : j["traceEvents"]) {
+    complete += e["ph"] == "X";
+    flow_starts += e["ph"] == "s";
+    flow_ends += e["ph"] == "f";
+  }
+  for (const auto& e : r.trace) sends += e.kind == algo::OpKind::Send;
+  CHECK(complete == ops);
+  CHECK(st.events == ops);
+  // A ring: every send is received, one arrow each.
+  CHECK(st.flows == sends);
+  CHECK(flow_starts == sends);
+  CHECK(flow_ends == sends);
+  // Two ranks only: their events, and the arrows between them.
+  std::ostringstream two;
+  sim::TraceOptions o2;
+  o2.ranks = {{0, 1}};
+  const sim::TraceStats st2 = sim::write_chrome_trace(r.trace, 8, 2, two, o2);
+  std::size_t ops01 = s.program(0).size() + s.program(1).size();
+  CHECK(st2.events == ops01);
+  CHECK(st2.ranks == 2);
+  CHECK(st2.flows < st.flows);
+  CHECK(st2.flows > 0);
+}
+
+TEST_CASE("trace: rank ranges") {
+  CHECK(sim::parse_rank_ranges("0-3,8,2-5", 16) == std::vector<std::pair<int, int>>{{0, 5}, {8, 8}});
+  CHECK(sim::parse_rank_ranges("15", 16) == std::vector<std::pair<int, int>>{{15, 15}});
+  for (const char* bad : {"", "0-", "-3", "3-1", "16", "a", "1,,2", "0-99"})
+    CHECK_THROWS_AS(sim::parse_rank_ranges(bad, 16), InputError);
+  CHECK_THROWS_WITH_AS(sim::parse_rank_ranges("0-99", 16), doctest::Contains("rank 99 is not one of the 16 ranks"),
+                       InputError);
+  CHECK(sim::default_trace_ranks(8) == std::vector<std::pair<int, int>>{{0, 7}});
+  CHECK(sim::default_trace_ranks(1024) == std::vector<std::pair<int, int>>{{0, 3}, {1020, 1023}});
 }
 
 TEST_CASE("records: a record survives JSON, and bad records are rejected") {

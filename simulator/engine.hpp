@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "algorithms/ir/schedule.hpp"
@@ -27,6 +28,16 @@ struct TraceEvent {
 
 struct SimOptions {
   bool trace = false;  // record one TraceEvent per operation
+  // With trace: only the operations of these ranks (inclusive ranges; empty: every rank), so a
+  // trace of a few ranks of a large job costs what those ranks' events cost.
+  std::vector<std::pair<int, int>> trace_ranks;
+  bool traces(int rank) const {
+    if (!trace) return false;
+    if (trace_ranks.empty()) return true;
+    for (const auto& [lo, hi] : trace_ranks)
+      if (rank >= lo && rank <= hi) return true;
+    return false;
+  }
   // SimGrid engine: transfers on islands are computed by the engine, and SimGrid 3.32's
   // list of detached transfers is kept short (simgrid_engine.cpp, "Speed"). Same results;
   // false runs every transfer through SimGrid as shipped, for checking (`topocoll sim

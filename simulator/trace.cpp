@@ -2,54 +2,210 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <charconv>
 #include <cmath>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
+#include <tuple>
+
+#include "common/errors.hpp"
 
 namespace topocoll::sim {
 
 namespace {
+
+using algo::OpKind;
 
 // A JSON string literal: quotes, backslashes and control characters escaped (nlohmann).
 std::string quoted(const std::string& s) {
   return nlohmann::json(s).dump();
 }
 
-// Microseconds with 3 decimals; null for a non-finite value (JSON has no NaN or Infinity).
-std::string micros(double seconds) {
-  const double us = seconds * 1e6;
-  return std::isfinite(us) ? fmt::format("{:.3f}", us) : std::string("null");
+// Nanoseconds as the format's microseconds, exactly: "12.345".
+std::string micros(std::int64_t ns) {
+  return fmt::format("{}.{:03}", ns / 1000, ns % 1000);
+}
+
+bool is_send(OpKind k) {
+  return k == OpKind::Send || k == OpKind::SwitchSend;
+}
+
+// One event on its track, in integer nanoseconds.
+struct Placed {
+  std::size_t index = 0;  // into the engine's events
+  std::int64_t tid = 0;
+  std::int64_t start = 0, end = 0;
+};
+
+bool in_ranges(const std::vector<std::pair<int, int>>& ranges, int r) {
+  if (ranges.empty()) return true;
+  for (const auto& [lo, hi] : ranges)
+    if (r >= lo && r <= hi) return true;
+  return false;
 }
 
 }  // namespace
 
-void write_chrome_trace(const std::vector<TraceEvent>& events, int ranks, int channels, std::ostream& out) {
-  out << "{\"displayTimeUnit\": \"ns\", \"traceEvents\": [\n";
+std::vector<std::pair<int, int>> parse_rank_ranges(const std::string& text, int ranks) {
+  const auto bad = [&](const std::string& why) {
+    return InputError(fmt::format("--trace-ranks {}: {}; expected ranks or ranges of 0..{}, e.g. 0-15,{}-{}", text, why,
+                                  ranks - 1, std::max(0, ranks - 8), ranks - 1));
+  };
+  const auto number = [&](std::string_view s) {
+    int v = 0;
+    const auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+    if (s.empty() || ec != std::errc{} || ptr != s.data() + s.size()) throw bad(fmt::format("'{}' is not a rank", s));
+    if (v < 0 || v >= ranks) throw bad(fmt::format("rank {} is not one of the {} ranks", v, ranks));
+    return v;
+  };
+  std::vector<std::pair<int, int>> out;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    std::size_t comma = text.find(',', start);
+    if (comma == std::string::npos) comma = text.size();
+    const std::string_view part = std::string_view(text).substr(start, comma - start);
+    const std::size_t dash = part.find('-');
+    const int lo = number(part.substr(0, dash));
+    const int hi = dash == std::string_view::npos ? lo : number(part.substr(dash + 1));
+    if (hi < lo) throw bad(fmt::format("range {}-{} runs backwards", lo, hi));
+    out.emplace_back(lo, hi);
+    start = comma + 1;
+  }
+  std::sort(out.begin(), out.end());
+  std::vector<std::pair<int, int>> merged;
+  for (const auto& r : out) {
+    if (!merged.empty() && r.first <= merged.back().second + 1)
+      merged.back().second = std::max(merged.back().second, r.second);
+    else
+      merged.push_back(r);
+  }
+  return merged;
+}
+
+std::vector<std::pair<int, int>> default_trace_ranks(int ranks) {
+  if (ranks <= kTraceAllRanks) return {{0, std::max(0, ranks - 1)}};
+  return {{0, kTraceEdgeRanks - 1}, {ranks - kTraceEdgeRanks, ranks - 1}};
+}
+
+TraceStats write_chrome_trace(const std::vector<TraceEvent>& events, int ranks, int channels, std::ostream& out,
+                              const TraceOptions& options) {
+  // Track numbers: per channel, 0 for the blocking operations, 1 + q for sends to rank q,
+  // 1 + ranks + g for switch sends to group g; within 32 bits for 2^17 ranks and 64 channels.
+  int groups = 0;
+  for (const TraceEvent& e : events)
+    if (e.kind == OpKind::SwitchSend) groups = std::max(groups, e.peer + 1);
+  const std::int64_t stride = static_cast<std::int64_t>(ranks) + groups + 1;
+  const auto track = [&](const TraceEvent& e) -> std::int64_t {
+    const std::int64_t base = static_cast<std::int64_t>(e.channel) * stride;
+    if (e.kind == OpKind::Send) return base + 1 + e.peer;
+    if (e.kind == OpKind::SwitchSend) return base + 1 + ranks + e.peer;
+    return base;
+  };
+  std::vector<Placed> placed;
+  placed.reserve(events.size());
+  for (std::size_t i = 0; i < events.size(); ++i) {
+    const TraceEvent& e = events[i];
+    if (!in_ranges(options.ranks, e.rank) || !std::isfinite(e.start_s) || !std::isfinite(e.end_s)) continue;
+    const std::int64_t s = std::llround(std::max(0.0, e.start_s) * 1e9);
+    const std::int64_t f = std::max(s, static_cast<std::int64_t>(std::llround(std::max(0.0, e.end_s) * 1e9)));
+    placed.push_back({i, track(e), s, f});
+  }
+
+  TraceStats stats;
+  out << "{\"displayTimeUnit\": \"ns\"";
+  if (!options.metadata.empty()) out << ", \"otherData\": " << nlohmann::json(options.metadata).dump();
+  out << ", \"traceEvents\": [\n";
   bool first = true;
   auto sep = [&] {
     if (!first) out << ",\n";
     first = false;
   };
-  // Names for the processes (ranks) and threads (channels).
-  for (int r = 0; r < ranks; ++r) {
-    sep();
-    out << fmt::format(R"({{"ph": "M", "name": "process_name", "pid": {}, "args": {{"name": "rank {}"}}}})", r, r);
-    for (int c = 0; c < channels; ++c) {
-      sep();
-      out << fmt::format(
-          R"({{"ph": "M", "name": "thread_name", "pid": {}, "tid": {}, "args": {{"name": "channel {}"}}}})", r, c, c);
-    }
+  // Names of the processes (ranks) and of the threads that hold events.
+  std::set<int> written_ranks;
+  std::set<std::pair<int, std::int64_t>> tracks;
+  for (const Placed& p : placed) {
+    written_ranks.insert(events[p.index].rank);
+    tracks.insert({events[p.index].rank, p.tid});
   }
-  for (const TraceEvent& e : events) {
+  for (int r : written_ranks) {
     sep();
-    const std::string name =
-        e.peer >= 0 ? fmt::format("{} {}", algo::to_string(e.kind), e.peer) : std::string(algo::to_string(e.kind));
+    out << fmt::format(R"({{"ph": "M", "name": "process_name", "pid": {}, "tid": 0, "args": {{"name": "rank {}"}}}})",
+                       r, r);
+    sep();
+    out << fmt::format(
+        R"({{"ph": "M", "name": "process_sort_index", "pid": {}, "tid": 0, "args": {{"sort_index": {}}}}})", r, r);
+  }
+  for (const auto& [r, tid] : tracks) {
+    const std::int64_t ch = tid / stride, slot = tid % stride;
+    const std::string name = slot == 0       ? fmt::format("channel {}", ch)
+                             : slot <= ranks ? fmt::format("channel {} sends to {}", ch, slot - 1)
+                                             : fmt::format("channel {} switch group {}", ch, slot - 1 - ranks);
+    sep();
+    out << fmt::format(R"({{"ph": "M", "name": "thread_name", "pid": {}, "tid": {}, "args": {{"name": {}}}}})", r, tid,
+                       quoted(name));
+    sep();
+    out << fmt::format(
+        R"({{"ph": "M", "name": "thread_sort_index", "pid": {}, "tid": {}, "args": {{"sort_index": {}}}}})", r, tid,
+        tid);
+  }
+  for (const Placed& p : placed) {
+    const TraceEvent& e = events[p.index];
+    const std::string kind(algo::to_string(e.kind));
+    const std::string name = e.peer >= 0 ? fmt::format("{} {}", kind, e.peer) : kind;
+    sep();
     out << fmt::format(
         R"({{"ph": "X", "name": {}, "cat": {}, "pid": {}, "tid": {}, "ts": {}, "dur": {}, "args": {{"bytes": {}}}}})",
-        quoted(name), quoted(std::string(algo::to_string(e.kind))), e.rank, e.channel, micros(e.start_s),
-        micros(e.end_s - e.start_s), e.bytes);
+        quoted(name), quoted(kind), e.rank, p.tid, micros(p.start), micros(p.end - p.start), e.bytes);
+    ++stats.events;
   }
+  // Flows: the k-th send of (src, dst, channel) to the k-th receive of it, both written. The
+  // arrow starts at the send's midpoint and ends at the receive's, or at the send's end when the
+  // receive was waiting before the send began: off the boundaries one slice shares with the next,
+  // where binding would be ambiguous, wherever the times allow.
+  using Key = std::tuple<int, int, int>;  // src, dst, channel
+  std::map<Key, std::vector<const Placed*>> sends, recvs;
+  for (const Placed& p : placed) {
+    const TraceEvent& e = events[p.index];
+    if (e.kind == OpKind::Send)
+      sends[{e.rank, e.peer, e.channel}].push_back(&p);
+    else if (e.kind == OpKind::Recv || e.kind == OpKind::RecvReduce)
+      recvs[{e.peer, e.rank, e.channel}].push_back(&p);
+  }
+  const auto by_time = [](const Placed* a, const Placed* b) {
+    return std::tie(a->start, a->end, a->index) < std::tie(b->start, b->end, b->index);
+  };
+  std::uint64_t id = 0;
+  for (auto& [key, s] : sends) {
+    auto it = recvs.find(key);
+    if (it == recvs.end()) continue;
+    std::vector<const Placed*>& r = it->second;
+    std::stable_sort(s.begin(), s.end(), by_time);
+    std::stable_sort(r.begin(), r.end(), by_time);
+    for (std::size_t k = 0; k < std::min(s.size(), r.size()); ++k) {
+      const TraceEvent& se = events[s[k]->index];
+      const TraceEvent& re = events[r[k]->index];
+      // The data lands after its last byte left: the arrow ends no earlier than the send.
+      const std::int64_t at =
+          std::clamp(std::max(r[k]->start + (r[k]->end - r[k]->start) / 2, s[k]->end), r[k]->start, r[k]->end);
+      const std::int64_t from = std::max(s[k]->start, std::min(s[k]->start + (s[k]->end - s[k]->start) / 2, at));
+      sep();
+      out << fmt::format(R"({{"ph": "s", "name": "data", "cat": "flow", "id": {}, "pid": {}, "tid": {}, "ts": {}}})",
+                         id, se.rank, s[k]->tid, micros(from));
+      sep();
+      out << fmt::format(
+          R"({{"ph": "f", "bp": "e", "name": "data", "cat": "flow", "id": {}, "pid": {}, "tid": {}, "ts": {}}})", id,
+          re.rank, r[k]->tid, micros(at));
+      ++id;
+    }
+  }
+  stats.flows = id;
+  stats.ranks = static_cast<int>(written_ranks.size());
+  (void)channels;
   out << "\n]}\n";
+  return stats;
 }
 
 }  // namespace topocoll::sim

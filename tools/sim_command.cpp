@@ -223,6 +223,36 @@ int sim_command(const SimArgs& a, std::ostream& out) {
   std::map<std::uint64_t, std::pair<std::string, double>> best;  // size (nccl-tests') -> (algorithm, time)
   std::vector<sim::TraceEvent> trace;
   bool traced = false;
+  std::string trace_algorithm;
+  std::uint64_t trace_bytes = 0;
+  if (!a.trace.empty()) {
+    std::string names;
+    for (const algo::Algorithm* alg : algorithms) {
+      if (alg->name == a.trace_algorithm || (a.trace_algorithm.empty() && trace_algorithm.empty()))
+        trace_algorithm = alg->name;
+      names += (names.empty() ? "" : ", ") + alg->name;
+    }
+    if (trace_algorithm.empty())
+      throw InputError(fmt::format("--trace-algorithm {}: not an algorithm of this run; expected one of {}",
+                                   a.trace_algorithm, names));
+    std::string sizes_run;
+    for (const algo::CollectiveArgs& args : points) {
+      const std::uint64_t b = algo::nccl_tests_bytes(args);
+      sizes_run += (sizes_run.empty() ? "" : ", ") + std::to_string(b);
+      if (!a.trace_size.empty() && b == parse_size(a.trace_size, "--trace-size")) trace_bytes = b;
+    }
+    if (a.trace_size.empty()) trace_bytes = algo::nccl_tests_bytes(points.back());
+    if (trace_bytes == 0)
+      throw InputError(
+          fmt::format("--trace-size {}: not a size of this run; expected one of {} (bytes)", a.trace_size, sizes_run));
+  } else if (!a.trace_algorithm.empty() || !a.trace_size.empty() || !a.trace_ranks.empty()) {
+    throw InputError(
+        "--trace-algorithm, --trace-size and --trace-ranks choose what --trace FILE writes: expected "
+        "--trace FILE with them");
+  }
+  const std::vector<std::pair<int, int>> trace_ranks = a.trace_ranks.empty()
+                                                           ? sim::default_trace_ranks(t.num_ranks())
+                                                           : sim::parse_rank_ranges(a.trace_ranks, t.num_ranks());
   for (const algo::Algorithm* alg : algorithms) {
     if (a.format == "table")
       *sink << fmt::format("#\n# {}: {} ({})\n#{:>12} {:>12} {:>8} {:>6} {:>12} {:>10} {:>10} {:>7}\n", alg->name,
@@ -248,8 +278,10 @@ int sim_command(const SimArgs& a, std::ostream& out) {
       }
       const algo::Schedule sched = alg->generate(layout, args, tuning);
       sim::SimOptions so;
-      // The trace covers one run: the first algorithm at the largest size.
-      so.trace = !a.trace.empty() && !traced && &args == &points.back();
+      // The trace covers one run: --trace-algorithm (default the first) at --trace-size
+      // (default the largest).
+      so.trace = !a.trace.empty() && !traced && alg->name == trace_algorithm && bytes == trace_bytes;
+      so.trace_ranks = trace_ranks;
       so.simgrid_fast_paths = !a.simgrid_plain;
       sim::SimulatedPoint p =
           sim::simulate_point(*engine, t, sched, protocols, base, alg->name, bytes, args.count, dtype, so);
@@ -322,7 +354,25 @@ int sim_command(const SimArgs& a, std::ostream& out) {
     if (!tf) throw InputError(fmt::format("--trace {}: cannot open the file for writing", a.trace));
     int channels = 1;
     for (const auto& e : trace) channels = std::max(channels, e.channel + 1);
-    sim::write_chrome_trace(trace, t.num_ranks(), channels, tf);
+    sim::TraceOptions to;
+    to.ranks = trace_ranks;
+    to.metadata = {{"algorithm", trace_algorithm},
+                   {"size_bytes", std::to_string(trace_bytes)},
+                   {"collective", std::string(algo::to_string(collective))},
+                   {"topology", fmt::format("{} x {}", a.topo.topology, t.nodes())},
+                   {"ranks", std::to_string(t.num_ranks())},
+                   {"engine", engine->name()},
+                   {"calibration", calib.source},
+                   {"topocoll_version", base.version}};
+    std::string written;
+    for (const auto& [lo, hi] : trace_ranks)
+      written += (written.empty() ? "" : ",") + (lo == hi ? std::to_string(lo) : fmt::format("{}-{}", lo, hi));
+    to.metadata["trace_ranks"] = written;
+    const sim::TraceStats st = sim::write_chrome_trace(trace, t.num_ranks(), channels, tf, to);
+    tf.close();
+    if (!tf) throw InputError(fmt::format("--trace {}: the write failed", a.trace));
+    std::cerr << fmt::format("topocoll sim: trace {}: {} at {} B, ranks {} of {}, {} events, {} flows\n", a.trace,
+                             trace_algorithm, trace_bytes, written, t.num_ranks(), st.events, st.flows);
   }
   output.close();
   // What the topology assumed (an importer's notes: NVLink unknown, a NIC rate assumed, a PCI

@@ -35,6 +35,9 @@ struct SimArgs {
   std::string format = "table";  // table | csv | jsonl
   std::string output;
   std::string trace;
+  // What --trace covers: the algorithm (default the first), the size in bytes as the sweep names
+  // it (default the largest), the ranks (sim::parse_rank_ranges; default sim::default_trace_ranks).
+  std::string trace_algorithm, trace_size, trace_ranks;
   bool no_nccl_model = false;
   // The stock-NCCL model: its release and NCCL environment (NCCL_ALGO=..., also read from the
   // process environment as NCCL does; the flags win). sim::NcclModelOptions.

@@ -239,6 +239,10 @@ The trace covers one run: the first algorithm at the largest size.)";
   simc->add_option("--format", sim_args.format, "table | csv | jsonl")->default_val("table");
   simc->add_option("-o,--output", sim_args.output, "output file (default stdout)");
   simc->add_option("--trace", sim_args.trace, "write a Chrome-trace / Perfetto timeline JSON");
+  simc->add_option("--trace-algorithm", sim_args.trace_algorithm, "the algorithm --trace covers (default the first)");
+  simc->add_option("--trace-size", sim_args.trace_size, "the size --trace covers (default the largest)");
+  simc->add_option("--trace-ranks", sim_args.trace_ranks,
+                   "the ranks --trace writes, e.g. 0-15,1016-1023 (default all up to 64, else the first and last 8)");
   simc->add_flag("--no-nccl-model", sim_args.no_nccl_model, "skip the stock-NCCL reference model");
   simc->add_option("--nccl-version", sim_args.nccl_version,
                    "NCCL release the stock-NCCL model follows: 2.22.3 | 2.28.9")

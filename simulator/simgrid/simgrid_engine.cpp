@@ -555,7 +555,7 @@ class Execution final : public sg::Listener {
   }
 
   void record(const Channel& ch, const Step& st, double start, double end) {
-    if (!o_.trace) return;
+    if (!o_.traces(ch.rank)) return;
     int peer = st.conn() == kNone ? -1 : (st.kind() == OpKind::Send ? conns_[st.conn()].dst : conns_[st.conn()].src);
     if (st.conn() != kNone && conns_[st.conn()].switch_flow != kNone)
       peer = plan_->rendezvous()[plan_->flows()[conns_[st.conn()].switch_flow].rendezvous].group;
@@ -579,7 +579,7 @@ class Execution final : public sg::Listener {
         case OpKind::SwitchSend: {
           Connection& conn = conns_[st.conn()];
           ++transfers_;
-          if (o_.trace) {
+          if (o_.traces(ch.rank)) {
             conn.in_trace.push(static_cast<std::uint32_t>(trace_.size()));
             record(ch, st, now, now);
           }

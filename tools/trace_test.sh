@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# `topocoll sim --trace`: traces pass the strict checker (tools/trace_check.py: nesting per
+# track, flows bound to their slices, metadata) on both engines and on every kind of schedule
+# (rings, trees, all-to-all with overlapping sends, NVLS switch operations); --trace-algorithm,
+# --trace-size and --trace-ranks choose what is written; the checker itself fails on a broken
+# trace; bad flags get one error line and exit 2.
+# Usage: trace_test.sh BUILD_BIN_DIR SOURCE_DIR
+set -u
+bin="$1/topocoll"
+checker="$2/tools/trace_check.py"
+# shellcheck source=tools/test_lib.sh
+source "$(dirname "$0")/test_lib.sh"
+
+expect_error() {  # expect_error EXPECTED_SUBSTRING ARGS...: exit 2, one error line with the substring
+  local want="$1"; shift
+  "$bin" "$@" >"$tmp/out" 2>"$tmp/err"
+  local rc=$?
+  if [ "$rc" -ne 2 ] || ! grep -qF -- "$want" "$tmp/err" || [ "$(wc -l <"$tmp/err")" -ne 1 ]; then
+    fail "$* : exit $rc, stderr '$(head -c 400 "$tmp/err")', expected exit 2 and one line with '$want'"
+  else ok; fi
+}
+traced() {  # traced NAME CHECKER_ARGS -- SIM_ARGS...: the trace is written and passes the checker
+  local name="$1"; shift
+  local cargs=()
+  while [ "$1" != "--" ]; do cargs+=("$1"); shift; done
+  shift
+  if ! "$bin" sim "$@" --no-nccl-model --trace "$tmp/$name.json" >"$tmp/out" 2>"$tmp/err"; then
+    fail "$name: sim exit $? $(head -c 300 "$tmp/err")"; return 1
+  fi
+  if python3 "$checker" "$tmp/$name.json" "${cargs[@]}" >"$tmp/check" 2>&1; then ok; else fail "$name: $(cat "$tmp/check")"; fi
+}
+
+for engine in analytic simgrid; do
+  traced "ring-$engine" -- -t dgx-h100 --nodes 2 -a ring -b 1M -e 1M --channels 4 --engine "$engine"
+  traced "dbt-$engine" -- -t dgx-h100 --nodes 2 -a dbt -b 256K -e 256K --channels 2 --engine "$engine"
+  traced "a2a-$engine" -- -t dgx-h100 --nodes 2 --collective alltoall -a alltoall-pairwise -b 1M -e 1M --channels 2 --engine "$engine"
+done
+traced nvls -- -t dgx-h100 -a nvls -b 1M -e 1M
+# A ring's every send is received: flows = sends, and the metadata names the run.
+if traced ring-meta -- -t pcie-8gpu -a ring -b 64K -e 64K --channels 2 --slice 64K; then
+  sends=$(grep -c '"cat": "send"' "$tmp/ring-meta.json")
+  python3 "$checker" "$tmp/ring-meta.json" --expect-flows "$sends" >"$tmp/check" 2>&1
+  rc=$?
+  check '[ $rc -eq 0 ] && [ "$sends" -gt 0 ]' "ring flows: $(cat "$tmp/check") ($sends sends)"
+  check 'grep -q "\"otherData\": {\"algorithm\":\"ring\"" "$tmp/ring-meta.json" && grep -q "\"engine\":\"analytic\"" "$tmp/ring-meta.json" && grep -q "\"size_bytes\":\"65536\"" "$tmp/ring-meta.json"' \
+    "trace metadata: $(head -c 300 "$tmp/ring-meta.json")"
+fi
+# --trace-algorithm / --trace-size: the second algorithm at the smallest size.
+if traced choose -- -t pcie-8gpu -a ring,dbt -b 1K -e 64K --trace-algorithm dbt --trace-size 1K; then
+  check 'grep -q "\"algorithm\":\"dbt\"" "$tmp/choose.json" && grep -q "\"size_bytes\":\"1024\"" "$tmp/choose.json"' \
+    "--trace-algorithm dbt --trace-size 1K: $(head -c 300 "$tmp/choose.json")"
+  check 'grep -q "trace .*: dbt at 1024 B" "$tmp/err"' "the trace line on stderr: $(cat "$tmp/err")"
+fi
+# --trace-ranks, and the default for large jobs: the first and last 4 ranks of 128 nodes x 8.
+traced ranks --expect-ranks 2,3,4,9 -- -t dgx-h100 --nodes 2 -a ring -b 64K -e 64K --trace-ranks 2-4,9
+traced big --expect-ranks "$(seq -s, 0 3),$(seq -s, 1020 1023)" -- -t dgx-h100 --nodes 128 -a ring -b 8M -e 8M --protocol Simple --channels 2
+
+# The checker fails for the right reasons: partial overlap on a track, a flow without its end.
+python3 - "$tmp/ring-meta.json" "$tmp/broken.json" "$tmp/noflow.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+x = [e for e in d["traceEvents"] if e["ph"] == "X" and e["dur"] > 0]
+a = x[0]
+b = dict(a, ts=a["ts"] + a["dur"] / 2, dur=a["dur"])  # starts inside a, ends after it
+d2 = dict(d, traceEvents=d["traceEvents"] + [b])
+json.dump(d2, open(sys.argv[2], "w"))
+d3 = dict(d, traceEvents=[e for e in d["traceEvents"] if not (e["ph"] == "f" and e["id"] == 0)])
+json.dump(d3, open(sys.argv[3], "w"))
+PY
+python3 "$checker" "$tmp/broken.json" >"$tmp/check" 2>&1
+rc=$?
+check '[ $rc -eq 1 ] && grep -q "overlaps .* without nesting" "$tmp/check"' "checker on a partial overlap: $(cat "$tmp/check")"
+python3 "$checker" "$tmp/noflow.json" >"$tmp/check" 2>&1
+rc=$?
+check '[ $rc -eq 1 ] && grep -q "flow id 0: has \[.s.\], expected one s and one f" "$tmp/check"' "checker on a flow without its end: $(cat "$tmp/check")"
+
+expect_error "--trace-algorithm hierarchical: not an algorithm of this run; expected one of ring, dbt" \
+  sim -t pcie-8gpu -a ring,dbt -b 1K -e 4K --trace "$tmp/x.json" --trace-algorithm hierarchical
+expect_error "--trace-size 3K: not a size of this run; expected one of 1024, 2048, 4096" \
+  sim -t pcie-8gpu -a ring -b 1K -e 4K --trace "$tmp/x.json" --trace-size 3K
+expect_error "--trace-ranks 0-8: rank 8 is not one of the 8 ranks" \
+  sim -t pcie-8gpu -a ring -b 1K -e 1K --trace "$tmp/x.json" --trace-ranks 0-8
+expect_error "expected --trace FILE with them" sim -t pcie-8gpu -a ring -b 1K -e 1K --trace-ranks 0-3
+
+summary trace_test
