@@ -175,7 +175,7 @@ expect_error "--protocol XX: expected auto, LL, LL128 or Simple" sim --topology 
 expect_error "-b 1G is larger than -e 1M" sim --topology dgx-h100 -b 1G -e 1M
 expect_error "-f 1: expected a number > 1" sim --topology dgx-h100 -f 1
 expect_error "unknown algorithm 'tree'" sim --topology dgx-h100 --algorithm tree
-expect_error "--format xml: expected table, csv or jsonl" sim --topology dgx-h100 --format xml
+expect_error "--format xml: expected table, csv, jsonl or nccl-tests" sim --topology dgx-h100 --format xml
 printf '{"links": {"nvlink": {"efficiency": 2}}}' >"$tmp/calib.json"
 expect_error "calib.json: 'links.nvlink.efficiency' = 2 is outside [1e-06, 1]" sim --topology dgx-h100 --calibration "$tmp/calib.json"
 printf '{"links": ' >"$tmp/broken-calib.json"
