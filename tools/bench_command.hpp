@@ -4,7 +4,7 @@
 // (kind "measured", engine = the backend, collective).
 //
 //   mpirun -np P topocoll-bench --algorithm ring,dbt,hierarchical,mpi -b 8 -e 128M -f 2
-//   mpirun -np P topocoll-bench --collective alltoall -a alltoall-pairwise,mpi -b 8 -e 128M -f 2
+//   mpirun -np P topocoll-bench --collective alltoall --algorithm alltoall-pairwise,mpi -b 8 -e 128M -f 2
 //
 // The measurement is runtime/bench/run.hpp's run_bench (what is timed, how #wrong is counted, the
 // backends); this command parses the flags into its BenchOptions and prints what it reports.
