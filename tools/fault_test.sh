@@ -56,7 +56,7 @@ refused() {
   fi
 }
 
-small=(-a ring -b 1K -e 4K -n 3 -w 1 --timeout 10)
+small=(--algorithm ring -b 1K -e 4K -n 3 -w 1 --timeout 10)
 refused "different --topology (repro rank1-topology-wrapper.sh)" \
   'ranks disagree on the command line: --topology: rank 0: (detected from MPI); rank 1: pcie-8gpu: expected the same on every rank' \
   -np 2 "$here/../tests/repros/faults/rank1-topology-wrapper.sh" "$bench" --backend mpi "${small[@]}"
@@ -68,7 +68,7 @@ refused "different -d" \
   -np 3 -x ARGS_1="-d int32" "$tmp/args.sh" "$bench" "${small[@]}"
 refused "different -a" \
   'ranks disagree on the command line: --algorithm: rank 0: ring,mpi; rank 1: dbt,mpi: expected' \
-  -np 2 -x ARGS_0="-a ring,mpi" -x ARGS_1="-a dbt,mpi" "$tmp/args.sh" "$bench" -b 1K -e 4K -n 3 -w 1
+  -np 2 -x ARGS_0="--algorithm ring,mpi" -x ARGS_1="--algorithm dbt,mpi" "$tmp/args.sh" "$bench" -b 1K -e 4K -n 3 -w 1
 refused "bad input on rank 1 only" \
   'input error on rank 1 (of 2; the others. input was valid): -n 0: expected at least 1 iteration' \
   -np 2 -x ARGS_1="-n 0" "$tmp/args.sh" "$bench" --algorithm ring -b 1K -e 4K -w 1
