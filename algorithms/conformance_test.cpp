@@ -30,15 +30,9 @@ std::vector<std::uint64_t> counts(int p) {
   return topocoll::algo::testing::awkward_counts(p);
 }
 
-// The per-rank element count an algorithm's collective takes for a total of `n`.
-CollectiveArgs args_for(const Algorithm& alg, int p, std::uint64_t n, int root) {
-  CollectiveArgs a;
-  a.collective = alg.collective;
-  a.count = n;
-  a.ranks = p;
-  a.root = root;
-  a.dtype = DataType::Float32;
-  return a;
+// The call an algorithm's collective makes at `n` (testing::conformance_args).
+CollectiveArgs args_for(const Algorithm& alg, int p, std::uint64_t n, int root, bool in_place = false) {
+  return topocoll::algo::testing::conformance_args(alg.collective, p, n, root, in_place);
 }
 
 }  // namespace
@@ -62,7 +56,7 @@ TEST_CASE("conformance: every registered algorithm is proven correct on awkward 
           t.slice_bytes = 8;  // small slices: pipelining (many slices per chunk) is proven too
           const bool in_place = (ni / 2) % 2 == 1;
           const int root = p > 2 ? p / 2 : 0;
-          const CollectiveArgs a = args_for(alg, p, n, root);
+          const CollectiveArgs a = args_for(alg, p, n, root, in_place);
           const Support s = alg.supports(layout, a, t);
           if (!s.ok) {
             CHECK_MESSAGE(!s.reason.empty(), alg.name);

@@ -26,6 +26,7 @@ const std::vector<Algorithm>& registry() {
       reduce_tree(),                               // generators/rooted.cpp
       alltoall_pairwise(),                         // generators/alltoall.cpp
       alltoall_hierarchical(),                     // generators/alltoall.cpp
+      alltoallv_pairwise(),                        // generators/alltoall.cpp
       nvls_allreduce(),                            // generators/nvls.cpp
       hierarchical(HierarchicalStages{
           // generators/hierarchical.cpp
@@ -99,6 +100,7 @@ double busbw_factor(Collective c, int ranks) {
     case Collective::ReduceScatter:
     case Collective::AllGather:
     case Collective::AllToAll:
+    case Collective::AllToAllV:
       return ranks > 0 ? (p - 1) / p : 0.0;
     case Collective::Broadcast:
     case Collective::Reduce:

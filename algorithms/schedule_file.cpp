@@ -47,6 +47,7 @@ ScheduleFile json_file(const std::string& path, const std::string& text) {
   f.dtype = a.dtype;
   f.op = a.op;
   f.count = a.count;
+  f.sizes = a.sizes;
   f.instantiate = [sched](const CollectiveArgs& args) { return with_args(*sched, args); };
   return f;
 }
@@ -81,9 +82,10 @@ void prove(const ScheduleFile& file, const Schedule& s, const Layout* l, const S
     }
     const VerifyResult r = verify(s, o);
     if (!r.ok())
-      throw InputError(fmt::format("{}: the verifier refuses it at count {}{}: {}: {} (--no-verify runs it anyway)",
-                                   file.path, s.args().count, in_place ? " in place" : "", to_string(r.failure),
-                                   r.message));
+      throw InputError(fmt::format("{}: the verifier refuses it at {}{}: {}: {} (--no-verify runs it anyway)",
+                                   file.path,
+                                   s.args().sizes ? "its size matrix" : fmt::format("count {}", s.args().count),
+                                   in_place ? " in place" : "", to_string(r.failure), r.message));
   }
 }
 
@@ -104,13 +106,15 @@ CollectiveArgs ScheduleFile::args_at(std::uint64_t n) const {
   a.op = op;
   a.ranks = ranks;
   a.root = root;
+  a.sizes = sizes;
   return a;
 }
 
 std::string ScheduleFile::describe() const {
-  const std::string counts = count ? fmt::format("count {} only", *count)
-                                   : (granularity <= 1 ? std::string("any count")
-                                                       : fmt::format("counts that are multiples of {}", granularity));
+  const std::string counts = sizes   ? fmt::format("its {} only", sizes->describe())
+                             : count ? fmt::format("count {} only", *count)
+                                     : (granularity <= 1 ? std::string("any count")
+                                                         : fmt::format("counts that are multiples of {}", granularity));
   const bool rooted = collective == Collective::Broadcast || collective == Collective::Reduce;
   return fmt::format("schedule file {} ({} {}, {} ranks{}, {})", path, format, to_string(collective), ranks,
                      rooted ? fmt::format(", root {}", root) : "", counts);
@@ -150,6 +154,10 @@ Algorithm as_algorithm(std::shared_ptr<const ScheduleFile> file, std::string nam
           fmt::format("{} is written for {} ranks; the job has {} (the topology's GPUs)", f.path, f.ranks, l.ranks));
     if ((f.collective == Collective::Broadcast || f.collective == Collective::Reduce) && a.root != f.root)
       return Support::no(fmt::format("{} is written for root {}; this run's root is {}", f.path, f.root, a.root));
+    if (f.sizes && (!a.sizes || !(*a.sizes == *f.sizes)))
+      return Support::no(fmt::format("{} is written for its own size matrix ({}); this run's {}", f.path,
+                                     f.sizes->describe(),
+                                     a.sizes ? "is another (" + a.sizes->describe() + ")" : "has none"));
     if (f.count && a.count != *f.count)
       return Support::no(fmt::format(
           "{} is written for count {} ({} B of {}); this point has count {}: a JSON schedule is for one count "
@@ -255,6 +263,41 @@ std::vector<std::uint64_t> sweep_with_files(const ScheduleFileSet& set, std::vec
           sweep.size()));
   }
   return sweep;
+}
+
+std::shared_ptr<const AllToAllVSizes> run_alltoallv_sizes(Collective collective, const std::string& path,
+                                                          const std::vector<std::shared_ptr<const ScheduleFile>>& files,
+                                                          int ranks) {
+  if (collective != Collective::AllToAllV) {
+    if (!path.empty())
+      throw InputError(fmt::format("--sizes {}: a size matrix is for --collective alltoallv; this run is {}", path,
+                                   to_string(collective)));
+    return nullptr;
+  }
+  std::shared_ptr<const AllToAllVSizes> m;
+  std::string from;
+  if (!path.empty()) {
+    m = load_alltoallv_sizes(path);
+    from = "--sizes " + path;
+  } else {
+    for (const auto& f : files)
+      if (f->sizes) {
+        m = f->sizes;
+        from = f->path;
+        break;
+      }
+  }
+  if (!m)
+    throw InputError(
+        "--collective alltoallv: no size matrix: expected --sizes FILE (one row of element counts per rank: what "
+        "rank i sends rank j) or an alltoallv schedule file");
+  if (ranks > 0 && m->ranks() != ranks)
+    throw InputError(fmt::format("{}: a size matrix of {} ranks; the job has {}", from, m->ranks(), ranks));
+  for (const auto& f : files)
+    if (f->sizes && !(*f->sizes == *m))
+      throw InputError(fmt::format("{}: written for another size matrix ({}) than {} ({})", f->path,
+                                   f->sizes->describe(), from, m->describe()));
+  return m;
 }
 
 }  // namespace topocoll::algo

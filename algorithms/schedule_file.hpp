@@ -35,8 +35,9 @@ struct ScheduleFile {
   int root = 0;
   DataType dtype = DataType::Float32;  // the file's (a JSON schedule's header; MSCCL XML: float32)
   ReduceOp op = ReduceOp::Sum;
-  std::optional<std::uint64_t> count;  // a JSON schedule's one count; nullopt: size-generic
-  std::uint64_t granularity = 1;       // size-generic: counts must be multiples of it
+  std::optional<std::uint64_t> count;           // a JSON schedule's one count; nullopt: size-generic
+  std::uint64_t granularity = 1;                // size-generic: counts must be multiples of it
+  std::shared_ptr<const AllToAllVSizes> sizes;  // an alltoallv file's size matrix (fixed, as its count)
   // The schedule of one call (args checked by the caller: as_algorithm's supports()).
   std::function<Schedule(const CollectiveArgs&)> instantiate;
 
@@ -69,6 +70,14 @@ Algorithm as_algorithm(std::shared_ptr<const ScheduleFile> file, std::string nam
 // algorithm's or another file's in the same run; then "NAME@BASENAME" (and a number after it
 // when even that repeats).
 std::vector<std::string> schedule_file_names(const std::vector<std::shared_ptr<const ScheduleFile>>& files);
+
+// The size matrix of an all-to-allv run: `path` (--sizes FILE) when given, else the first schedule
+// file's; the files' own matrices must equal it. InputError when the collective is not alltoallv but
+// a matrix is given, when alltoallv has none, or when its rank count is not `ranks` (0: not known
+// yet, not checked). Null for other collectives.
+std::shared_ptr<const AllToAllVSizes> run_alltoallv_sizes(Collective collective, const std::string& path,
+                                                          const std::vector<std::shared_ptr<const ScheduleFile>>& files,
+                                                          int ranks);
 
 // Loads every path and makes each an Algorithm (the usual entry point of the commands).
 struct ScheduleFileSet {

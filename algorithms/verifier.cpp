@@ -830,8 +830,33 @@ class Verifier {
                      static_cast<std::int64_t>(static_cast<std::uint64_t>(rank) * c) - static_cast<std::int64_t>(j * c),
                      RankSet{{static_cast<int>(j), static_cast<int>(j) + 1}}};
       }
+      case Collective::AllToAllV: {  // the block from rank i = rank i's block for `rank`
+        const AllToAllVSizes& m = *args_.sizes;
+        if (pos >= m.received(rank)) return std::nullopt;
+        const int i = m.source_at(rank, pos);
+        return Value{
+            true, static_cast<std::int64_t>(m.send_displ(i, rank)) - static_cast<std::int64_t>(m.recv_displ(rank, i)),
+            RankSet{{i, i + 1}}};
+      }
     }
     return std::nullopt;
+  }
+
+  // Where the expectation of output element `pos` of `rank` next changes (at most `end`).
+  std::uint64_t block_end(int rank, std::uint64_t pos, std::uint64_t end) const {
+    switch (args_.collective) {
+      case Collective::AllGather:
+      case Collective::AllToAll:
+        return args_.count > 0 ? std::min(end, (pos / args_.count + 1) * args_.count) : end;
+      case Collective::AllToAllV: {
+        const AllToAllVSizes& m = *args_.sizes;
+        if (pos >= m.received(rank)) return end;
+        const int i = m.source_at(rank, pos);
+        return std::min(end, m.recv_displ(rank, i) + m.count(i, rank));
+      }
+      default:
+        return end;
+    }
   }
 
   bool check_postcondition() {
@@ -843,10 +868,7 @@ class Verifier {
         // Allgather's and all-to-all's expectation changes every `count` elements: check block by block.
         std::uint64_t pos = run.start;
         while (pos < run.end) {
-          std::uint64_t block_end = run.end;
-          if ((args_.collective == Collective::AllGather || args_.collective == Collective::AllToAll) &&
-              args_.count > 0)
-            block_end = std::min(run.end, (pos / args_.count + 1) * args_.count);
+          const std::uint64_t block_end = this->block_end(r, pos, run.end);
           const std::optional<Value> want = expected(r, pos);
           if (want) {
             const Value& got = run.value;
@@ -876,6 +898,13 @@ VerifyResult verify(const Schedule& schedule, const VerifyOptions& options) {
   if (!options.node_of.empty() && options.node_of.size() != static_cast<std::size_t>(schedule.num_ranks()))
     throw InputError(
         fmt::format("verify: node_of has {} entries for {} ranks", options.node_of.size(), schedule.num_ranks()));
+  const CollectiveArgs& a = schedule.args();
+  if (options.in_place && a.collective == Collective::AllToAllV && a.sizes && !a.sizes->symmetric())
+    throw InputError(
+        fmt::format("verify '{}' in place: an in-place alltoallv needs a symmetric size matrix "
+                    "(MPI_IN_PLACE's condition: every rank sends each peer what it receives from it); "
+                    "this one is not",
+                    schedule.name()));
   return Verifier(schedule, options).run();
 }
 

@@ -80,13 +80,9 @@ TEST_CASE("realdata conformance: every registered algorithm is bit-exact on real
         for (std::uint64_t n : counts(p)) {
           for (bool in_place : {false, true}) {
             const Pick k = pick(combinations, in_place);
-            CollectiveArgs a;
-            a.collective = alg.collective;
-            a.count = n;
-            a.dtype = k.dtype;
+            CollectiveArgs a = topocoll::algo::testing::conformance_args(
+                alg.collective, p, n, static_cast<int>(combinations % static_cast<std::size_t>(p)), in_place, k.dtype);
             a.op = k.op;
-            a.ranks = p;
-            a.root = static_cast<int>(combinations % static_cast<std::size_t>(p));
             Tuning t;
             t.channels = k.channels;
             t.slice_bytes = 64;  // several slices per chunk at 1009 elements: pipelining runs too

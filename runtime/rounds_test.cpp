@@ -17,6 +17,7 @@
 #include "algorithms/ir/layout.hpp"
 #include "algorithms/malformed_schedules.hpp"
 #include "algorithms/registry.hpp"
+#include "algorithms/testing.hpp"
 #include "common/errors.hpp"
 #include "runtime/test_data.hpp"
 #include "runtime/testing/run_inproc.hpp"
@@ -115,6 +116,8 @@ TEST_CASE("rounds: every registered schedule runs in lockstep rounds, bit-exact,
           CollectiveArgs a = CollectiveArgs::allreduce(n, DataType::Float32, ReduceOp::Sum, p);
           a.collective = alg.collective;
           a.root = p / 2;
+          if (a.collective == Collective::AllToAllV)
+            a.sizes = topocoll::algo::testing::skewed_alltoallv_sizes(p, n, false);
           Tuning t;
           t.channels = channels;
           t.slice_bytes = 64;  // many slices: the send-ahead window is in play

@@ -436,6 +436,22 @@ bool fill_collective_expected(const algo::CollectiveArgs& a, int rank, std::uint
         fill_input(a.dtype, a.op, j, a.ranks, own + i, out, len);
       });
       return true;
+    case algo::Collective::AllToAllV: {  // the block from rank i is rank i's block for `rank`
+      const algo::AllToAllVSizes& m = *a.sizes;
+      const std::uint64_t defined = m.received(rank);
+      if (begin >= defined) return false;
+      auto* out = static_cast<std::byte*>(data);
+      const std::size_t elem = size_of(a.dtype);
+      for (std::uint64_t g = begin, end = std::min(begin + n, defined); g < end;) {
+        const int i = m.source_at(rank, g);
+        const std::uint64_t at = g - m.recv_displ(rank, i);
+        const std::uint64_t len = std::min(m.count(i, rank) - at, end - g);
+        fill_input(a.dtype, a.op, i, a.ranks, m.send_displ(i, rank) + at, out + (g - begin) * elem,
+                   static_cast<std::size_t>(len));
+        g += len;
+      }
+      return true;
+    }
   }
   TOPOCOLL_ASSERT(false, fmt::format("unknown Collective {}", static_cast<int>(a.collective)));
 }
@@ -443,7 +459,7 @@ bool fill_collective_expected(const algo::CollectiveArgs& a, int rank, std::uint
 std::uint64_t count_wrong_output(const algo::CollectiveArgs& a, int rank, const void* output) {
   constexpr std::uint64_t kSliceElems = std::uint64_t{1} << 16;
   const std::size_t elem = size_of(a.dtype);
-  const std::uint64_t total = a.output_count();
+  const std::uint64_t total = a.defined_output_count(rank);
   std::vector<std::byte> expected(static_cast<std::size_t>(std::min(total, kSliceElems)) * elem);
   std::uint64_t wrong = 0;
   for (std::uint64_t off = 0; off < total; off += kSliceElems) {

@@ -40,13 +40,17 @@ void fill_expected(algo::DataType t, algo::ReduceOp op, int ranks, std::uint64_t
 //   allgather          input rank * count + g  output block j: rank j's input
 //   broadcast          input g                 output: the root's input
 //   alltoall           input g (count * p)     output block j: block `rank` of rank j's input
+//   alltoallv          input g (sent(rank))    output block from i: rank i's block for `rank`
+//                                              (at send_displ(i, rank) of its input)
 // fill_collective_expected writes nothing and returns false where the output is not defined (a
-// reduce on a rank other than the root). Both throw InputError for a range outside the buffer.
+// reduce on a rank other than the root; an all-to-allv from received(rank) on, the padding up to
+// the largest rank's output: a range that starts below it fills only the defined part). Both
+// throw InputError for a range outside the buffer.
 void fill_collective_input(const algo::CollectiveArgs& a, int rank, std::uint64_t begin, void* data, std::size_t n);
 bool fill_collective_expected(const algo::CollectiveArgs& a, int rank, std::uint64_t begin, void* data, std::size_t n);
 // The elements of rank `rank`'s output (a.output_count() elements at `output`) that differ bit for
-// bit from fill_collective_expected, compared in slices of bounded size; 0 where the output is
-// not defined.
+// bit from fill_collective_expected, compared in slices of bounded size, over the elements the call
+// defines (CollectiveArgs::defined_output_count); 0 where the output is not defined.
 std::uint64_t count_wrong_output(const algo::CollectiveArgs& a, int rank, const void* output);
 
 // The number of elements that differ bit for bit. For floating-point types two NaNs compare equal

@@ -571,6 +571,7 @@ std::size_t nccl_func(algo::Collective c) {
       return 3;
     case algo::Collective::AllReduce:
     case algo::Collective::AllToAll:
+    case algo::Collective::AllToAllV:
       return 4;
   }
   return 4;
@@ -966,10 +967,11 @@ bool is_rooted(algo::Collective c) {
 }
 
 void require_modelled(const NcclGraphEstimate& g, algo::Collective c) {
-  if (c == algo::Collective::AllToAll)
-    throw InputError(
-        "NCCL model: NCCL's tuner has no model for alltoall (ncclAllToAll is grouped send/recv, not a tuned "
-        "collective)");
+  if (c == algo::Collective::AllToAll || c == algo::Collective::AllToAllV)
+    throw InputError(fmt::format(
+        "NCCL model: NCCL's tuner has no model for {} (an all-to-all in NCCL is grouped send/recv, not a tuned "
+        "collective)",
+        algo::to_string(c)));
   if (c != algo::Collective::AllReduce && !nccl_tuning_tables(g.options.version).models_nvls)
     throw InputError(fmt::format("NCCL model: NCCL {} is modelled for allreduce only; {} needs --nccl-version 2.28.9",
                                  to_string(g.options.version), algo::to_string(c)));

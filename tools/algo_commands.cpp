@@ -96,6 +96,14 @@ algo::CollectiveArgs args_of(const AlgoArgs& a, const algo::Algorithm& alg, cons
         fmt::format("--count {}: more than {} elements of {} on {} ranks (the limit kMaxSweepBytes = {} "
                     "bytes per buffer)",
                     a.count, per_rank_max, a.dtype, l.ranks, cli::kMaxSweepBytes));
+  // An all-to-allv's sizes are its matrix's (--sizes; without it the algorithm says it needs one).
+  if (c.collective == algo::Collective::AllToAllV && !a.sizes.empty()) {
+    c.count = 0;
+    c.sizes = algo::load_alltoallv_sizes(a.sizes);
+    if (c.sizes->ranks() != l.ranks)
+      throw InputError(
+          fmt::format("--sizes {}: a size matrix of {} ranks; the job has {}", a.sizes, c.sizes->ranks(), l.ranks));
+  }
   return c;
 }
 

@@ -21,6 +21,7 @@ struct AlgoArgs {
   int root = 0;
   std::string collective;  // verify --collective NAME: `--algorithm all` is that collective's; "" = every one
   std::string schedule;    // verify --schedule FILE.json
+  std::string sizes;       // --sizes FILE: an all-to-allv's size matrix (algo::load_alltoallv_sizes)
   std::string output;      // schedule export -o
   bool in_place = false;
   std::string layout;     // verify --layout NxG: N nodes of G ranks, no topology

@@ -49,6 +49,8 @@ std::string_view nccl_call(algo::Collective c) {
       return "ncclReduce";
     case algo::Collective::AllToAll:
       return "ncclAlltoAll";
+    case algo::Collective::AllToAllV:
+      return "ncclSend / ncclRecv (NCCL has no alltoallv)";
   }
   return "?";
 }
@@ -61,6 +63,7 @@ std::string_view factor_formula(algo::Collective c) {
     case algo::Collective::AllGather:
     case algo::Collective::ReduceScatter:
     case algo::Collective::AllToAll:
+    case algo::Collective::AllToAllV:
       return "(p-1)/p";
     case algo::Collective::Broadcast:
     case algo::Collective::Reduce:
@@ -269,17 +272,23 @@ class Printer final : public runtime::BenchReport {
     }
     std::ostream& out = sink_->stream();
     if (c_.jsonl) {
-      for (const records::Record& rec : r.points)
-        out << to_json(rec).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+      for (int ip = 0; ip < (r.in_place_run ? 2 : 1); ++ip)
+        out << to_json(r.points[ip]).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
       return;
     }
     const records::Record& first = r.points[0];
     // nccl-tests prints "none" for the collectives that do not reduce.
     std::string line = fmt::format("{:>12}  {:>12}  {:>8}  {:>6}  {:>6}", r.bytes, r.count, first.dtype,
                                    algo::reduces(collective_) ? first.op : std::string("none"), r.root);
-    for (const records::Record& p : r.points)
+    for (int ip = 0; ip < 2; ++ip) {
+      const records::Record& p = r.points[ip];
+      if (ip == 1 && !r.in_place_run) {  // not run (an asymmetric alltoallv has no in-place form)
+        line += fmt::format("  {:>7}  {:>6}  {:>6}  {:>5}", "N/A", "N/A", "N/A", "N/A");
+        continue;
+      }
       line += fmt::format("  {}  {:6.2f}  {:6.2f}  {:>5}", time_str(p.time_us), p.algbw_gbps, p.busbw_gbps,
                           p.wrong ? fmt::format("{}", *p.wrong) : std::string("N/A"));
+    }
     out << line << "\n" << std::flush;
   }
 
@@ -429,14 +438,24 @@ BenchCommand parse_bench_flags(const BenchFlags& a) {
 
   runtime::BenchOptions& o = c.options;
   o.backend = a.backend == "ucx" ? BenchBackend::Ucx : a.backend == "nccl" ? BenchBackend::Nccl : BenchBackend::Mpi;
-  const std::vector<std::uint64_t> sweep =
-      a.stepbytes.empty() ? cli::size_sweep(a.min_bytes, a.max_bytes, a.factor, algo::size_of(dtype))
-                          : cli::linear_sweep(a.min_bytes, a.max_bytes, a.stepbytes, algo::size_of(dtype));
-  const std::vector<std::uint64_t> one_cycle = algo::sweep_with_files(*files, sweep, a.sizes_given, dtype);
-  if (one_cycle.size() * static_cast<std::size_t>(a.run_cycles) > cli::kMaxSweepPoints)
-    throw InputError(fmt::format("-N {}: {} cycles of {} sizes are more than {} points", a.run_cycles, a.run_cycles,
-                                 one_cycle.size(), cli::kMaxSweepPoints));
-  for (int cycle = 0; cycle < a.run_cycles; ++cycle) o.sizes.insert(o.sizes.end(), one_cycle.begin(), one_cycle.end());
+  // An all-to-allv runs one call, its size matrix's (ranks checked against the job by run_bench).
+  o.alltoallv_sizes = algo::run_alltoallv_sizes(collective, a.sizes_file, files->files, 0);
+  if (o.alltoallv_sizes) {
+    if (a.sizes_given)
+      throw InputError(fmt::format("-b/-e: an alltoallv runs at the sizes of its matrix ({}), not over a sweep",
+                                   o.alltoallv_sizes->describe()));
+    o.sizes = {algo::nccl_tests_bytes(algo::alltoallv_args(o.alltoallv_sizes, dtype))};
+  } else {
+    const std::vector<std::uint64_t> sweep =
+        a.stepbytes.empty() ? cli::size_sweep(a.min_bytes, a.max_bytes, a.factor, algo::size_of(dtype))
+                            : cli::linear_sweep(a.min_bytes, a.max_bytes, a.stepbytes, algo::size_of(dtype));
+    const std::vector<std::uint64_t> one_cycle = algo::sweep_with_files(*files, sweep, a.sizes_given, dtype);
+    if (one_cycle.size() * static_cast<std::size_t>(a.run_cycles) > cli::kMaxSweepPoints)
+      throw InputError(fmt::format("-N {}: {} cycles of {} sizes are more than {} points", a.run_cycles, a.run_cycles,
+                                   one_cycle.size(), cli::kMaxSweepPoints));
+    for (int cycle = 0; cycle < a.run_cycles; ++cycle)
+      o.sizes.insert(o.sizes.end(), one_cycle.begin(), one_cycle.end());
+  }
   o.collective = collective;
   o.root = root;
   // Schedule files without --algorithm: the files and the mpi baseline.

@@ -56,6 +56,7 @@ struct BenchFlags {
   // without --algorithm, instead of its default list (the mpi baseline stays).
   std::vector<std::string> schedules;
   bool no_verify = false;
+  std::string sizes_file;  // --sizes FILE: the alltoallv size matrix (algo::load_alltoallv_sizes)
   // Which flags the command line gave: a schedule file supplies the dtype, op and (fixed-count
   // files) the sizes left out.
   bool algorithm_given = false, sizes_given = false, dtype_given = false, op_given = false;

@@ -54,7 +54,8 @@ int main(int argc, char** argv) {
                  "transport of topocoll's schedules: mpi or ucx (nccl: CUDA+NCCL builds only); the mpi algorithm is "
                  "MPI's collective in every backend")
       ->default_val("mpi");
-  app.add_option("--collective", a.collective, "allreduce, allgather, reduce_scatter, broadcast, reduce or alltoall")
+  app.add_option("--collective", a.collective,
+                 "allreduce, allgather, reduce_scatter, broadcast, reduce, alltoall or alltoallv (with --sizes)")
       ->default_val("allreduce");
   app.add_option("--root,-r", a.root, "root rank of broadcast and reduce")->default_val(0);
   app.add_option("--algorithm", a.algorithm,
@@ -109,6 +110,8 @@ int main(int argc, char** argv) {
                  "schedule file to run (topocoll JSON or MSCCL XML), repeatable; without --algorithm it runs with the "
                  "mpi baseline only");
   app.add_flag("--no-verify", a.no_verify, "run --schedule files without proving them first");
+  app.add_option("--sizes", a.sizes_file,
+                 "alltoallv: the size matrix, one row per rank of the element counts it sends each rank");
   app.add_option("--format", a.format, "table | jsonl | nccl-tests (all_reduce_perf's output, one table per algorithm)")
       ->default_val("table");
   app.add_option("--nccl-tests-layout", a.nccl_tests_layout,

@@ -45,6 +45,9 @@ std::string busbw_line(algo::Collective c, double factor) {
 
 // How nccl-tests sizes the collective (algo::nccl_tests_args), for the table header.
 std::string sizes_line(algo::Collective c, int root) {
+  if (c == algo::Collective::AllToAllV)
+    return "# collective alltoallv, one call of the size matrix (--sizes): size = the largest buffer of a rank, "
+           "count = 0 (the blocks have the matrix's sizes)\n";
   const bool split =
       c == algo::Collective::AllGather || c == algo::Collective::ReduceScatter || c == algo::Collective::AllToAll;
   const bool rooted = c == algo::Collective::Broadcast || c == algo::Collective::Reduce;
@@ -223,7 +226,7 @@ int sim_command(const SimArgs& a, std::ostream& out) {
   const sim::NcclGraphEstimate nccl_estimate = nccl ? *nccl : sim::estimate_nccl_graph(t, nccl_options);
   // All-to-all has no NCCL tuning model (grouped send/recv): no nccl-model rows, a header line
   // says so. Any other collective the release does not model fails here, before any simulation.
-  const bool nccl_rows = nccl && collective != algo::Collective::AllToAll;
+  const bool nccl_rows = nccl && collective != algo::Collective::AllToAll && collective != algo::Collective::AllToAllV;
   if (nccl_rows) (void)sim::nccl_tune_model(*nccl, collective, op);
   tuning.channels = channels_option(a.channels, nccl_estimate);
 
@@ -235,6 +238,9 @@ int sim_command(const SimArgs& a, std::ostream& out) {
   for (sim::Protocol p : protocols.protocols)
     protocol_note += (protocol_note.empty() ? "" : ", ") + std::string(sim::to_string(p));
 
+  // An all-to-allv's size matrix (--sizes, or its schedule file's).
+  const std::shared_ptr<const algo::AllToAllVSizes> matrix =
+      algo::run_alltoallv_sizes(collective, a.sizes_file, files.files, t.num_ranks());
   // A schedule file for another job is refused before anything is printed.
   for (const auto& f : files.files) {
     if (f->ranks != t.num_ranks())
@@ -274,8 +280,11 @@ int sim_command(const SimArgs& a, std::ostream& out) {
     if (collective != algo::Collective::AllReduce) *sink << sizes_line(collective, root);
     *sink << busbw_line(collective, factor);
     if (nccl && !nccl_rows)
-      *sink << "# nccl-model: none: NCCL's tuner has no model for alltoall (ncclAllToAll is grouped send/recv); no "
-               "nccl-model rows\n";
+      *sink << fmt::format(
+          "# nccl-model: none: NCCL's tuner has no model for {} (NCCL runs all-to-all as grouped send/recv); no "
+          "nccl-model rows\n",
+          algo::to_string(collective));
+    if (matrix) *sink << fmt::format("# sizes: {}\n", matrix->describe());
     if (calib.host_call_us > 0)
       *sink << fmt::format(
           "# per-call host floor {:g} us: time = max(floor, simulated device time) (docs/simulator.md)\n",
@@ -289,7 +298,15 @@ int sim_command(const SimArgs& a, std::ostream& out) {
   // below p elements) are named in the table's header.
   std::vector<algo::CollectiveArgs> points;
   std::vector<std::uint64_t> empty_sizes;
-  for (std::uint64_t swept : sizes) {
+  if (matrix) {  // an all-to-allv: one call, the size matrix's
+    if (a.sizes_given)
+      throw InputError(fmt::format("-b/-e: an alltoallv runs at the sizes of its matrix ({}), not over a sweep",
+                                   matrix->describe()));
+    algo::CollectiveArgs args = algo::alltoallv_args(matrix, dtype);
+    args.op = op;
+    points.push_back(args);
+  }
+  for (std::uint64_t swept : matrix ? std::vector<std::uint64_t>{} : sizes) {
     const algo::CollectiveArgs args = algo::nccl_tests_args(collective, swept, dtype, op, t.num_ranks(), root);
     if (args.count == 0)
       empty_sizes.push_back(swept);

@@ -49,6 +49,8 @@ struct SimArgs {
   // (algorithms/schedule_file.hpp); verified on the topology first unless no_verify.
   std::vector<std::string> schedules;
   bool no_verify = false;
+  // --collective alltoallv: the size matrix file (algo::load_alltoallv_sizes); else empty.
+  std::string sizes_file;
   // Which flags the command line gave (a schedule file supplies the others: its dtype, op, and
   // for a fixed-count file its size).
   bool algorithm_given = false, sizes_given = false, dtype_given = false, op_given = false;

@@ -171,6 +171,8 @@ int main(int argc, char** argv) {
     cmd->add_option("--dtype,-d", algo_args.dtype, "data type (default float)")->default_val("float");
     cmd->add_option(o_is_op ? "--op,-o" : "--op", algo_args.op, "reduction (default sum)")->default_val("sum");
     cmd->add_option("--root", algo_args.root, "root rank of broadcast / reduce (default 0)")->default_val(0);
+    cmd->add_option("--sizes", algo_args.sizes,
+                    "alltoallv: the size matrix, one row per rank of the element counts it sends each rank");
   };
   CLI::App* algs = app.add_subcommand("algorithms", "list the registered algorithms");
   algs->footer(kAlgoExamples);
@@ -180,7 +182,7 @@ int main(int argc, char** argv) {
   add_algo_flags(verify, true);
   verify->add_option("--collective", algo_args.collective,
                      "only the algorithms of this collective (allreduce, allgather, reduce_scatter, broadcast, reduce, "
-                     "alltoall); default every one");
+                     "alltoall, alltoallv); default every one");
   verify->add_option("--schedule", algo_args.schedule, "verify a schedule JSON file instead");
   verify->add_flag("--in-place", algo_args.in_place, "verify with input and output aliased");
   verify->add_option("--layout", algo_args.layout,
@@ -215,7 +217,8 @@ The trace covers one run: the first algorithm at the largest size.)";
   CLI::App* simc = app.add_subcommand("sim", "simulate collective algorithms over a size sweep (nccl-tests table)");
   add_topology_flags(simc, sim_args.topo);
   simc->add_option("--collective", sim_args.collective,
-                   "allreduce | allgather | reduce_scatter | broadcast | reduce | alltoall (sizes as nccl-tests')")
+                   "allreduce | allgather | reduce_scatter | broadcast | reduce | alltoall | alltoallv (sizes as "
+                   "nccl-tests'; alltoallv: --sizes)")
       ->default_val("allreduce");
   simc->add_option("--root", sim_args.root, "root rank of broadcast / reduce")->default_val(0);
   simc->add_option("--algorithm", sim_args.algorithm,
@@ -257,6 +260,8 @@ The trace covers one run: the first algorithm at the largest size.)";
                    "schedule file to simulate (topocoll JSON or MSCCL XML), repeatable; alone, it replaces "
                    "--algorithm's default");
   simc->add_flag("--no-verify", sim_args.no_verify, "simulate --schedule files without proving them first");
+  simc->add_option("--sizes", sim_args.sizes_file,
+                   "alltoallv: the size matrix, one row per rank of the element counts it sends each rank");
   simc->footer(kSimExamples);
 
   constexpr const char* kExpExamples = R"(

@@ -11,6 +11,8 @@
 // issued: in place the output is the input (one buffer, as NCCL's in-place alltoall), and a block
 // received at step k would otherwise overwrite the input block sent at step p-k. Each channel
 // carries its part of every block (channel_range), in slices.
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <memory>
 #include <vector>
@@ -185,7 +187,110 @@ CostSheet cost_alltoall_hierarchical(const Layout& l, const CollectiveArgs& a, c
   return c;
 }
 
+// alltoallv-pairwise: alltoall-pairwise with the blocks of a size matrix (AllToAllVSizes): at step
+// k rank r sends its block for (r+k)%p, count(r, r+k) elements at send_displ(r, r+k), and receives
+// count(r-k, r) elements into scratch at recv_displ(r, r-k); then every received block is copied to
+// the output (in place, with a symmetric matrix, the output is the input). Each channel carries
+// its part of every block, in slices; empty blocks send nothing (zero-element ops are dropped on
+// both sides alike).
+Schedule make_alltoallv_pairwise(const Layout&, const CollectiveArgs& a, const Tuning& t) {
+  const int K = std::max(1, t.channels);
+  const std::uint64_t se = slice_elems(a, t);
+  const std::shared_ptr<const AllToAllVSizes> m = a.sizes;
+  return Schedule("alltoallv-pairwise", a, K, a.output_count(), [m, K, se](int r, Program& out) {
+    ProgramBuilder b(out);
+    const int p = m->ranks();
+    for (int c = 0; c < K; ++c) {
+      for (int k = 1; k < p; ++k) {
+        const int to = (r + k) % p, from = (r - k + p) % p;
+        const Range send_part = channel_range(m->count(r, to), K, c);
+        const Range recv_part = channel_range(m->count(from, r), K, c);
+        const Chunk src{BufferId::Input, m->send_displ(r, to) + send_part.offset, send_part.count};
+        const Chunk dst{BufferId::Scratch, m->recv_displ(r, from) + recv_part.offset, recv_part.count};
+        const std::uint64_t ns = slice_count(src.count, se), nr = slice_count(dst.count, se);
+        for (std::uint64_t s = 0; s < ns; ++s) b.send(to, slice(src, ns, s), c);
+        for (std::uint64_t s = 0; s < nr; ++s) b.recv(from, slice(dst, nr, s), c);
+      }
+      const Range own = channel_range(m->count(r, r), K, c);
+      b.copy(Chunk{BufferId::Input, m->send_displ(r, r) + own.offset, own.count},
+             Chunk{BufferId::Output, m->recv_displ(r, r) + own.offset, own.count}, c);
+      for (int j = 0; j < p; ++j)
+        if (j != r) {
+          const Range part = channel_range(m->count(j, r), K, c);
+          const std::uint64_t at = m->recv_displ(r, j) + part.offset;
+          b.copy(Chunk{BufferId::Scratch, at, part.count}, Chunk{BufferId::Output, at, part.count}, c);
+        }
+    }
+  });
+}
+
+Support supports_alltoallv(const Layout&, const CollectiveArgs& a, const Tuning&) {
+  if (!a.sizes) return Support::no("an alltoallv needs a size matrix (--sizes FILE)");
+  if (a.sizes->ranks() != a.ranks)
+    return Support::no(fmt::format("the size matrix is for {} ranks, the job has {}", a.sizes->ranks(), a.ranks));
+  return Support::yes();
+}
+
+// Steps: the longest chain of dependent transfers, which empty blocks shorten (a rank's clock
+// after step k is max(its own, the sender's + 1) when the block of step k is not empty): computed
+// per channel (a channel's part of a block can be empty where the block is smaller than the
+// channel count). Bytes: the most any rank sends, and the most any rank sends off its node.
+std::uint64_t alltoallv_pairwise_steps(const AllToAllVSizes& m, int channels) {
+  const int p = m.ranks();
+  bool uniform_channels = true;  // every block empty or at least `channels` long: one pattern
+  for (int i = 0; i < p && uniform_channels; ++i)
+    for (int j = 0; j < p; ++j)
+      if (m.count(i, j) > 0 && m.count(i, j) < static_cast<std::uint64_t>(channels)) uniform_channels = false;
+  std::uint64_t steps = 0;
+  std::vector<std::uint64_t> clock(static_cast<std::size_t>(p)), next(clock.size());
+  for (int c = 0; c < (uniform_channels ? 1 : channels); ++c) {
+    std::fill(clock.begin(), clock.end(), 0);
+    for (int k = 1; k < p; ++k) {
+      for (int r = 0; r < p; ++r) {
+        const int from = (r - k + p) % p;
+        const auto ru = static_cast<std::size_t>(r);
+        next[ru] = channel_range(m.count(from, r), channels, c).count > 0
+                       ? std::max(clock[ru], clock[static_cast<std::size_t>(from)] + 1)
+                       : clock[ru];
+      }
+      clock.swap(next);
+    }
+    steps = std::max(steps, *std::max_element(clock.begin(), clock.end()));
+  }
+  return steps;
+}
+
+CostSheet cost_alltoallv_pairwise(const Layout& l, const CollectiveArgs& a, const Tuning& t) {
+  CostSheet c;
+  c.busbw_factor = busbw_factor(a.collective, l.ranks);
+  if (l.ranks == 1 || !a.sizes || a.sizes->total() == 0) return c;
+  const AllToAllVSizes& m = *a.sizes;
+  const std::uint64_t elem = size_of(a.dtype);
+  c.steps = alltoallv_pairwise_steps(m, std::max(1, t.channels));
+  for (int r = 0; r < l.ranks; ++r) {
+    std::uint64_t sent = 0, off = 0;
+    for (int j = 0; j < l.ranks; ++j) {
+      if (j == r) continue;
+      sent += m.count(r, j);
+      if (l.node_of[static_cast<std::size_t>(j)] != l.node_of[static_cast<std::size_t>(r)]) off += m.count(r, j);
+    }
+    c.bytes_sent = std::max(c.bytes_sent, sent * elem);
+    c.inter_bytes_sent = std::max(c.inter_bytes_sent, off * elem);
+  }
+  return c;
+}
+
 }  // namespace
+
+Algorithm alltoallv_pairwise() {
+  return {"alltoallv-pairwise",
+          "pairwise all-to-allv (Open MPI's pairwise alltoallv): p-1 steps, at step k rank r sends its block for "
+          "r+k and receives the block of r-k, blocks sized by the size matrix",
+          Collective::AllToAllV,
+          supports_alltoallv,
+          cost_alltoallv_pairwise,
+          make_alltoallv_pairwise};
+}
 
 Algorithm alltoall_hierarchical() {
   return {"alltoall-hierarchical",

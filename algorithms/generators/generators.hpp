@@ -65,6 +65,7 @@ Algorithm reduce_chain();           // rooted.cpp
 Algorithm reduce_tree();            // rooted.cpp
 Algorithm alltoall_pairwise();      // alltoall.cpp
 Algorithm alltoall_hierarchical();  // alltoall.cpp
+Algorithm alltoallv_pairwise();     // alltoall.cpp
 
 // Shared by the generators.
 inline Chunk as_chunk(BufferId b, Range r) {

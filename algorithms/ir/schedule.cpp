@@ -122,11 +122,23 @@ void validate_header(const std::string& name, const CollectiveArgs& a, int chann
                                    buffer, formula, element));
   };
   const std::uint64_t p = static_cast<std::uint64_t>(a.ranks);
-  const bool rs = a.collective == Collective::ReduceScatter, ag = a.collective == Collective::AllGather;
-  check("input", rs ? checked_mul(a.count, p) : a.count,
+  if (a.collective == Collective::AllToAllV) {
+    if (!a.sizes) throw InputError(fmt::format("{}: an alltoallv without a size matrix", what));
+    if (a.sizes->ranks() != a.ranks)
+      throw InputError(fmt::format("{}: a size matrix of {} ranks for {} ranks", what, a.sizes->ranks(), a.ranks));
+    check("input", a.sizes->max_sent(), fmt::format("{} elements, the most a rank sends", a.sizes->max_sent()));
+    check("output", a.sizes->max_received(),
+          fmt::format("{} elements, the most a rank receives", a.sizes->max_received()));
+  } else {
+    const bool a2a = a.collective == Collective::AllToAll;
+    const bool rs = a.collective == Collective::ReduceScatter || a2a, ag = a.collective == Collective::AllGather || a2a;
+    check(
+        "input", rs ? checked_mul(a.count, p) : a.count,
         rs ? fmt::format("count {} x ranks {} elements", a.count, a.ranks) : fmt::format("count {} elements", a.count));
-  check("output", ag ? checked_mul(a.count, p) : a.count,
+    check(
+        "output", ag ? checked_mul(a.count, p) : a.count,
         ag ? fmt::format("count {} x ranks {} elements", a.count, a.ranks) : fmt::format("count {} elements", a.count));
+  }
   check("scratch", scratch_count, fmt::format("scratch_count {} elements", scratch_count));
 }
 

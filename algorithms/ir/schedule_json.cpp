@@ -109,6 +109,16 @@ void write_schedule_json(const Schedule& s, std::ostream& out) {
       << ", \"op\": " << json(std::string(to_string(a.op))).dump() << ", \"ranks\": " << a.ranks
       << ", \"root\": " << a.root << ", \"channels\": " << s.num_channels()
       << ", \"scratch_count\": " << s.scratch_count();
+  // An all-to-allv's size matrix: "sizes": [[count(0, 0), count(0, 1), ...], ...] (required there).
+  if (a.collective == Collective::AllToAllV && a.sizes) {
+    json rows = json::array();
+    for (int i = 0; i < a.sizes->ranks(); ++i) {
+      json row = json::array();
+      for (int j = 0; j < a.sizes->ranks(); ++j) row.push_back(a.sizes->count(i, j));
+      rows.push_back(std::move(row));
+    }
+    out << ",\n \"sizes\": " << rows.dump();
+  }
   // Tree channels, when there are any (ChannelPattern; optional on input).
   json trees = json::array();
   for (int ch = 0; ch < s.num_channels(); ++ch)
@@ -190,6 +200,31 @@ Schedule read_schedule_json(const std::string& text, const std::string& source) 
           ? bounded<std::uint64_t>(j["scratch_count"], source, "\"scratch_count\"", 0, (kMaxBufferBytes - 1) / elem,
                                    "kMaxBufferBytes: below 2^60 bytes")
           : 0;
+  if (a.collective == Collective::AllToAllV) {
+    if (!j.contains("sizes"))
+      throw InputError(fmt::format("{}: an alltoallv schedule needs \"sizes\": one row of {} element counts per rank",
+                                   source, a.ranks));
+    const json& rows = j["sizes"];
+    if (!rows.is_array() || rows.size() != static_cast<std::size_t>(a.ranks))
+      throw InputError(fmt::format("{}: \"sizes\" must be {} rows (one per rank) of {} element counts, got {}", source,
+                                   a.ranks, a.ranks, json_input::echo(rows)));
+    std::vector<std::uint64_t> counts;
+    counts.reserve(static_cast<std::size_t>(a.ranks) * static_cast<std::size_t>(a.ranks));
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      const std::string where = fmt::format("\"sizes\"[{}]", i);
+      if (!rows[i].is_array() || rows[i].size() != static_cast<std::size_t>(a.ranks))
+        throw InputError(fmt::format("{}: {} must be a row of {} element counts, got {}", source, where, a.ranks,
+                                     json_input::echo(rows[i])));
+      for (const json& v : rows[i])
+        counts.push_back(bounded<std::uint64_t>(v, source, where, 0, (kMaxBufferBytes - 1) / elem,
+                                                "kMaxBufferBytes: below 2^60 bytes"));
+    }
+    try {
+      a.sizes = AllToAllVSizes::make(a.ranks, std::move(counts));
+    } catch (const InputError& e) {
+      throw InputError(fmt::format("{}: \"sizes\": {}", source, e.what()));
+    }
+  }
   std::string name = "imported";
   if (j.contains("name")) name = json_input::string(j["name"], source, "\"name\"");
   // Switch groups: [{"kind": "nvls" | "sharp", "contributors": [ranks], "receivers": [ranks]}].

@@ -189,6 +189,10 @@ ExpSpec load_exp_spec(const std::string& path) {
     } catch (const InputError& e) {
       r.fail(root["collective"], fmt::format("collective: {}", e.what()));
     }
+    if (s.collective == algo::Collective::AllToAllV)
+      r.fail(root["collective"],
+             "collective alltoallv: a spec's grid sweeps sizes, an all-to-allv runs its size matrix's one call; run "
+             "it with `topocoll sim --collective alltoallv --sizes FILE` or `topocoll-bench ... --sizes FILE`");
   }
   if (root["repetitions"]) s.repetitions = r.integer(root["repetitions"], "repetitions", 1, 1000);
   if (root["calibration"]) {

@@ -192,7 +192,7 @@ class Baselines final : public NcclBaselines {
   std::uint64_t count_wrong(const algo::CollectiveArgs& a, bool in_place) override {
     const std::size_t elem = algo::size_of(a.dtype), chunk = kHostChunkBytes / elem;
     const std::byte* out = placed(a, in_place).output;
-    const std::uint64_t out_n = a.output_count();
+    const std::uint64_t out_n = a.defined_output_count(rank_);
     std::uint64_t wrong = 0;
     for (std::uint64_t off = 0; off < out_n; off += chunk) {
       const std::size_t c = static_cast<std::size_t>(std::min<std::uint64_t>(chunk, out_n - off));
@@ -231,6 +231,8 @@ class Baselines final : public NcclBaselines {
         return "ncclReduce";
       case algo::Collective::AllToAll:
         return start_alltoall(a, b, comm);
+      case algo::Collective::AllToAllV:
+        return start_alltoallv(a, b, comm);
     }
     throw InternalError(fmt::format("nccl baselines: unknown collective {}", static_cast<int>(a.collective)));
   }
@@ -243,6 +245,25 @@ class Baselines final : public NcclBaselines {
 #else
     return start_alltoall_grouped(a, b, comm);
 #endif
+  }
+
+  // An all-to-allv as NCCL users write one (NCCL has no ncclAlltoAllv): one group of a send and a
+  // receive per peer, of the matrix's sizes at its displacements (empty blocks skipped).
+  const char* start_alltoallv(const algo::CollectiveArgs& a, const PlacedBuffers& b, ncclComm_t comm) {
+    const algo::AllToAllVSizes& m = *a.sizes;
+    const ncclDataType_t type = nccl_type(a.dtype);
+    const std::size_t elem = algo::size_of(a.dtype);
+    check_nccl(ncclGroupStart(), "ncclGroupStart", comm);
+    for (int peer = 0; peer < ranks_; ++peer) {
+      if (const std::uint64_t n = m.count(rank_, peer); n > 0)
+        check_nccl(ncclSend(b.input + m.send_displ(rank_, peer) * elem, n, type, peer, comm, stream_.get()), "ncclSend",
+                   comm);
+      if (const std::uint64_t n = m.count(peer, rank_); n > 0)
+        check_nccl(ncclRecv(b.output + m.recv_displ(rank_, peer) * elem, n, type, peer, comm, stream_.get()),
+                   "ncclRecv", comm);
+    }
+    check_nccl(ncclGroupEnd(), "ncclGroupEnd", comm);
+    return "ncclSend / ncclRecv";
   }
 
   // nccl-tests' alltoall before ncclAlltoAll: one group of a send and a receive per peer.

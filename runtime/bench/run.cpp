@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <numeric>
@@ -147,14 +148,29 @@ struct Point {
   std::uint64_t wrong = 0;
 };
 
+// The MPI_Ialltoallv arguments of an all-to-allv, in bytes: they must outlive the request, which
+// the bench waits for before it starts another.
+struct AlltoallvBytes {
+  std::vector<int> send_counts, send_displs, recv_counts, recv_displs;
+};
+AlltoallvBytes& alltoallv_bytes() {
+  static AlltoallvBytes b;
+  return b;
+}
+
 // Why the mpi baseline cannot run the call, empty when it can: the reductions need an MPI type of
 // the dtype; the other collectives move bytes. MPI counts are ints.
 std::string mpi_unsupported(const algo::CollectiveArgs& a) {
   if (algo::reduces(a.collective) && !mpi_type(a.dtype))
     return fmt::format("MPI has no {} type", algo::to_string(a.dtype));
+  constexpr auto kMaxInt = static_cast<std::uint64_t>(std::numeric_limits<int>::max());
+  if (a.collective == algo::Collective::AllToAllV) {  // counts and displacements in bytes, as ints
+    const std::uint64_t most = std::max(a.input_count(), a.output_count()) * algo::size_of(a.dtype);
+    if (most > kMaxInt) return fmt::format("{} bytes in a rank's buffer: more than MPI's int displacements", most);
+    return {};
+  }
   const std::uint64_t n = algo::reduces(a.collective) ? a.count : a.count * algo::size_of(a.dtype);
-  if (n > static_cast<std::uint64_t>(std::numeric_limits<int>::max()))
-    return fmt::format("{} elements per block: more than MPI's int count", n);
+  if (n > kMaxInt) return fmt::format("{} elements per block: more than MPI's int count", n);
   return {};
 }
 
@@ -182,6 +198,25 @@ int start_mpi_baseline(const algo::CollectiveArgs& a, const PlacedBuffers& b, bo
       return MPI_Ireduce(in_place && rank == a.root ? MPI_IN_PLACE : b.input, b.output, n, type, op, a.root, comm, req);
     case algo::Collective::AllToAll:
       return MPI_Ialltoall(send, n, type, b.output, n, type, comm, req);
+    case algo::Collective::AllToAllV: {
+      const algo::AllToAllVSizes& m = *a.sizes;
+      const std::size_t p = static_cast<std::size_t>(a.ranks), elem = algo::size_of(a.dtype);
+      AlltoallvBytes& v = alltoallv_bytes();
+      v.send_counts.resize(p);
+      v.send_displs.resize(p);
+      v.recv_counts.resize(p);
+      v.recv_displs.resize(p);
+      for (int j = 0; j < a.ranks; ++j) {  // within int: mpi_unsupported checked the buffers
+        const auto k = static_cast<std::size_t>(j);
+        v.send_counts[k] = static_cast<int>(m.count(rank, j) * elem);
+        v.send_displs[k] = static_cast<int>(m.send_displ(rank, j) * elem);
+        v.recv_counts[k] = static_cast<int>(m.count(j, rank) * elem);
+        v.recv_displs[k] = static_cast<int>(m.recv_displ(rank, j) * elem);
+      }
+      // In place (a symmetric matrix only): MPI_IN_PLACE takes the data from the receive buffer.
+      return MPI_Ialltoallv(send, v.send_counts.data(), v.send_displs.data(), MPI_BYTE, b.output, v.recv_counts.data(),
+                            v.recv_displs.data(), MPI_BYTE, comm, req);
+    }
   }
   return MPI_ERR_OTHER;
 }
@@ -201,6 +236,14 @@ void fill_placed(const algo::CollectiveArgs& a, int rank, const PlacedBuffers& b
   fill_collective_input(a, rank, 0, b.input, static_cast<std::size_t>(a.input_count()));
 }
 
+// The all-to-allv call of the run's matrix (checked against the job's rank count by run_bench).
+algo::CollectiveArgs alltoallv_call(const std::shared_ptr<const algo::AllToAllVSizes>& m, algo::DataType dtype,
+                                    algo::ReduceOp op) {
+  algo::CollectiveArgs a = algo::alltoallv_args(m, dtype);
+  a.op = op;
+  return a;
+}
+
 }  // namespace
 
 std::string_view mpi_baseline_call(algo::Collective c) {
@@ -217,6 +260,8 @@ std::string_view mpi_baseline_call(algo::Collective c) {
       return "MPI_Ireduce";
     case algo::Collective::AllToAll:
       return "MPI_Ialltoall";
+    case algo::Collective::AllToAllV:
+      return "MPI_Ialltoallv";
   }
   return "?";
 }
@@ -247,7 +292,11 @@ std::vector<std::pair<std::string, std::string>> agreement_fields(const BenchOpt
           {"--topology", o.topology.topology.empty() ? "(detected from MPI)" : o.topology.topology},
           {"--nodes", o.topology.nodes ? std::to_string(*o.topology.nodes) : "(the topology's own)"},
           {"--fabric", o.topology.fabric.empty() ? "(the topology's default)" : o.topology.fabric},
-          {"--schedule (files and digests of their bytes)", files.empty() ? "(none)" : files}};
+          {"--schedule (files and digests of their bytes)", files.empty() ? "(none)" : files},
+          {"--sizes (the alltoallv size matrix)",
+           o.alltoallv_sizes ? fmt::format("{}, hash {:016x}", o.alltoallv_sizes->describe(),
+                                           std::hash<std::string>{}(algo::format_alltoallv_sizes(*o.alltoallv_sizes)))
+                             : "(none)"}};
 }
 
 double bench_rank_time(int average, const std::vector<double>& per_rank) {
@@ -291,6 +340,13 @@ std::uint64_t run_bench(const BenchOptions& o, BenchReport& report) {
     comm.layout();  // ranks numbered node by node, the same number per node
     if (o.root < 0 || o.root >= comm.size())
       throw InputError(fmt::format("--root {}: expected a rank of the job, 0 to {}", o.root, comm.size() - 1));
+    if (o.collective == algo::Collective::AllToAllV &&
+        (!o.alltoallv_sizes || o.alltoallv_sizes->ranks() != comm.size()))
+      throw InputError(fmt::format("--sizes: {}; the job has {} ranks",
+                                   o.alltoallv_sizes
+                                       ? fmt::format("a size matrix of {} ranks", o.alltoallv_sizes->ranks())
+                                       : std::string("an alltoallv needs a size matrix"),
+                                   comm.size()));
     job_found = job_layout(o.topology, JobShape{comm.size(), comm.nodes(), comm.ranks_per_node()});
     if (std::string why; o.backend == BenchBackend::Nccl && !nccl_available(&why))
       throw InputError("--backend nccl: no usable GPU: " + why);
@@ -381,7 +437,9 @@ std::uint64_t run_bench(const BenchOptions& o, BenchReport& report) {
     double bw_sum = 0;
     int bw_n = 0;
     for (std::uint64_t bytes : sizes) {
-      const algo::CollectiveArgs args = algo::nccl_tests_args(collective, bytes, dtype, op, ranks, o.root);
+      const algo::CollectiveArgs args = collective == algo::Collective::AllToAllV
+                                            ? alltoallv_call(o.alltoallv_sizes, dtype, op)
+                                            : algo::nccl_tests_args(collective, bytes, dtype, op, ranks, o.root);
       const std::uint64_t call_bytes = algo::nccl_tests_bytes(args);
       std::optional<algo::Schedule> sched;
       std::optional<Plan> plan;                // bound once, run for every iteration
@@ -422,7 +480,10 @@ std::uint64_t run_bench(const BenchOptions& o, BenchReport& report) {
                       exec.progress_timeout, &peers, [&transport] { transport.progress(); });
 
       Point points[2];
-      for (int ip = 0; ip < 2; ++ip) {
+      // An all-to-allv with an asymmetric matrix has no in-place form (MPI_IN_PLACE needs every
+      // rank to receive from each peer what it sends it): its in-place half is not run.
+      const bool runs_in_place = !args.sizes || args.sizes->symmetric();
+      for (int ip = 0; ip < (runs_in_place ? 2 : 1); ++ip) {
         const bool in_place = ip == 1;
         comm.set_context(fmt::format("{} at {} B{}", name, call_bytes, in_place ? " in place" : ""));
         const PlacedBuffers placed = place(bench_placement(args, rank, in_place), input.data(), output.data(), elem);
@@ -506,12 +567,15 @@ std::uint64_t run_bench(const BenchOptions& o, BenchReport& report) {
       row.bytes = call_bytes;
       row.count = args.count;
       row.root = algo::rooted(collective) ? o.root : -1;
+      row.in_place_run = runs_in_place;
       for (int ip = 0; ip < 2; ++ip) {
         const double algbw =
             points[ip].time_us > 0 ? static_cast<double>(call_bytes) / (points[ip].time_us * 1e-6) / 1e9 : 0.0;
         const double busbw = algbw * factor;
-        bw_sum += busbw;
-        ++bw_n;
+        if (ip == 0 || runs_in_place) {  // a half not run is not in the average
+          bw_sum += busbw;
+          ++bw_n;
+        }
         records::Record& rec = row.points[ip];
         rec = base;
         rec.algorithm = name;

@@ -66,7 +66,8 @@ struct BenchOptions {
   algo::Collective collective = algo::Collective::AllReduce;
   int root = 0;                      // broadcast and reduce; a rank of the job (run_bench checks)
   std::vector<BenchEntry> entries;   // the blocks, in order
-  std::vector<std::uint64_t> sizes;  // bytes
+  std::vector<std::uint64_t> sizes;  // bytes (alltoallv: the one size of its matrix's call)
+  std::shared_ptr<const algo::AllToAllVSizes> alltoallv_sizes;  // alltoallv: the size matrix
   algo::DataType dtype = algo::DataType::Float32;
   algo::ReduceOp op = algo::ReduceOp::Sum;
   int iters = 20, warmup = 5;
@@ -104,6 +105,7 @@ struct BenchRow {
   std::uint64_t bytes = 0, count = 0;
   int root = -1;  // broadcast and reduce: the root; else -1
   records::Record points[2];
+  bool in_place_run = true;  // false: points[1] was not run (an asymmetric alltoallv has no in-place form)
 };
 
 // Receives the run's results on rank 0, in order: start, then [device,] then per block
