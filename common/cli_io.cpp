@@ -70,6 +70,28 @@ std::vector<std::uint64_t> size_sweep(const std::string& min_bytes, const std::s
   return sizes;
 }
 
+std::vector<std::uint64_t> linear_sweep(const std::string& min_bytes, const std::string& max_bytes,
+                                        const std::string& step_bytes, std::size_t elem) {
+  const std::uint64_t lo = parse_size(min_bytes, "-b"), hi = parse_size(max_bytes, "-e");
+  const std::uint64_t step = parse_size(step_bytes, "-i");
+  for (const auto& [flag, text, v] : {std::tuple{"-b", &min_bytes, lo}, std::tuple{"-e", &max_bytes, hi}})
+    if (v > kMaxSweepBytes)
+      throw InputError(
+          fmt::format("{} {}: larger than the size limit kMaxSweepBytes = {} (1T)", flag, *text, kMaxSweepBytes));
+  if (lo > hi) throw InputError(fmt::format("-b {} is larger than -e {}: expected min <= max", min_bytes, max_bytes));
+  if (step == 0) throw InputError(fmt::format("-i {}: expected an increment of at least 1 byte", step_bytes));
+  if ((hi - lo) / step + 1 > kMaxSweepPoints)
+    throw InputError(fmt::format("-i {}: the size sweep from {} to {} has more than {} points: raise -i", step_bytes,
+                                 lo, hi, kMaxSweepPoints));
+  std::vector<std::uint64_t> sizes;
+  // nccl-tests: size = size + stepbytes while size <= maxbytes; here in whole elements.
+  for (std::uint64_t s = std::max<std::uint64_t>(lo, elem); s <= hi; s += step) {
+    const std::uint64_t bytes = s / elem * elem;
+    if (sizes.empty() || bytes != sizes.back()) sizes.push_back(bytes);
+  }
+  return sizes;
+}
+
 std::chrono::milliseconds timeout_ms(double seconds, const char* flag) {
   if (!(seconds > 0) || !(seconds <= kMaxTimeoutSeconds))
     throw InputError(

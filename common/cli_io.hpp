@@ -26,6 +26,11 @@ inline constexpr std::size_t kMaxSweepSteps = 65536;
 std::vector<std::uint64_t> size_sweep(const std::string& min_bytes, const std::string& max_bytes,
                                       const std::string& factor, std::size_t elem);
 
+// nccl-tests' sweep with -i (stepbytes): from -b to -e in increments of `step_bytes`, in whole
+// elements. InputError on the limits above, -b > -e or an increment of 0.
+std::vector<std::uint64_t> linear_sweep(const std::string& min_bytes, const std::string& max_bytes,
+                                        const std::string& step_bytes, std::size_t elem);
+
 // A progress timeout in seconds (a flag's or a spec key's value, named by `flag`): > 0 and at
 // most kMaxTimeoutSeconds (a week), else InputError; never an undefined conversion (inf, 1e300).
 inline constexpr double kMaxTimeoutSeconds = 7 * 24 * 3600.0;

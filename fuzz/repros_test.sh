@@ -85,9 +85,9 @@ expect_input_error "schedule export --count 2^62 (allgather)" "$topocoll" schedu
 expect_input_error "sim -e 2^64-1" "$topocoll" sim --topology pcie-8gpu --algorithm ring -b 8 -e 18446744073709551615
 if [ -x "$bin/topocoll-bench" ]; then
   bench=$bin/topocoll-bench
-  expect_input_error "bench -b/-e 2^64-1" "$bench" -a ring -b 18446744073709551615 -e 18446744073709551615 -n 1 -w 0
-  expect_input_error "bench -f 1.0000000000000002" "$bench" -a ring -b 8 -e 64 -f 1.0000000000000002
-  expect_input_error "bench --timeout inf" "$bench" -a ring -b 8 -e 64 --timeout inf
-  expect_input_error "bench --timeout 1e300" "$bench" -a ring -b 8 -e 64 --timeout 1e300
+  expect_input_error "bench -b/-e 2^64-1" "$bench" --algorithm ring -b 18446744073709551615 -e 18446744073709551615 -n 1 -w 0
+  expect_input_error "bench -f 1.0000000000000002" "$bench" --algorithm ring -b 8 -e 64 -f 1.0000000000000002
+  expect_input_error "bench --timeout inf" "$bench" --algorithm ring -b 8 -e 64 --timeout inf
+  expect_input_error "bench --timeout 1e300" "$bench" --algorithm ring -b 8 -e 64 --timeout 1e300
 fi
 summary repros_test

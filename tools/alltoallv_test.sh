@@ -42,7 +42,7 @@ for engine in analytic simgrid; do
     v=$(grep -v '^engine' "$tmp/out")
     check '[ "$(echo "$v" | wc -l)" -eq 1 ] && echo "$v" | grep -q "^[a-z]*,alltoallv-pairwise,1,8,4000,0,float,"' \
       "sim $engine alltoallv: one row of 4000 B: $v"
-    run "$bin" sim --topology pcie-8gpu --collective alltoall -a alltoall-pairwise -b 4000 -e 4000 --channels 2 \
+    run "$bin" sim --topology pcie-8gpu --collective alltoall --algorithm alltoall-pairwise -b 4000 -e 4000 --channels 2 \
       --engine "$engine" --format csv
     a2a=$(grep -v '^engine' "$tmp/out" | cut -d, -f10)
     check '[ "$(echo "$v" | cut -d, -f10)" = "$a2a" ]' "sim $engine: uniform alltoallv $(echo "$v" | cut -d, -f10) us vs alltoall $a2a us"
@@ -88,7 +88,7 @@ mpi=(mpirun --oversubscribe --allow-run-as-root)
 ucx_pml=(--mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any -x UCX_TLS=self,sm,tcp -x UCX_WARN_UNUSED_ENV_VARS=n)
 if [ -x "$bench" ] && command -v mpirun >/dev/null; then
   backends=(mpi)
-  "$bench" --backend ucx -a nosuch >/dev/null 2>"$tmp/err"
+  "$bench" --backend ucx --algorithm nosuch >/dev/null 2>"$tmp/err"
   grep -q "built without UCX" "$tmp/err" || backends+=(ucx)
   for backend in "${backends[@]}"; do
     launch=("${mpi[@]}")

@@ -1,9 +1,12 @@
 #include "tools/bench_command.hpp"
 
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdint>
+#include <cstdlib>
+#include <fstream>
 #include <optional>
 
 #include "algorithms/registry.hpp"
@@ -120,12 +123,67 @@ std::vector<BenchEntry> parse_algorithms(const std::string& list, algo::Collecti
   return out;
 }
 
+// A name with {algorithm} replaced by the algorithm's ('/' written '_').
+std::string per_algorithm(std::string pattern, std::string name) {
+  std::replace(name.begin(), name.end(), '/', '_');
+  const std::string key = "{algorithm}";
+  for (std::size_t at = pattern.find(key); at != std::string::npos; at = pattern.find(key))
+    pattern.replace(at, key.size(), name);
+  return pattern;
+}
+
+bool is_pattern(const std::string& name) {
+  return name.find("{algorithm}") != std::string::npos;
+}
+
+// The device lines of the job: one per rank, as nccl-tests prints them. Rank 0 does not gather
+// the others' processes, so pid and PCI address are placeholders (0); the host is rank 0's
+// machine on one node, else nN (node N, ranks numbered node by node).
+std::vector<nccl_tests::Device> job_devices(const runtime::BenchStart& s, const std::string& backend) {
+  std::vector<nccl_tests::Device> out;
+  const int per_node = s.ranks_per_node > 0 ? s.ranks_per_node : s.ranks;
+  for (int r = 0; r < s.ranks; ++r)
+    out.push_back({.rank = r,
+                   .pid = r == 0 ? static_cast<long>(::getpid()) : 0,
+                   .host = s.nodes == 1 ? s.base.machine : fmt::format("n{}", r / per_node),
+                   .device = r % per_node,
+                   .name = backend == "nccl" ? std::string("GPU (backend nccl)")
+                                             : fmt::format("CPU rank (backend {})", backend)});
+  return out;
+}
+
+nccl_tests::Placement placement_of(const records::Record& p) {
+  return {.time_us = p.time_us,
+          .algbw = p.algbw_gbps,
+          .busbw = p.busbw_gbps,
+          .wrong = p.wrong ? std::optional<std::int64_t>(static_cast<std::int64_t>(*p.wrong)) : std::nullopt};
+}
+
 // Rank 0's output: nccl-tests' table, or one JSONL record per size and placement.
 class Printer final : public runtime::BenchReport {
  public:
   Printer(const BenchCommand& c, std::ostream& fallback) : c_(c), fallback_(fallback) {}
 
   void start(const runtime::BenchStart& s) override {
+    collective_ = s.collective;
+    devices_ = job_devices(s, std::string(runtime::to_string(c_.options.backend)));
+    start_time_ = nccl_tests::now_string();
+    if (c_.nccl_tests) {
+      // nccl-tests' run header and device lines, then the bench's own notes as comments.
+      header_ = nccl_tests::run_header(*c_.nccl_tests, c_.run_header);
+      for (const nccl_tests::Device& d : devices_) header_ += nccl_tests::device_line(*c_.nccl_tests, d);
+      header_ += fmt::format(
+          "# topocoll-bench: {}, backend {}, {} ranks on {} node{}, host {}; {}\n", algo::to_string(s.collective),
+          s.base.engine, s.ranks, s.nodes, s.nodes == 1 ? "" : "s", s.base.machine,
+          c_.options.average >= 0 ? "time = each rank's mean over iterations, combined over ranks as -a says"
+                                  : "time = median over iterations of the max over ranks");
+      if (!s.transport_note.empty()) header_ += "# " + s.transport_note + "\n";
+      if (!is_pattern(c_.output)) {
+        sink_.emplace(c_.output, fallback_, "-O");
+        sink_->stream() << header_;
+      }
+      return;
+    }
     sink_.emplace(c_.output, fallback_, "-O");
     if (c_.jsonl) return;
     std::ostream& out = sink_->stream();
@@ -142,28 +200,45 @@ class Printer final : public runtime::BenchReport {
                        s.oversubscribed ? "oversubscribed, a stalled rank yields at once"
                                         : fmt::format("a stalled rank polls {} us before it yields", s.spin_us));
     out << "# MPI (the mpi algorithm, and the bootstrap): PML " << s.mpi_pml << "\n";
-    collective_ = s.collective;
   }
 
   void device(const std::string& description) override {
-    if (!c_.jsonl) sink_->stream() << "# " << description << "\n";
+    if (c_.nccl_tests) {
+      header_ += "# " + description + "\n";
+      if (sink_) sink_->stream() << "# " << description << "\n";
+    } else if (!c_.jsonl) {
+      sink_->stream() << "# " << description << "\n";
+    }
+  }
+
+  // What a block runs, one line.
+  std::string block_description(const BenchEntry& e) const {
+    const algo::Algorithm* alg = e.alg;
+    const std::string& name = e.name;
+    return e.file ? fmt::format("{} (channels and slices as the file gives them)", alg->description)
+           : alg  ? fmt::format("{} (channels {}, slice {} B)", alg->description, c_.options.channels,
+                                c_.options.slice_bytes)
+           : runtime::is_nccl_baseline(name)
+               ? fmt::format("{} on GPU buffers{}", nccl_call(collective_),
+                             name == "nccl"        ? ""
+                             : name == "nccl-ring" ? ", NCCL_ALGO=Ring"
+                                                   : ", NCCL_ALGO=Tree")
+               : fmt::format("{} of the MPI library, same buffers", runtime::mpi_baseline_call(collective_));
   }
 
   void block_start(const BenchEntry& e) override {
+    rows_.clear();
+    if (c_.nccl_tests) {
+      if (is_pattern(c_.output)) {
+        table_file_.emplace(per_algorithm(c_.output, e.name), fallback_, "-O");
+        table_file_->stream() << header_;
+      }
+      table() << fmt::format("# topocoll algorithm: {} ({})\n", e.name, block_description(e))
+              << nccl_tests::column_header(*c_.nccl_tests);
+      return;
+    }
     if (c_.jsonl) return;
-    const algo::Algorithm* alg = e.alg;
-    const std::string& name = e.name;
-    sink_->stream() << fmt::format(
-        "#\n# {}: {}\n", name,
-        e.file ? fmt::format("{} (channels and slices as the file gives them)", alg->description)
-        : alg
-            ? fmt::format("{} (channels {}, slice {} B)", alg->description, c_.options.channels, c_.options.slice_bytes)
-        : runtime::is_nccl_baseline(name)
-            ? fmt::format("{} on GPU buffers{}", nccl_call(collective_),
-                          name == "nccl"        ? ""
-                          : name == "nccl-ring" ? ", NCCL_ALGO=Ring"
-                                                : ", NCCL_ALGO=Tree")
-            : fmt::format("{} of the MPI library, same buffers", runtime::mpi_baseline_call(collective_)));
+    sink_->stream() << fmt::format("#\n# {}: {}\n", e.name, block_description(e));
     sink_->stream()
         << "#                                                              out-of-place                       "
            "in-place          \n"
@@ -174,12 +249,27 @@ class Printer final : public runtime::BenchReport {
   }
 
   void unsupported(const BenchEntry& e, std::uint64_t bytes, const std::string& reason) override {
-    if (!c_.jsonl)
+    if (c_.nccl_tests)
+      table() << (e.file ? fmt::format("# {} B {}\n", bytes, reason)
+                         : fmt::format("# {} B not supported: {}\n", bytes, reason));
+    else if (!c_.jsonl)
       sink_->stream() << (e.file ? fmt::format(" {:>12} {}\n", bytes, reason)
                                  : fmt::format(" {:>12} not supported: {}\n", bytes, reason));
   }
 
   void row(const BenchEntry&, const runtime::BenchRow& r) override {
+    const records::Record& p0 = r.points[0];
+    rows_.push_back({.bytes = r.bytes,
+                     .count = r.count,
+                     .type = p0.dtype,
+                     .redop = algo::reduces(collective_) ? p0.op : std::string("none"),
+                     .root = r.root,
+                     .out_of_place = placement_of(r.points[0]),
+                     .in_place = placement_of(r.points[1])});
+    if (c_.nccl_tests) {
+      table() << nccl_tests::row_line(*c_.nccl_tests, rows_.back()) << std::flush;
+      return;
+    }
     std::ostream& out = sink_->stream();
     if (c_.jsonl) {
       for (int ip = 0; ip < (r.in_place_run ? 2 : 1); ++ip)
@@ -202,15 +292,32 @@ class Printer final : public runtime::BenchReport {
     out << line << "\n" << std::flush;
   }
 
-  void block_end(const BenchEntry&, std::uint64_t wrong, double avg_busbw) override {
+  void block_end(const BenchEntry& e, std::uint64_t wrong, double avg_busbw) override {
+    // nccl-tests' errors[0]: the checks (size and placement) that found a wrong element.
+    int failed_checks = 0;
+    for (const nccl_tests::Row& r : rows_)
+      for (const nccl_tests::Placement* p : {&r.out_of_place, &r.in_place}) failed_checks += p->wrong && *p->wrong > 0;
+    const nccl_tests::Footer f{
+        .program = c_.run_header.program, .failed_checks = failed_checks, .avg_busbw = avg_busbw, .min_bw = c_.min_bw};
+    failed_ = failed_ || nccl_tests::footer_failed(f);
+    if (!c_.json.empty()) write_json(e, f);
+    if (c_.nccl_tests) {
+      table() << nccl_tests::footer(*c_.nccl_tests, f);
+      if (table_file_) table_file_->close();
+      table_file_.reset();
+      return;
+    }
     if (c_.jsonl) return;
     sink_->stream() << fmt::format("# Out of bounds values : {} {}\n", wrong, wrong ? "FAILED" : "OK");
     sink_->stream() << fmt::format("# Avg bus bandwidth    : {:g} \n", avg_busbw);
   }
 
   void finish() override {
-    if (!c_.jsonl) sink_->stream() << "#\n";
+    if (!c_.jsonl && !c_.nccl_tests) sink_->stream() << "#\n";
   }
+
+  // A table below NCCL_TESTS_MIN_BW or with a failed check (--format nccl-tests, -J).
+  bool failed() const { return failed_; }
 
   // After the run's closing barrier: flushes -O and reports a failed write.
   void close() {
@@ -218,10 +325,39 @@ class Printer final : public runtime::BenchReport {
   }
 
  private:
+  std::ostream& table() { return table_file_ ? table_file_->stream() : sink_->stream(); }
+
+  // -J: nccl-tests' JSON document of the block (common/nccl_tests_table.hpp).
+  void write_json(const BenchEntry& e, const nccl_tests::Footer& f) {
+    nccl_tests::JsonRun run{.start_time = start_time_,
+                            .end_time = nccl_tests::now_string(),
+                            .args = c_.argv,
+                            .env = {},
+                            .nccl_version = 0,
+                            .header = c_.run_header,
+                            .devices = devices_,
+                            .experiment_name = e.name};
+    // nccl-tests writes the whole environment; here the variables that change a run only.
+    for (char** v = environ; v && *v; ++v) {
+      const std::string kv = *v;
+      if (kv.rfind("NCCL_", 0) == 0 || kv.rfind("TOPOCOLL_", 0) == 0 || kv.rfind("UCX_", 0) == 0) run.env.push_back(kv);
+    }
+    const std::string path = is_pattern(c_.json) ? per_algorithm(c_.json, e.name) : c_.json;
+    std::ofstream file(path);
+    file << nccl_tests::json_document(run, rows_, f).dump() << "\n";
+    file.close();
+    if (!file) throw InputError(fmt::format("-J {}: cannot write the file", path));
+  }
+
   const BenchCommand& c_;
   std::ostream& fallback_;
-  std::optional<cli::Output> sink_;  // rank 0, from start()
+  std::optional<cli::Output> sink_;        // rank 0, from start()
+  std::optional<cli::Output> table_file_;  // --format nccl-tests with -O {algorithm}: the block's file
   algo::Collective collective_ = algo::Collective::AllReduce;
+  std::string header_, start_time_;
+  std::vector<nccl_tests::Device> devices_;
+  std::vector<nccl_tests::Row> rows_;  // the block's, for -J and the footer
+  bool failed_ = false;
 };
 
 }  // namespace
@@ -238,8 +374,32 @@ BenchCommand parse_bench_flags(const BenchFlags& a) {
         "--backend ucx: this topocoll-bench was built without UCX (pkg-config ucx not found): expected mpi");
   if (a.backend != "mpi" && a.backend != "ucx" && a.backend != "nccl")
     throw InputError(fmt::format("--backend {}: expected {}", a.backend, backends));
-  if (a.format != "table" && a.format != "jsonl")
-    throw InputError(fmt::format("--format {}: expected table or jsonl", a.format));
+  if (a.format != "table" && a.format != "jsonl" && a.format != "nccl-tests")
+    throw InputError(fmt::format("--format {}: expected table, jsonl or nccl-tests", a.format));
+  // nccl-tests' flags without a meaning here are refused, each with the reason.
+  if (a.ngpus != 1)
+    throw InputError(fmt::format(
+        "-g {}: expected 1: topocoll-bench runs one rank per process and GPU; start more ranks with mpirun -np",
+        a.ngpus));
+  if (a.nthreads != 1)
+    throw InputError(fmt::format(
+        "-t {}: expected 1: topocoll-bench runs one thread per rank; start more ranks with mpirun -np", a.nthreads));
+  if (a.blocking != 1)
+    throw InputError(fmt::format(
+        "-z {}: expected 1: every timed call here waits for its completion and a barrier (nccl-tests' -z 1); "
+        "calls back to back are not measured",
+        a.blocking));
+  if (a.average < -1 || a.average > 3)
+    throw InputError(fmt::format(
+        "-a {}: expected nccl-tests' average mode 0 (rank 0), 1 (average), 2 (minimum) or 3 (maximum) over ranks; "
+        "the algorithms are --algorithm",
+        a.average));
+  if (a.run_cycles < 1)
+    throw InputError(
+        fmt::format("-N {}: expected 1 or more cycles (nccl-tests' 0 runs forever; a run here ends)", a.run_cycles));
+  if (!a.stepbytes.empty() && a.factor_given)
+    throw InputError(fmt::format("-i {} with -f {}: expected one of them (increments in bytes, or a factor)",
+                                 a.stepbytes, a.factor));
   if (a.iters < 1) throw InputError(fmt::format("-n {}: expected at least 1 iteration", a.iters));
   if (a.warmup < 0) throw InputError(fmt::format("-w {}: expected 0 or more warmup iterations", a.warmup));
   if (a.channels < 1 || a.channels > 64) throw InputError(fmt::format("--channels {}: expected 1 to 64", a.channels));
@@ -286,8 +446,15 @@ BenchCommand parse_bench_flags(const BenchFlags& a) {
                                    o.alltoallv_sizes->describe()));
     o.sizes = {algo::nccl_tests_bytes(algo::alltoallv_args(o.alltoallv_sizes, dtype))};
   } else {
-    o.sizes = algo::sweep_with_files(*files, cli::size_sweep(a.min_bytes, a.max_bytes, a.factor, algo::size_of(dtype)),
-                                     a.sizes_given, dtype);
+    const std::vector<std::uint64_t> sweep =
+        a.stepbytes.empty() ? cli::size_sweep(a.min_bytes, a.max_bytes, a.factor, algo::size_of(dtype))
+                            : cli::linear_sweep(a.min_bytes, a.max_bytes, a.stepbytes, algo::size_of(dtype));
+    const std::vector<std::uint64_t> one_cycle = algo::sweep_with_files(*files, sweep, a.sizes_given, dtype);
+    if (one_cycle.size() * static_cast<std::size_t>(a.run_cycles) > cli::kMaxSweepPoints)
+      throw InputError(fmt::format("-N {}: {} cycles of {} sizes are more than {} points", a.run_cycles, a.run_cycles,
+                                   one_cycle.size(), cli::kMaxSweepPoints));
+    for (int cycle = 0; cycle < a.run_cycles; ++cycle)
+      o.sizes.insert(o.sizes.end(), one_cycle.begin(), one_cycle.end());
   }
   o.collective = collective;
   o.root = root;
@@ -303,6 +470,7 @@ BenchCommand parse_bench_flags(const BenchFlags& a) {
   o.iters = a.iters;
   o.warmup = a.warmup;
   o.check = a.check;
+  o.average = a.average;
   o.channels = a.channels;
   o.slice_bytes = slice;
   o.rounds = a.rounds;
@@ -311,6 +479,27 @@ BenchCommand parse_bench_flags(const BenchFlags& a) {
   o.topology = runtime::BenchTopology{a.topology, a.nodes > 0 ? std::optional<int>(a.nodes) : std::nullopt, a.fabric};
   c.jsonl = a.format == "jsonl";
   c.output = a.output;
+  if (a.format == "nccl-tests") c.nccl_tests = nccl_tests::parse_layout(a.nccl_tests_layout, "--nccl-tests-layout");
+  if (is_pattern(a.output) && a.format != "nccl-tests")
+    throw InputError(
+        fmt::format("-O {}: {{algorithm}} names one file per algorithm with --format nccl-tests only", a.output));
+  if (!a.json.empty() && o.entries.size() > 1 && !is_pattern(a.json))
+    throw InputError(fmt::format(
+        "-J {}: {} algorithms: expected a name holding {{algorithm}} (one nccl-tests JSON document per algorithm)",
+        a.json, o.entries.size()));
+  c.json = a.json;
+  c.argv = a.argv;
+  c.min_bw = nccl_tests::min_bw_from(std::getenv("NCCL_TESTS_MIN_BW"));
+  const double factor = a.stepbytes.empty() ? std::stod(a.factor) : 0.0;
+  c.run_header = {.program = std::string(algo::nccl_tests_name(collective)),
+                  .min_bytes = parse_size(a.min_bytes, "-b"),
+                  .max_bytes = parse_size(a.max_bytes, "-e"),
+                  .step = a.stepbytes.empty() ? static_cast<std::uint64_t>(factor) : parse_size(a.stepbytes, "-i"),
+                  .step_is_factor = a.stepbytes.empty(),
+                  .warmup = a.warmup,
+                  .iters = a.iters,
+                  .check = a.check,
+                  .blocking = 1};
   return c;
 }
 
@@ -318,7 +507,7 @@ int bench_command(const BenchCommand& c, std::ostream& out) {
   Printer printer(c, out);
   const std::uint64_t wrong = runtime::run_bench(c.options, printer);
   printer.close();
-  return wrong ? 1 : 0;
+  return wrong || printer.failed() ? 1 : 0;
 }
 
 }  // namespace topocoll::tools

@@ -4,17 +4,19 @@
 // (kind "measured", engine = the backend, collective).
 //
 //   mpirun -np P topocoll-bench --algorithm ring,dbt,hierarchical,mpi -b 8 -e 128M -f 2
-//   mpirun -np P topocoll-bench --collective alltoall -a alltoall-pairwise,mpi -b 8 -e 128M -f 2
+//   mpirun -np P topocoll-bench --collective alltoall --algorithm alltoall-pairwise,mpi -b 8 -e 128M -f 2
 //
 // The measurement is runtime/bench/run.hpp's run_bench (what is timed, how #wrong is counted, the
 // backends); this command parses the flags into its BenchOptions and prints what it reports.
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
 
+#include "common/nccl_tests_table.hpp"
 #include "runtime/bench/run.hpp"
 
 namespace topocoll::tools {
@@ -34,11 +36,22 @@ struct BenchFlags {
   std::string ucx_bulk = "0";  // --ucx-bulk: messages this large use UCX's bulk endpoint (0: never)
   std::string slice = "1M";
   double timeout_s = 60.0;
-  std::string format = "table";  // table | jsonl
-  std::string output;            // -O FILE (rank 0 writes)
-  std::string topology;          // --topology: preset, NCCL XML or YAML; empty: detected from MPI
-  int nodes = 0;                 // --nodes (0: the topology's own)
-  std::string fabric;            // --fabric (empty: the topology's default)
+  std::string format = "table";               // table | jsonl | nccl-tests
+  std::string nccl_tests_layout = "current";  // --format nccl-tests: current | classic
+  // -O FILE (rank 0 writes); with --format nccl-tests a name holding {algorithm} writes one file
+  // per algorithm.
+  std::string output;
+  // nccl-tests' flags that mean something here (tools/bench_main.cpp says what each does):
+  int nthreads = 1, ngpus = 1;    // -t, -g: only 1 (one rank per process and GPU)
+  std::string stepbytes;          // -i: linear increments instead of -f (empty: not given)
+  int run_cycles = 1;             // -N: the sweep this many times
+  int blocking = 1;               // -z: only 1 (each timed call waits for completion and a barrier)
+  int average = -1;               // -a 0..3; -1: not given (median of the max over ranks)
+  std::string json;               // -J FILE: nccl-tests' JSON document ({algorithm}: one per algorithm)
+  std::vector<std::string> argv;  // the command line, for -J's "args"
+  std::string topology;           // --topology: preset, NCCL XML or YAML; empty: detected from MPI
+  int nodes = 0;                  // --nodes (0: the topology's own)
+  std::string fabric;             // --fabric (empty: the topology's default)
   // --schedule FILE (repeatable): schedule files run beside the algorithms (algorithms/schedule_file.hpp);
   // without --algorithm, instead of its default list (the mpi baseline stays).
   std::vector<std::string> schedules;
@@ -48,6 +61,7 @@ struct BenchFlags {
   // files) the sizes left out.
   bool algorithm_given = false, sizes_given = false, dtype_given = false, op_given = false;
   bool collective_given = false, root_given = false;
+  bool factor_given = false;
 };
 
 // The run and how to print it.
@@ -56,6 +70,12 @@ struct BenchCommand {
   std::shared_ptr<const algo::ScheduleFileSet> files;  // what options.entries' files point into
   bool jsonl = false;                                  // --format jsonl, else the table
   std::string output;                                  // -O FILE; empty: the stream given to bench_command
+  // --format nccl-tests: nccl-tests' layout; the run header's values; -J; NCCL_TESTS_MIN_BW.
+  std::optional<nccl_tests::Layout> nccl_tests;
+  nccl_tests::RunHeader run_header;
+  std::string json;
+  std::vector<std::string> argv;
+  std::optional<double> min_bw;
 };
 
 // Checks the flags without MPI (so every rank rejects bad input before MPI_Init); throws
@@ -64,7 +84,8 @@ struct BenchCommand {
 BenchCommand parse_bench_flags(const BenchFlags& f);
 
 // Runs the benchmark; MPI must be initialised. Rank 0 writes to `out` (or -O). Returns 0 when
-// every result was right, 1 when an element was wrong.
+// every result was right, 1 when an element was wrong or (--format nccl-tests) the average bus
+// bandwidth of a table is below NCCL_TESTS_MIN_BW (nccl-tests' FAILED).
 int bench_command(const BenchCommand& c, std::ostream& out);
 
 }  // namespace topocoll::tools

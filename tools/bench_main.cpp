@@ -22,11 +22,14 @@ namespace {
 constexpr const char* kExamples = R"(
 Examples:
   mpirun -np 4 topocoll-bench --algorithm ring,dbt,hierarchical,mpi -b 8 -e 128M -f 2
-  mpirun -np 2 topocoll-bench -a all -b 8 -e 64K -f 4 -n 5 -w 1 -d int32 -o max
-  mpirun -np 2 topocoll-bench -a ring,mpi -b 1M -e 256M --format jsonl -O measured.jsonl
+  mpirun -np 2 topocoll-bench --algorithm all -b 8 -e 64K -f 4 -n 5 -w 1 -d int32 -o max
+  mpirun -np 2 topocoll-bench --algorithm ring,mpi -b 1M -e 256M --format jsonl -O measured.jsonl
+  mpirun -np 4 topocoll-bench --algorithm ring,mpi --format nccl-tests -O 'ar-{algorithm}.log' -J 'ar-{algorithm}.json'
   mpirun -np 4 topocoll-bench --collective alltoall -b 8 -e 64M -f 4
-  mpirun -np 4 topocoll-bench --collective broadcast --root 2 -a broadcast-tree,mpi
-  mpirun -np 4 --mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any topocoll-bench --backend ucx -a all
+  mpirun -np 4 topocoll-bench --collective broadcast --root 2 --algorithm broadcast-tree,mpi
+  mpirun -np 4 --mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any topocoll-bench --backend ucx --algorithm all
+nccl-tests' flags: -b -e -f -i -n -w -N -c -d -o -r -a -z -J as all_reduce_perf's; -g and -t 1 only.
+NCCL_TESTS_MIN_BW=X: a table whose average bus bandwidth is below 0.9 X says FAILED and the run exits 1.
 As root, and with more ranks than cores: mpirun --oversubscribe --allow-run-as-root ...)";
 
 std::string fmt_rank(int rank) {
@@ -55,12 +58,21 @@ int main(int argc, char** argv) {
                  "allreduce, allgather, reduce_scatter, broadcast, reduce, alltoall or alltoallv (with --sizes)")
       ->default_val("allreduce");
   app.add_option("--root,-r", a.root, "root rank of broadcast and reduce")->default_val(0);
-  app.add_option("--algorithm,-a", a.algorithm,
+  app.add_option("--algorithm", a.algorithm,
                  "algorithms of the collective and/or mpi: comma list or 'all' (default: allreduce "
                  "ring,dbt,hierarchical,mpi; the other collectives all)");
   app.add_option("-b,--minbytes", a.min_bytes, "smallest size (8, 1K, 1M, 1G)")->default_val("8");
   app.add_option("-e,--maxbytes", a.max_bytes, "largest size")->default_val("128M");
   app.add_option("-f,--stepfactor", a.factor, "multiplication factor between sizes")->default_val("2");
+  app.add_option("-i,--stepbytes", a.stepbytes, "increment between sizes, in bytes (instead of -f)");
+  app.add_option("-N,--run_cycles", a.run_cycles, "run the sweep this many times (each printed)")->default_val(1);
+  app.add_option("-a,--average", a.average,
+                 "nccl-tests' time over ranks: 0 rank 0, 1 average, 2 min, 3 max of each rank's mean (default: the "
+                 "median over iterations of the max over ranks)");
+  app.add_option("-g,--ngpus", a.ngpus, "GPUs per thread: 1 only (one rank per process and GPU)")->default_val(1);
+  app.add_option("-t,--nthreads", a.nthreads, "threads per process: 1 only")->default_val(1);
+  app.add_option("-z,--blocking", a.blocking, "1 only: every timed call waits for completion and a barrier")
+      ->default_val(1);
   app.add_option("-n,--iters", a.iters, "timed iterations")->default_val(20);
   app.add_option("-w,--warmup_iters", a.warmup, "untimed warmup iterations")->default_val(5);
   app.add_option("-c,--check", a.check, "verify bit for bit (0: off)")->default_val(1);
@@ -100,8 +112,16 @@ int main(int argc, char** argv) {
   app.add_flag("--no-verify", a.no_verify, "run --schedule files without proving them first");
   app.add_option("--sizes", a.sizes_file,
                  "alltoallv: the size matrix, one row per rank of the element counts it sends each rank");
-  app.add_option("--format", a.format, "table | jsonl")->default_val("table");
-  app.add_option("-O,--output", a.output, "output file (default stdout; rank 0 writes)");
+  app.add_option("--format", a.format, "table | jsonl | nccl-tests (all_reduce_perf's output, one table per algorithm)")
+      ->default_val("table");
+  app.add_option("--nccl-tests-layout", a.nccl_tests_layout,
+                 "--format nccl-tests: current (nccl-tests 2.17 and later) | classic (earlier releases)")
+      ->default_val("current");
+  app.add_option("-O,--output", a.output,
+                 "output file (default stdout; rank 0 writes); with --format nccl-tests a name holding {algorithm} "
+                 "writes one file per algorithm");
+  app.add_option("-J", a.json,
+                 "nccl-tests' JSON document (rank 0 writes); several algorithms: a name holding {algorithm}");
   app.footer(kExamples);
   topocoll::tools::BenchCommand command;
   if (input_error.empty()) {
@@ -121,6 +141,8 @@ int main(int argc, char** argv) {
       a.op_given = app.count("--op") > 0;
       a.collective_given = app.count("--collective") > 0;
       a.root_given = app.count("--root") > 0;
+      a.factor_given = app.count("-f") > 0;
+      a.argv.assign(argv, argv + argc);
       command = topocoll::tools::parse_bench_flags(a);
     } catch (const std::exception& e) {
       input_error = e.what();

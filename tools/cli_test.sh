@@ -50,10 +50,10 @@ expect_error "--oversubscription 0.5: expected a ratio >= 1" topo show --topolog
 expect_error "unknown transport 'ib': expected one of hdr, ndr, xdr" sim --topology dgx-h100 --nodes 2 --transport ib
 expect_error "unknown ECMP mode 'spray': expected hash or ideal" sim --topology dgx-h100 --nodes 2 --ecmp spray
 expect_error "--nics-per-gpu 0: expected 1 to 16" topo show --topology dgx-h100 --nodes 2 --nics-per-gpu 0
-expect_ok sim --topology dgx-h100 --nodes 4 --fabric dragonfly --transport slingshot-11 --ecmp ideal -a ring -b 1M -e 1M --no-nccl-model &&
+expect_ok sim --topology dgx-h100 --nodes 4 --fabric dragonfly --transport slingshot-11 --ecmp ideal --algorithm ring -b 1M -e 1M --no-nccl-model &&
   contains "dragonfly 1:1, transport slingshot-11, ECMP ideal" "sim --fabric dragonfly --transport slingshot-11"
-expect_ok sim --topology dgx-h100 --nodes 2 --fabric multi-plane --nics-per-gpu 2 -a ring -b 1M -e 1M --no-nccl-model
-expect_error "planes never meet" sim --topology dgx-h100 --nodes 2 --fabric multi-plane --no-pxn -a ring -b 1M -e 1M --no-nccl-model
+expect_ok sim --topology dgx-h100 --nodes 2 --fabric multi-plane --nics-per-gpu 2 --algorithm ring -b 1M -e 1M --no-nccl-model
+expect_error "planes never meet" sim --topology dgx-h100 --nodes 2 --fabric multi-plane --no-pxn --algorithm ring -b 1M -e 1M --no-nccl-model
 expect_error "--oversubscription" topo show --topology dgx-h100 --nodes 2 --oversubscription lots
 expect_error "--format yaml: expected text or json" topo show --topology dgx-h100 --format yaml
 expect_error "--format png: expected dot, simgrid or json" topo export --topology dgx-h100 --format png
@@ -144,10 +144,10 @@ expect_error "--channels x: expected nccl (what stock NCCL runs with here) or 1 
 expect_error "--channels 65: expected nccl" sim --topology pcie-8gpu -b 1K -e 1K --channels 65
 expect_error "expected 0 (CollNet off) or 1" sim --topology pcie-8gpu -b 1K -e 1K --nccl-env NCCL_COLLNET_ENABLE=2
 # CollNet: NCCL_COLLNET_ENABLE=1 on a fabric with SHARP (--sharp) puts CollNet in the NCCL model's choice.
-expect_ok sim --topology dgx-h100 -N 4 -a ring -b 32M -e 32M --sharp --nccl-env NCCL_COLLNET_ENABLE=1 --nccl-env NCCL_ALGO=CollNetDirect,CollNetChain &&
+expect_ok sim --topology dgx-h100 -N 4 --algorithm ring -b 32M -e 32M --sharp --nccl-env NCCL_COLLNET_ENABLE=1 --nccl-env NCCL_ALGO=CollNetDirect,CollNetChain &&
   contains "CollNetChain/Simple" "sim --sharp NCCL_COLLNET_ENABLE=1"
 # --channels nccl (the default) runs schedules with NCCL's channels: 24 on one DGX H100.
-if expect_ok sim --topology dgx-h100 -a ring -b 1M -e 1M --format jsonl; then
+if expect_ok sim --topology dgx-h100 --algorithm ring -b 1M -e 1M --format jsonl; then
   grep -q '"engine":"analytic".*' "$tmp/out" && grep '"engine":"analytic"' "$tmp/out" | grep -q '"channels":24' ||
     fail "sim default channels: expected 24 on dgx-h100: $(head -c 400 "$tmp/out")"; fi
 expect_error "--root 99: expected a rank from 0 to 15" verify --topology dgx-h100 --nodes 2 --root 99
@@ -161,7 +161,7 @@ if expect_ok sim --topology dgx-h100 --nodes 2 --algorithm ring,dbt -b 1K -e 1M 
   contains "# ring:" "sim table"
   contains "nccl-model choice" "sim table"
 fi
-if expect_ok sim --topology dgx-h100 --nodes 2 --algorithm ring -b 1M -e 1M --format jsonl -o "$tmp/r.jsonl"; then
+if expect_ok sim --topology dgx-h100 --nodes 2 --algorithm ring -b 1M -e 1M --format jsonl -O "$tmp/r.jsonl"; then
   if [ "$(wc -l <"$tmp/r.jsonl")" -eq 2 ] && grep -q '"schema":"topocoll.record/1"' "$tmp/r.jsonl" && grep -q '"engine":"nccl-model"' "$tmp/r.jsonl"; then ok; else
     fail "sim jsonl: expected one ring record and one nccl-model record: $(cat "$tmp/r.jsonl")"; fi
 fi
@@ -175,7 +175,7 @@ expect_error "--protocol XX: expected auto, LL, LL128 or Simple" sim --topology 
 expect_error "-b 1G is larger than -e 1M" sim --topology dgx-h100 -b 1G -e 1M
 expect_error "-f 1: expected a number > 1" sim --topology dgx-h100 -f 1
 expect_error "unknown algorithm 'tree'" sim --topology dgx-h100 --algorithm tree
-expect_error "--format xml: expected table, csv or jsonl" sim --topology dgx-h100 --format xml
+expect_error "--format xml: expected table, csv, jsonl or nccl-tests" sim --topology dgx-h100 --format xml
 printf '{"links": {"nvlink": {"efficiency": 2}}}' >"$tmp/calib.json"
 expect_error "calib.json: 'links.nvlink.efficiency' = 2 is outside [1e-06, 1]" sim --topology dgx-h100 --calibration "$tmp/calib.json"
 printf '{"links": ' >"$tmp/broken-calib.json"
@@ -186,7 +186,7 @@ if expect_ok sim --topology dgx-h100 --algorithm ring -b 1G -e 1G; then
   contains "NVLS/Simple" "sim 2.28.9 on one DGX H100: NVLS"; fi
 if expect_ok sim --topology dgx-h100 --algorithm ring -b 1G -e 1G --nccl-env NCCL_NVLS_ENABLE=0 --nccl-env NCCL_PROTO=^LL128; then
   contains "Ring/Simple" "sim --nccl-env NCCL_NVLS_ENABLE=0"; fi
-if expect_ok sim --topology dgx-h100 --algorithm ring -b 1G -e 1G --nccl-version 2.22.3 --format jsonl -o "$tmp/v.jsonl"; then
+if expect_ok sim --topology dgx-h100 --algorithm ring -b 1G -e 1G --nccl-version 2.22.3 --format jsonl -O "$tmp/v.jsonl"; then
   grep -q '"nccl_version":"2.22.3"' "$tmp/v.jsonl" && grep -q '"nccl_channels":24' "$tmp/v.jsonl" ||
     fail "sim --nccl-version 2.22.3: expected nccl_version 2.22.3 and nccl_channels 24: $(cat "$tmp/v.jsonl")"; fi
 if NCCL_ALGO=Tree expect_ok sim --topology dgx-h100 --nodes 4 --algorithm ring -b 1G -e 1G; then
@@ -213,11 +213,11 @@ if expect_ok sim --topology dgx-h100 --nodes 2 --collective allgather -b 1M -e 1
     "sim --collective allgather jsonl: a simulated and a nccl-model allgather record"
   check 'grep -q "\"count\":16384," "$tmp/out"' "sim --collective allgather: count 1M / 4 / 16 ranks"
 fi
-if expect_ok sim --topology dgx-h100 --collective broadcast --root 7 -a broadcast-tree -b 1M -e 1M; then
+if expect_ok sim --topology dgx-h100 --collective broadcast --root 7 --algorithm broadcast-tree -b 1M -e 1M; then
   contains "# collective broadcast (root 7)" "sim --collective broadcast --root 7"; fi
 expect_error "--collective allgathr: unknown collective 'allgathr': expected one of allreduce" sim --topology dgx-h100 --collective allgathr
 expect_error "--algorithm ring: ring is an algorithm for allreduce, not allgather; the allgather algorithms are allgather-ring" \
-  sim --topology dgx-h100 --collective allgather -a ring
+  sim --topology dgx-h100 --collective allgather --algorithm ring
 expect_error "--root 8: expected a rank of 0..7" sim --topology dgx-h100 --collective broadcast --root 8
 if expect_ok sim --topology dgx-h100 --collective reduce_scatter -b 8 -e 64 -f 2 --no-nccl-model; then
   contains "# sizes 8, 16 B skipped: fewer than 8 elements, none per rank" "sim reduce_scatter below p elements"
@@ -240,13 +240,13 @@ expect_error "--collective gather: unknown collective 'gather'" verify --topolog
 # sim says on stderr, one line each, what the topology assumed (stdout, which the goldens compare,
 # is unchanged): AWS p5's file leaves NVLink unknown, an nvidia-smi matrix leaves the NIC speed.
 errcontains() { if grep -qF -- "$1" "$tmp/err"; then ok; else fail "stderr of '$2' lacks '$1': $(head -c 300 "$tmp/err")"; fi; }
-if expect_ok sim --topology "$data/aws-p5-h100-no-nvlink.xml" -a ring -b 1M -e 1M --no-nccl-model; then
+if expect_ok sim --topology "$data/aws-p5-h100-no-nvlink.xml" --algorithm ring -b 1M -e 1M --no-nccl-model; then
   errcontains "note: $data/aws-p5-h100-no-nvlink.xml: NVLink unknown: 8 GPUs and no <nvlink> element" "sim p5"
   errcontains "overrides.nvlink" "sim p5"
   check '! grep -q "^note:" "$tmp/out"' "sim p5: notes stay off stdout"
   check '[ "$(grep -vc "^note: " "$tmp/err")" -eq 0 ]' "sim p5: every stderr line is a note"
 fi
-if expect_ok sim --topology "$data/handwritten-smi-h100x8-nv18.txt" -a ring -b 1M -e 1M --no-nccl-model; then
+if expect_ok sim --topology "$data/handwritten-smi-h100x8-nv18.txt" --algorithm ring -b 1M -e 1M --no-nccl-model; then
   contains "x 1 node (8 GPUs)" "sim on an nvidia-smi matrix"
   errcontains "nic_gbps" "sim smi"; fi
 printf '\tGPU0\tGPU1\tCPU Affinity\nGPU0\t X \tNV4\t0-7\nGPU1\tNV4\n' >"$tmp/ragged.txt"
@@ -262,7 +262,7 @@ done
 # Per GPU and direction NVLS moves S(1 + 1/N), ring 2S(N-1)/N: with NVLink the bound, ring / nvls
 # tends to 2(N-1)/(N+1) = 1.556 on 8 GPUs (docs/simulator.md, "Switch operations").
 for engine in analytic simgrid; do
-  if expect_ok sim --topology hgx-h200 -a ring,nvls -b 8G -e 8G --engine "$engine" --no-nccl-model --format jsonl; then
+  if expect_ok sim --topology hgx-h200 --algorithm ring,nvls -b 8G -e 8G --engine "$engine" --no-nccl-model --format jsonl; then
     ratio=$(python3 -c 'import json,sys
 t={json.loads(l)["algorithm"]: json.loads(l)["time_us"] for l in open(sys.argv[1])}
 print("%.3f" % (t["ring"] / t["nvls"]))' "$tmp/out")

@@ -120,7 +120,7 @@ check '[ "$(lines "$grec")" = 4 ] && [ "$(grep -c "\"collective\":\"allgather\""
 check 'grep -q "allgather of 8 bytes on 16 ranks: fewer elements than ranks: no records" "$tmp/err"' \
   "allgather: no note for the empty size: $(cat "$tmp/err")"
 # 720 B: 180 floats, 11 per rank, 704 B received; the same time as `topocoll sim`.
-sim_line=$("$bin" sim --topology dgx-h100 --nodes 2 --collective allgather -a allgather-ring -b 720 -e 720 --format jsonl |
+sim_line=$("$bin" sim --topology dgx-h100 --nodes 2 --collective allgather --algorithm allgather-ring -b 720 -e 720 --format jsonl |
   grep '"kind":"simulated"')
 exp_line=$(grep '|allgather-ring|720|' "$grec")
 time_of() { sed 's/.*"time_us":\([^,]*\),.*/\1/'; }

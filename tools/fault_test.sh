@@ -56,22 +56,22 @@ refused() {
   fi
 }
 
-small=(-a ring -b 1K -e 4K -n 3 -w 1 --timeout 10)
+small=(--algorithm ring -b 1K -e 4K -n 3 -w 1 --timeout 10)
 refused "different --topology (repro rank1-topology-wrapper.sh)" \
   'ranks disagree on the command line: --topology: rank 0: (detected from MPI); rank 1: pcie-8gpu: expected the same on every rank' \
   -np 2 "$here/../tests/repros/faults/rank1-topology-wrapper.sh" "$bench" --backend mpi "${small[@]}"
 refused "different -e" \
   'ranks disagree on the command line: the sizes in bytes (-b, -e, -f): rank 0: 1024,2048,4096; rank 1: 1024,2048,4096,8192: expected' \
-  -np 2 -x ARGS_0="-e 4K" -x ARGS_1="-e 8K" "$tmp/args.sh" "$bench" -a ring -b 1K -n 3 -w 1
+  -np 2 -x ARGS_0="-e 4K" -x ARGS_1="-e 8K" "$tmp/args.sh" "$bench" --algorithm ring -b 1K -n 3 -w 1
 refused "different -d" \
   'ranks disagree on the command line: --datatype: ranks 0,2: float; rank 1: int32: expected' \
   -np 3 -x ARGS_1="-d int32" "$tmp/args.sh" "$bench" "${small[@]}"
 refused "different -a" \
   'ranks disagree on the command line: --algorithm: rank 0: ring,mpi; rank 1: dbt,mpi: expected' \
-  -np 2 -x ARGS_0="-a ring,mpi" -x ARGS_1="-a dbt,mpi" "$tmp/args.sh" "$bench" -b 1K -e 4K -n 3 -w 1
+  -np 2 -x ARGS_0="--algorithm ring,mpi" -x ARGS_1="--algorithm dbt,mpi" "$tmp/args.sh" "$bench" -b 1K -e 4K -n 3 -w 1
 refused "bad input on rank 1 only" \
   'input error on rank 1 (of 2; the others. input was valid): -n 0: expected at least 1 iteration' \
-  -np 2 -x ARGS_1="-n 0" "$tmp/args.sh" "$bench" -a ring -b 1K -e 4K -w 1
+  -np 2 -x ARGS_1="-n 0" "$tmp/args.sh" "$bench" --algorithm ring -b 1K -e 4K -w 1
 
 # The same --topology path, another file behind it on rank 1 (each rank in its own folder).
 for r in 0 1 2 3 4 5 6 7; do
@@ -86,11 +86,11 @@ EOS
 chmod +x "$tmp/cd.sh"
 refused "same --topology path, different file on rank 1" \
   "ranks disagree on the job's topology: its layout: ranks 0,2,3,4,5,6,7: .*; rank 1: .*: expected the same on every rank" \
-  -np 8 "$tmp/cd.sh" "$bench" -a ring -b 1K -e 1K -n 1 -w 0 --topology topo.yaml
+  -np 8 "$tmp/cd.sh" "$bench" --algorithm ring -b 1K -e 1K -n 1 -w 0 --topology topo.yaml
 printf 'node: [\n' >"$tmp/top/r1/topo.yaml"
 refused "same --topology path, broken file on rank 1" \
   "input errors\? on ranks\? .*1.*(of 8" \
-  -np 8 "$tmp/cd.sh" "$bench" -a ring -b 1K -e 1K -n 1 -w 0 --topology topo.yaml
+  -np 8 "$tmp/cd.sh" "$bench" --algorithm ring -b 1K -e 1K -n 1 -w 0 --topology topo.yaml
 
 # The probe's call check (check_same_call), and the transport's size check without it.
 timeout 60 "${mpi[@]}" -np 3 "$bindir/mpi_fault_probe" checked >"$tmp/out" 2>"$tmp/err"
@@ -105,7 +105,7 @@ if [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] && grep -q 'bytes, expected .*the ranks 
 else fail "different counts, unchecked: exit $rc: $(head -c 600 "$tmp/err")"; fi
 
 # --- A killed rank, mpirun's default abort ------------------------------------------------------
-ring=("$bench" -a ring -b 4M -e 4M -n 100000 -w 0 -c 0)
+ring=("$bench" --algorithm ring -b 4M -e 4M -n 100000 -w 0 -c 0)
 start=$(date +%s.%N)
 TOPOCOLL_TEST_KILL=1:1500 timeout 60 "${mpi[@]}" -x TOPOCOLL_TEST_KILL -np 4 "${ring[@]}" --timeout $timeout_s >"$tmp/out" 2>"$tmp/err"
 rc=$?
@@ -188,7 +188,7 @@ recovery "stopped rank, ring" 4 1 "is stopped" TOPOCOLL_TEST_KILL=1:1500:STOP --
 recovery "slowed rank, ring" 4 1 "has not waited in topocoll for" TOPOCOLL_TEST_STALL=1:1500:30000 -- "${ring[@]}"
 # The mpi baseline: warmup runs back to back (no barrier between them), so every survivor is in
 # MPI_Iallreduce when the fault lands; its line names the baseline and the timeout.
-mpib=("$bench" -a mpi -b 4M -e 4M -n 1 -w 1000000 -c 0)
+mpib=("$bench" --algorithm mpi -b 4M -e 4M -n 1 -w 1000000 -c 0)
 recovery "killed rank, mpi baseline" 3 1 "is no longer running" TOPOCOLL_TEST_KILL=1:1500 \
   -e "the mpi baseline (MPI_Iallreduce) at 4194304 B: no progress for 3000 ms" -- "${mpib[@]}"
 recovery "stopped rank, mpi baseline" 3 1 "is stopped" TOPOCOLL_TEST_KILL=1:1500:STOP \
@@ -198,7 +198,7 @@ recovery "slowed rank, mpi baseline" 3 1 "has not waited in topocoll for" TOPOCO
 
 # The UCX transport, when built (its own waits beat the board too).
 if ! "$bench" --backend ucx -n 0 2>&1 | grep -q 'built without UCX'; then
-  ucx=("$bench" --backend ucx -a ring -b 4M -e 4M -n 100000 -w 0 -c 0)
+  ucx=("$bench" --backend ucx --algorithm ring -b 4M -e 4M -n 100000 -w 0 -c 0)
   recovery "killed rank, ucx ring" 3 1 "is no longer running" TOPOCOLL_TEST_KILL=1:1500 -- "${ucx[@]}"
   recovery "stopped rank, ucx ring" 3 1 "is stopped" TOPOCOLL_TEST_KILL=1:1500:STOP -- "${ucx[@]}"
 fi

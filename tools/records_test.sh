@@ -66,7 +66,7 @@ cp "$src/experiments/sim-vs-real-local/calibration.json" "$calib"
 sim_case() {  # NAME ARGS...: records validate, the trace loads
   local name="$1"
   shift
-  if "$bin" sim "$@" --format jsonl -o "$tmp/$name.jsonl" >"$tmp/out" 2>"$tmp/err"; then
+  if "$bin" sim "$@" --format jsonl -O "$tmp/$name.jsonl" >"$tmp/out" 2>"$tmp/err"; then
     validate "$tmp/$name.jsonl" "sim $name"
   else
     fail "sim $name: exit $?: $(head -c 300 "$tmp/err")"
@@ -77,13 +77,13 @@ sim_case() {  # NAME ARGS...: records validate, the trace loads
     fail "sim $name --trace: exit $?: $(head -c 300 "$tmp/err")"
   fi
 }
-sim_case h100x2 -t dgx-h100 -N 2 -a all -b 8 -e 1M -f 8
-sim_case pcie -t pcie-8gpu -a ring,dbt -b 1K -e 64K -f 4 -d half --op max --no-nccl-model
-sim_case fat-tree -t dgx-a100 -N 4 --fabric fat-tree --oversubscription 2 -a hierarchical -b 1M -e 1M -d bfloat16
-sim_case single-switch -t dgx-h100 -N 2 --fabric single-switch -a dbt -b 8 -e 8 --protocol LL128 --channels 4
-sim_case weird-topology -t "$topo" -a ring,dbt -b 8 -e 4K -f 8
-sim_case weird-calibration -t "$topo" -a ring -b 8 -e 64 --calibration "$calib"
-sim_case simgrid -t "$topo" -a ring -b 8 -e 1K -f 16 --engine simgrid
+sim_case h100x2 -t dgx-h100 -N 2 --algorithm all -b 8 -e 1M -f 8
+sim_case pcie -t pcie-8gpu --algorithm ring,dbt -b 1K -e 64K -f 4 -d half --op max --no-nccl-model
+sim_case fat-tree -t dgx-a100 -N 4 --fabric fat-tree --oversubscription 2 --algorithm hierarchical -b 1M -e 1M -d bfloat16
+sim_case single-switch -t dgx-h100 -N 2 --fabric single-switch --algorithm dbt -b 8 -e 8 --protocol LL128 --channels 4
+sim_case weird-topology -t "$topo" --algorithm ring,dbt -b 8 -e 4K -f 8
+sim_case weird-calibration -t "$topo" --algorithm ring -b 8 -e 64 --calibration "$calib"
+sim_case simgrid -t "$topo" --algorithm ring -b 8 -e 1K -f 16 --engine simgrid
 grep -q 'we\\"ird\\\\na me.xml' "$tmp/weird-topology.jsonl" && ok || fail "sim weird-topology: the topology name is not written escaped"
 python3 -c 'import json,sys
 for l in open(sys.argv[1]):
@@ -93,7 +93,7 @@ for l in open(sys.argv[1]):
 # A file name that is not UTF-8: the JSON holds U+FFFD in its place (never an internal error).
 latin1="$weird/$(printf 'caf\xe9').xml"
 cp "$topo" "$latin1"
-sim_case not-utf8 -t "$latin1" -a ring -b 8 -e 64
+sim_case not-utf8 -t "$latin1" --algorithm ring -b 8 -e 64
 
 # --- topo show / topo export / schedule export JSON -----------------------------------------
 json_case() {  # NAME COMMAND...: exits 0 and writes JSON that loads
@@ -136,7 +136,7 @@ fi
 if [ -x "$1/topocoll-bench" ] && command -v mpirun >/dev/null; then
   mpi=(mpirun --oversubscribe --allow-run-as-root)
   [ "$(id -u)" = 0 ] || mpi=(mpirun --oversubscribe)
-  if timeout 60 "${mpi[@]}" -np 2 "$1/topocoll-bench" -a ring,dbt,mpi -b 8 -e 1K -f 8 -n 1 -w 0 --format jsonl \
+  if timeout 60 "${mpi[@]}" -np 2 "$1/topocoll-bench" --algorithm ring,dbt,mpi -b 8 -e 1K -f 8 -n 1 -w 0 --format jsonl \
       -O "$tmp/bench.jsonl" >"$tmp/out" 2>"$tmp/err"; then
     validate "$tmp/bench.jsonl" "topocoll-bench"
   else

@@ -39,13 +39,13 @@ for engine in analytic simgrid; do
     file_row=$(grep -v '^engine' "$tmp/out")
     check '[ "$(echo "$file_row" | wc -l)" -eq 1 ] && echo "$file_row" | grep -q ",4000,1000,float,"' \
       "sim --schedule: one row at the file's 4000 B: $file_row"
-    run "$bin" sim --topology pcie-8gpu -a dbt -b 4000 -e 4000 --channels 3 --slice 512K --engine "$engine" --format csv --no-nccl-model
+    run "$bin" sim --topology pcie-8gpu --algorithm dbt -b 4000 -e 4000 --channels 3 --slice 512K --engine "$engine" --format csv --no-nccl-model
     own=$(grep -v '^engine' "$tmp/out" | cut -d, -f10)
     check '[ "$(echo "$file_row" | cut -d, -f10)" = "$own" ]' "sim $engine: file $(echo "$file_row" | cut -d, -f10) us vs dbt $own us"
   fi
 done
 # In a sweep with the registry's algorithms: the file sits out the other sizes, said in the table.
-if run "$bin" sim --topology pcie-8gpu --schedule "$tmp/dbt.json" -a ring -b 1000 -e 16000 -f 2 --no-nccl-model; then
+if run "$bin" sim --topology pcie-8gpu --schedule "$tmp/dbt.json" --algorithm ring -b 1000 -e 16000 -f 2 --no-nccl-model; then
   check 'grep -q "2000 not run: the schedule is for 4000 B only" "$tmp/out"' "sim sweep with a fixed-count file: $(grep -v '^#' "$tmp/out" | head -3)"
 fi
 expect_error "the sizes of the run (1024 to 8192 B, 4 of them) do not include it" \
@@ -99,7 +99,7 @@ mpi=(mpirun --oversubscribe --allow-run-as-root)
 ucx_pml=(--mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any -x UCX_TLS=self,sm,tcp -x UCX_WARN_UNUSED_ENV_VARS=n)
 if [ -x "$bench" ] && command -v mpirun >/dev/null; then
   backends=(mpi)
-  "$bench" --backend ucx -a nosuch >/dev/null 2>"$tmp/err"
+  "$bench" --backend ucx --algorithm nosuch >/dev/null 2>"$tmp/err"
   grep -q "built without UCX" "$tmp/err" || backends+=(ucx)
   for backend in "${backends[@]}"; do
     launch=("${mpi[@]}")
@@ -134,7 +134,7 @@ if [ -x "$bench" ] && command -v mpirun >/dev/null; then
     expect_error "written for alltoall; this run is allreduce" "$bench" --collective allreduce --schedule "$tmp/a2a.json"
   fi
   # Unverified, the bench's own bit-exact check catches it: #wrong > 0, exit 1.
-  timeout 120 "${mpi[@]}" -np 8 "$bench" --topology pcie-8gpu --schedule "$broken" --no-verify -a ring -n 1 -w 0 >"$tmp/out" 2>"$tmp/err"
+  timeout 120 "${mpi[@]}" -np 8 "$bench" --topology pcie-8gpu --schedule "$broken" --no-verify --algorithm ring -n 1 -w 0 >"$tmp/out" 2>"$tmp/err"
   rc=$?
   check '[ $rc -eq 1 ] && grep -q "^# Out of bounds values : [1-9][0-9]* FAILED" "$tmp/out"' \
     "bench --no-verify of the broken ring: exit $rc, $(grep '^# Out of' "$tmp/out")"

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <charconv>
 #include <chrono>
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -15,6 +16,7 @@
 #include "algorithms/schedule_file.hpp"
 #include "common/cli_io.hpp"
 #include "common/errors.hpp"
+#include "common/nccl_tests_table.hpp"
 #include "common/records.hpp"
 #include "simulator/engine.hpp"
 #include "simulator/nccl_model.hpp"
@@ -56,6 +58,99 @@ std::string sizes_line(algo::Collective c, int root) {
                            : "size = the buffer of a rank, count = its elements");
 }
 
+// A simulated point as an nccl-tests row: both placements the simulated time, #wrong N/A.
+nccl_tests::Row nccl_tests_row(const records::Record& rec, std::uint64_t bytes, std::uint64_t count, algo::Collective c,
+                               int root) {
+  const nccl_tests::Placement p{.time_us = rec.time_us, .algbw = rec.algbw_gbps, .busbw = rec.busbw_gbps};
+  return {.bytes = bytes,
+          .count = count,
+          .type = rec.dtype,
+          .redop = algo::reduces(c) ? rec.op : std::string("none"),
+          .root = root,
+          .out_of_place = p,
+          .in_place = p};
+}
+
+// The device lines of a simulated job: nccl-tests prints one per rank; a simulated rank has no
+// process, host or PCI address, so those are placeholders (pid 0, host nN, bus 0) and the name
+// says what the rank models.
+std::string simulated_devices(nccl_tests::Layout layout, const algo::Layout& l, const std::string& topology) {
+  std::string out;
+  std::vector<int> local(static_cast<std::size_t>(l.nodes), 0);
+  for (int r = 0; r < l.ranks; ++r) {
+    const int node = l.node_of[static_cast<std::size_t>(r)];
+    out += nccl_tests::device_line(layout, {.rank = r,
+                                            .host = fmt::format("n{}", node),
+                                            .device = local[static_cast<std::size_t>(node)]++,
+                                            .name = fmt::format("simulated GPU of {}", topology)});
+  }
+  return out;
+}
+
+// --format nccl-tests: one nccl-tests table per algorithm (common/nccl_tests_table.hpp), each
+// preceded by a "# topocoll algorithm: NAME" line, in one stream; or, when -O holds {algorithm},
+// one file per algorithm, each a complete nccl-tests log (run header, devices, table, footer), for
+// the parsers that read one table per file (SuperBench's takes the last table of a file).
+class NcclTestsTables {
+ public:
+  NcclTestsTables(nccl_tests::Layout layout, std::string header, const std::string& pattern, std::ostream& stream,
+                  std::optional<double> min_bw, std::string program)
+      : layout_(layout),
+        header_(std::move(header)),
+        pattern_(pattern.find("{algorithm}") != std::string::npos ? pattern : ""),
+        stream_(stream),
+        min_bw_(min_bw),
+        program_(std::move(program)) {
+    if (pattern_.empty()) stream_ << header_;
+  }
+
+  // A pattern's file name for an algorithm: {algorithm} replaced, '/' in the name written '_'.
+  static std::string file_name(std::string pattern, std::string name) {
+    std::replace(name.begin(), name.end(), '/', '_');
+    for (std::size_t at = pattern.find("{algorithm}"); at != std::string::npos; at = pattern.find("{algorithm}"))
+      pattern.replace(at, std::string("{algorithm}").size(), name);
+    return pattern;
+  }
+
+  void begin(const std::string& name, const std::string& description) {
+    if (!pattern_.empty()) {
+      file_.emplace(file_name(pattern_, name), stream_, "-O");
+      file_->stream() << header_;
+    }
+    out() << fmt::format("# topocoll algorithm: {} ({})\n", name, description) << nccl_tests::column_header(layout_);
+    busbw_sum_ = 0;
+    rows_ = 0;
+  }
+  void note(const std::string& line) { out() << "# " << line << "\n"; }
+  void row(const nccl_tests::Row& r) {
+    out() << nccl_tests::row_line(layout_, r);
+    busbw_sum_ += r.out_of_place.busbw + r.in_place.busbw;
+    rows_ += 2;
+  }
+  void end() {
+    const nccl_tests::Footer f{
+        .program = program_, .failed_checks = 0, .avg_busbw = rows_ ? busbw_sum_ / rows_ : 0.0, .min_bw = min_bw_};
+    failed_ = failed_ || nccl_tests::footer_failed(f);
+    out() << nccl_tests::footer(layout_, f);
+    if (file_) file_->close();
+    file_.reset();
+  }
+  bool failed() const { return failed_; }
+
+ private:
+  std::ostream& out() { return file_ ? file_->stream() : stream_; }
+
+  nccl_tests::Layout layout_;
+  std::string header_, pattern_;
+  std::ostream& stream_;
+  std::optional<double> min_bw_;
+  std::string program_;
+  std::optional<cli::Output> file_;
+  double busbw_sum_ = 0;
+  int rows_ = 0;
+  bool failed_ = false;
+};
+
 }  // namespace
 
 int channels_option(const std::string& value, const sim::NcclGraphEstimate& nccl) {
@@ -70,8 +165,12 @@ int channels_option(const std::string& value, const sim::NcclGraphEstimate& nccl
 }
 
 int sim_command(const SimArgs& a, std::ostream& out) {
-  if (a.format != "table" && a.format != "csv" && a.format != "jsonl")
-    throw InputError(fmt::format("--format {}: expected table, csv or jsonl", a.format));
+  if (a.format != "table" && a.format != "csv" && a.format != "jsonl" && a.format != "nccl-tests")
+    throw InputError(fmt::format("--format {}: expected table, csv, jsonl or nccl-tests", a.format));
+  const bool nccl_tests_format = a.format == "nccl-tests";
+  const nccl_tests::Layout nccl_tests_layout = nccl_tests::parse_layout(a.nccl_tests_layout, "--nccl-tests-layout");
+  const std::optional<double> min_bw =
+      nccl_tests_format ? nccl_tests::min_bw_from(std::getenv("NCCL_TESTS_MIN_BW")) : std::nullopt;
   // Schedule files (algorithms/schedule_file.hpp): each one an algorithm of the run, asked for by
   // name; alone they replace --algorithm's default, and give the dtype, op and (fixed-count
   // files) the sizes the command line leaves out.
@@ -154,7 +253,9 @@ int sim_command(const SimArgs& a, std::ostream& out) {
       throw InputError(fmt::format("{}: written for root {}; this run's is {} (--root)", f->path, f->root, root));
   }
 
-  Output output(a.output, out);
+  // A {algorithm} pattern (--format nccl-tests) opens its files per algorithm, not here.
+  const bool per_algorithm_files = nccl_tests_format && a.output.find("{algorithm}") != std::string::npos;
+  Output output(per_algorithm_files ? std::string() : a.output, out, "-O");
   std::ostream* sink = &output.stream();
 
   records::Record base = sim::simulated_base(t, engine->name(), a.topo.topology, op, tuning.slice_bytes, calib.source);
@@ -188,7 +289,7 @@ int sim_command(const SimArgs& a, std::ostream& out) {
       *sink << fmt::format(
           "# per-call host floor {:g} us: time = max(floor, simulated device time) (docs/simulator.md)\n",
           calib.host_call_us);
-  } else if (a.format == "csv") {
+  } else if (a.format == "csv" && !nccl_tests_format) {
     *sink << "engine,algorithm,nodes,ranks,size_bytes,count,dtype,op,channels,time_us,algbw_gbps,busbw_gbps,protocol\n";
   }
 
@@ -220,6 +321,28 @@ int sim_command(const SimArgs& a, std::ostream& out) {
     *sink << fmt::format("# sizes {} B skipped: fewer than {} elements, none per rank\n", fmt::join(empty_sizes, ", "),
                          t.num_ranks());
 
+  std::optional<NcclTestsTables> tables;
+  if (nccl_tests_format) {
+    const double f = std::stod(a.factor);
+    const nccl_tests::RunHeader h{.program = std::string(algo::nccl_tests_name(collective)),
+                                  .min_bytes = parse_size(a.min_bytes, "-b"),
+                                  .max_bytes = parse_size(a.max_bytes, "-e"),
+                                  .step = static_cast<std::uint64_t>(f),
+                                  .warmup = 0,
+                                  .iters = 1,
+                                  .check = 0};
+    std::string header =
+        nccl_tests::run_header(nccl_tests_layout, h) + simulated_devices(nccl_tests_layout, layout, a.topo.topology);
+    header += fmt::format(
+        "# topocoll sim: {} x {} node{} ({} GPUs), engine {}, calibration {}; simulated times: #wrong N/A, in place "
+        "= out of place\n",
+        a.topo.topology, t.nodes(), t.nodes() == 1 ? "" : "s", t.num_ranks(), engine->name(), calib.source);
+    if (!empty_sizes.empty())
+      header += fmt::format("# sizes {} B skipped: fewer than {} elements, none per rank\n",
+                            fmt::join(empty_sizes, ", "), t.num_ranks());
+    tables.emplace(nccl_tests_layout, std::move(header), a.output, *sink, min_bw, h.program);
+  }
+  const int row_root = algo::rooted(collective) ? root : -1;
   std::map<std::uint64_t, std::pair<std::string, double>> best;  // size (nccl-tests') -> (algorithm, time)
   std::vector<sim::TraceEvent> trace;
   bool traced = false;
@@ -260,6 +383,10 @@ int sim_command(const SimArgs& a, std::ostream& out) {
                            file_of(alg) ? std::string("channels and slices as the file gives them")
                                         : fmt::format("channels {}, slice {} B", tuning.channels, tuning.slice_bytes),
                            "size", "count", "type", "redop", "time(us)", "algbw", "busbw", "proto");
+    if (tables)
+      tables->begin(alg->name, file_of(alg) ? alg->description + ", channels and slices as the file gives them"
+                                            : fmt::format("{}, channels {}, slice {} B", alg->description,
+                                                          tuning.channels, tuning.slice_bytes));
     for (const algo::CollectiveArgs& args : points) {
       const std::uint64_t bytes = algo::nccl_tests_bytes(args);
       const algo::Support s = alg->supports(layout, args, tuning);
@@ -274,6 +401,10 @@ int sim_command(const SimArgs& a, std::ostream& out) {
           *sink << (own_size_elsewhere
                         ? fmt::format(" {:>12} not run: the schedule is for {} B only\n", bytes, *file->bytes(dtype))
                         : fmt::format(" {:>12} not supported: {}\n", bytes, s.reason));
+        if (tables)
+          tables->note(own_size_elsewhere
+                           ? fmt::format("{} B not run: the schedule is for {} B only", bytes, *file->bytes(dtype))
+                           : fmt::format("{} B not supported: {}", bytes, s.reason));
         continue;
       }
       const algo::Schedule sched = alg->generate(layout, args, tuning);
@@ -300,13 +431,19 @@ int sim_command(const SimArgs& a, std::ostream& out) {
         *sink << fmt::format("{},{},{},{},{},{},{},{},{},{:.3f},{:.4f},{:.4f},{}\n", rec.engine, rec.algorithm,
                              rec.nodes, rec.ranks, bytes, args.count, rec.dtype, rec.op, rec.channels, rec.time_us,
                              rec.algbw_gbps, rec.busbw_gbps, *rec.protocol);
+      else if (tables)
+        tables->row(nccl_tests_row(rec, bytes, args.count, collective, row_root));
       else
         *sink << to_json(rec).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     }
+    if (tables) tables->end();
   }
 
   // The NCCL reference model: what stock NCCL would pick and how long it predicts.
   if (nccl_rows) {
+    if (tables)
+      tables->begin("nccl-model", fmt::format("stock NCCL's choice and time by its own tuning model, NCCL {}",
+                                              sim::to_string(nccl_options.version)));
     for (const algo::CollectiveArgs& args : points) {
       const std::uint64_t bytes = algo::nccl_tests_bytes(args);
       const records::Record rec = sim::nccl_model_point(*nccl, base, bytes, dtype, collective, op);
@@ -316,7 +453,10 @@ int sim_command(const SimArgs& a, std::ostream& out) {
         *sink << fmt::format("{},{},{},{},{},{},{},{},{},{:.3f},{:.4f},{:.4f},{}\n", rec.engine, rec.algorithm,
                              rec.nodes, rec.ranks, bytes, rec.count, rec.dtype, rec.op, rec.channels, rec.time_us,
                              rec.algbw_gbps, rec.busbw_gbps, *rec.protocol);
+      else if (tables)
+        tables->row(nccl_tests_row(rec, bytes, rec.count, collective, row_root));
     }
+    if (tables) tables->end();
   }
   if (a.format == "table") {
     *sink << (nccl_rows
@@ -379,7 +519,8 @@ int sim_command(const SimArgs& a, std::ostream& out) {
   // class inferred), each naming the field that sets it: on stderr, so that the table and the
   // golden outputs stay as they are; last, so that a run that fails prints its one error line.
   write_topology_notes(t, std::cerr);
-  return 0;
+  // NCCL_TESTS_MIN_BW: as nccl-tests, a table below it says FAILED and the run exits 1.
+  return tables && tables->failed() ? 1 : 0;
 }
 
 }  // namespace topocoll::tools

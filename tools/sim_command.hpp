@@ -32,7 +32,11 @@ struct SimArgs {
   // NCCL protocol(s) to simulate: "" = the calibration file's "protocol", else auto; "auto" =
   // every protocol NCCL would enable, fastest reported; "LL" | "LL128" | "Simple" = that one.
   std::string protocol;
-  std::string format = "table";  // table | csv | jsonl
+  std::string format = "table";  // table | csv | jsonl | nccl-tests
+  // --format nccl-tests: nccl-tests' layout (common/nccl_tests_table.hpp): current | classic.
+  std::string nccl_tests_layout = "current";
+  // -O: the output file; with --format nccl-tests a name holding {algorithm} is a pattern, one
+  // file per algorithm (one nccl-tests log each, as the parsers that read one table per file want).
   std::string output;
   std::string trace;
   // What --trace covers: the algorithm (default the first), the size in bytes as the sweep names

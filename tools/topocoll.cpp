@@ -206,11 +206,12 @@ int main(int argc, char** argv) {
 Examples:
   topocoll sim --topology dgx-h100 --nodes 128 --fabric rail-fat-tree --algorithm ring,dbt,hierarchical -b 1K -e 1G -f 4
   topocoll sim --topology dgx-a100 --nodes 2 --algorithm all -b 8 -e 1G -f 2 --engine simgrid
-  topocoll sim --topology pcie-8gpu --algorithm ring -b 1M -e 1G --format jsonl -o records.jsonl
+  topocoll sim --topology pcie-8gpu --algorithm ring -b 1M -e 1G --format jsonl -O records.jsonl
+  topocoll sim --topology dgx-h100 --nodes 2 --format nccl-tests -O 'h100x2-{algorithm}.log'   # one log per algorithm
   topocoll sim --topology dgx-h100 --nodes 4 --algorithm dbt -b 64M -e 64M --trace dbt.json   # open in ui.perfetto.dev
   topocoll sim --topology dgx-h100 --algorithm ring --nccl-version 2.28.9 --nccl-env NCCL_NVLS_ENABLE=0 --nccl-env NCCL_PROTO=^LL128
   topocoll sim --topology dgx-h100 --nodes 4 --collective allgather -b 1K -e 1G -f 4
-  topocoll sim --topology dgx-a100 --collective broadcast --root 3 -a all
+  topocoll sim --topology dgx-a100 --collective broadcast --root 3 --algorithm all
 The trace covers one run: the first algorithm at the largest size.)";
   topocoll::tools::SimArgs sim_args;
   CLI::App* simc = app.add_subcommand("sim", "simulate collective algorithms over a size sweep (nccl-tests table)");
@@ -220,14 +221,15 @@ The trace covers one run: the first algorithm at the largest size.)";
                    "nccl-tests'; alltoallv: --sizes)")
       ->default_val("allreduce");
   simc->add_option("--root", sim_args.root, "root rank of broadcast / reduce")->default_val(0);
-  simc->add_option("--algorithm,-a", sim_args.algorithm,
+  simc->add_option("--algorithm", sim_args.algorithm,
                    "algorithms of the collective: comma list or 'all' (default: ring,dbt,hierarchical for "
                    "allreduce, all for the others)");
   simc->add_option("-b,--minbytes", sim_args.min_bytes, "smallest size (8, 1K, 1M, 1G)")->default_val("8");
   simc->add_option("-e,--maxbytes", sim_args.max_bytes, "largest size")->default_val("128M");
   simc->add_option("-f,--stepfactor", sim_args.factor, "multiplication factor between sizes")->default_val("2");
-  simc->add_option("--dtype,-d", sim_args.dtype, "data type")->default_val("float");
-  simc->add_option("--op", sim_args.op, "reduction")->default_val("sum");
+  // -d / -o as nccl-tests' and topocoll-bench's; --dtype stays as a hidden alias.
+  simc->add_option("-d,--datatype,--dtype", sim_args.dtype, "data type")->default_val("float");
+  simc->add_option("-o,--op", sim_args.op, "reduction: sum prod min max avg")->default_val("sum");
   simc->add_option("--channels", sim_args.channels,
                    "channels: nccl (what stock NCCL runs with on the topology) or 1 to 64")
       ->default_val("nccl");
@@ -236,8 +238,14 @@ The trace covers one run: the first algorithm at the largest size.)";
   simc->add_option("--calibration", sim_args.calibration, "calibration JSON file (docs/simulator.md)");
   simc->add_option("--protocol", sim_args.protocol,
                    "NCCL protocol: auto | LL | LL128 | Simple (default: the calibration's, else auto)");
-  simc->add_option("--format", sim_args.format, "table | csv | jsonl")->default_val("table");
-  simc->add_option("-o,--output", sim_args.output, "output file (default stdout)");
+  simc->add_option("--format", sim_args.format, "table | csv | jsonl | nccl-tests (all_reduce_perf's table)")
+      ->default_val("table");
+  simc->add_option("--nccl-tests-layout", sim_args.nccl_tests_layout,
+                   "--format nccl-tests: current (nccl-tests 2.17 and later) | classic (earlier releases)")
+      ->default_val("current");
+  simc->add_option("-O,--output", sim_args.output,
+                   "output file (default stdout); with --format nccl-tests, a name holding {algorithm} writes one "
+                   "file per algorithm");
   simc->add_option("--trace", sim_args.trace, "write a Chrome-trace / Perfetto timeline JSON");
   simc->add_option("--trace-algorithm", sim_args.trace_algorithm, "the algorithm --trace covers (default the first)");
   simc->add_option("--trace-size", sim_args.trace_size, "the size --trace covers (default the largest)");
@@ -308,7 +316,7 @@ Spec format, resumption and provenance: docs/experiments.md.)";
     if (*simc) {
       sim_args.algorithm_given = simc->count("--algorithm") > 0;
       sim_args.sizes_given = simc->count("-b") + simc->count("-e") > 0;
-      sim_args.dtype_given = simc->count("--dtype") > 0;
+      sim_args.dtype_given = simc->count("--datatype") > 0;
       sim_args.op_given = simc->count("--op") > 0;
       sim_args.collective_given = simc->count("--collective") > 0;
       sim_args.root_given = simc->count("--root") > 0;

@@ -31,13 +31,13 @@ traced() {  # traced NAME CHECKER_ARGS -- SIM_ARGS...: the trace is written and 
 }
 
 for engine in analytic simgrid; do
-  traced "ring-$engine" -- -t dgx-h100 --nodes 2 -a ring -b 1M -e 1M --channels 4 --engine "$engine"
-  traced "dbt-$engine" -- -t dgx-h100 --nodes 2 -a dbt -b 256K -e 256K --channels 2 --engine "$engine"
-  traced "a2a-$engine" -- -t dgx-h100 --nodes 2 --collective alltoall -a alltoall-pairwise -b 1M -e 1M --channels 2 --engine "$engine"
+  traced "ring-$engine" -- -t dgx-h100 --nodes 2 --algorithm ring -b 1M -e 1M --channels 4 --engine "$engine"
+  traced "dbt-$engine" -- -t dgx-h100 --nodes 2 --algorithm dbt -b 256K -e 256K --channels 2 --engine "$engine"
+  traced "a2a-$engine" -- -t dgx-h100 --nodes 2 --collective alltoall --algorithm alltoall-pairwise -b 1M -e 1M --channels 2 --engine "$engine"
 done
-traced nvls -- -t dgx-h100 -a nvls -b 1M -e 1M
+traced nvls -- -t dgx-h100 --algorithm nvls -b 1M -e 1M
 # A ring's every send is received: flows = sends, and the metadata names the run.
-if traced ring-meta -- -t pcie-8gpu -a ring -b 64K -e 64K --channels 2 --slice 64K; then
+if traced ring-meta -- -t pcie-8gpu --algorithm ring -b 64K -e 64K --channels 2 --slice 64K; then
   sends=$(grep -c '"cat": "send"' "$tmp/ring-meta.json")
   python3 "$checker" "$tmp/ring-meta.json" --expect-flows "$sends" >"$tmp/check" 2>&1
   rc=$?
@@ -46,14 +46,14 @@ if traced ring-meta -- -t pcie-8gpu -a ring -b 64K -e 64K --channels 2 --slice 6
     "trace metadata: $(head -c 300 "$tmp/ring-meta.json")"
 fi
 # --trace-algorithm / --trace-size: the second algorithm at the smallest size.
-if traced choose -- -t pcie-8gpu -a ring,dbt -b 1K -e 64K --trace-algorithm dbt --trace-size 1K; then
+if traced choose -- -t pcie-8gpu --algorithm ring,dbt -b 1K -e 64K --trace-algorithm dbt --trace-size 1K; then
   check 'grep -q "\"algorithm\":\"dbt\"" "$tmp/choose.json" && grep -q "\"size_bytes\":\"1024\"" "$tmp/choose.json"' \
     "--trace-algorithm dbt --trace-size 1K: $(head -c 300 "$tmp/choose.json")"
   check 'grep -q "trace .*: dbt at 1024 B" "$tmp/err"' "the trace line on stderr: $(cat "$tmp/err")"
 fi
 # --trace-ranks, and the default for large jobs: the first and last 4 ranks of 128 nodes x 8.
-traced ranks --expect-ranks 2,3,4,9 -- -t dgx-h100 --nodes 2 -a ring -b 64K -e 64K --trace-ranks 2-4,9
-traced big --expect-ranks "$(seq -s, 0 3),$(seq -s, 1020 1023)" -- -t dgx-h100 --nodes 128 -a ring -b 8M -e 8M --protocol Simple --channels 2
+traced ranks --expect-ranks 2,3,4,9 -- -t dgx-h100 --nodes 2 --algorithm ring -b 64K -e 64K --trace-ranks 2-4,9
+traced big --expect-ranks "$(seq -s, 0 3),$(seq -s, 1020 1023)" -- -t dgx-h100 --nodes 128 --algorithm ring -b 8M -e 8M --protocol Simple --channels 2
 
 # The checker fails for the right reasons: partial overlap on a track, a flow without its end.
 python3 - "$tmp/ring-meta.json" "$tmp/broken.json" "$tmp/noflow.json" <<'PY'
@@ -75,11 +75,11 @@ rc=$?
 check '[ $rc -eq 1 ] && grep -q "flow id 0: has \[.s.\], expected one s and one f" "$tmp/check"' "checker on a flow without its end: $(cat "$tmp/check")"
 
 expect_error "--trace-algorithm hierarchical: not an algorithm of this run; expected one of ring, dbt" \
-  sim -t pcie-8gpu -a ring,dbt -b 1K -e 4K --trace "$tmp/x.json" --trace-algorithm hierarchical
+  sim -t pcie-8gpu --algorithm ring,dbt -b 1K -e 4K --trace "$tmp/x.json" --trace-algorithm hierarchical
 expect_error "--trace-size 3K: not a size of this run; expected one of 1024, 2048, 4096" \
-  sim -t pcie-8gpu -a ring -b 1K -e 4K --trace "$tmp/x.json" --trace-size 3K
+  sim -t pcie-8gpu --algorithm ring -b 1K -e 4K --trace "$tmp/x.json" --trace-size 3K
 expect_error "--trace-ranks 0-8: rank 8 is not one of the 8 ranks" \
-  sim -t pcie-8gpu -a ring -b 1K -e 1K --trace "$tmp/x.json" --trace-ranks 0-8
-expect_error "expected --trace FILE with them" sim -t pcie-8gpu -a ring -b 1K -e 1K --trace-ranks 0-3
+  sim -t pcie-8gpu --algorithm ring -b 1K -e 1K --trace "$tmp/x.json" --trace-ranks 0-8
+expect_error "expected --trace FILE with them" sim -t pcie-8gpu --algorithm ring -b 1K -e 1K --trace-ranks 0-3
 
 summary trace_test

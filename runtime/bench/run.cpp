@@ -10,7 +10,9 @@
 #include <functional>
 #include <limits>
 #include <memory>
+#include <numeric>
 #include <optional>
+#include <stdexcept>
 #include <thread>
 
 #include "algorithms/registry.hpp"
@@ -282,6 +284,7 @@ std::vector<std::pair<std::string, std::string>> agreement_fields(const BenchOpt
           {"--iters", std::to_string(o.iters)},
           {"--warmup_iters", std::to_string(o.warmup)},
           {"--check", std::to_string(o.check)},
+          {"-a (nccl-tests' average mode)", std::to_string(o.average)},
           {"--channels", std::to_string(o.channels)},
           {"--slice", std::to_string(o.slice_bytes)},
           {"--rounds", o.rounds ? "on" : "off"},
@@ -294,6 +297,21 @@ std::vector<std::pair<std::string, std::string>> agreement_fields(const BenchOpt
            o.alltoallv_sizes ? fmt::format("{}, hash {:016x}", o.alltoallv_sizes->describe(),
                                            std::hash<std::string>{}(algo::format_alltoallv_sizes(*o.alltoallv_sizes)))
                              : "(none)"}};
+}
+
+double bench_rank_time(int average, const std::vector<double>& per_rank) {
+  if (per_rank.empty()) throw std::invalid_argument("bench_rank_time: no ranks");
+  switch (average) {
+    case 0:
+      return per_rank.front();
+    case 1:
+      return std::accumulate(per_rank.begin(), per_rank.end(), 0.0) / static_cast<double>(per_rank.size());
+    case 2:
+      return *std::min_element(per_rank.begin(), per_rank.end());
+    case 3:
+      return *std::max_element(per_rank.begin(), per_rank.end());
+  }
+  throw std::invalid_argument(fmt::format("bench_rank_time: average {} is not 0..3", average));
 }
 
 std::uint64_t run_bench(const BenchOptions& o, BenchReport& report) {
@@ -518,11 +536,21 @@ std::uint64_t run_bench(const BenchOptions& o, BenchReport& report) {
           times[static_cast<std::size_t>(i)] =
               std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
         }
-        comm.max_over_ranks(times);
-        std::vector<double> sorted = times;
-        std::sort(sorted.begin(), sorted.end());
-        const std::size_t n = sorted.size();
-        points[ip].time_us = n % 2 ? sorted[n / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]);
+        if (o.average >= 0) {
+          // nccl-tests' -a: each rank's mean, gathered through the max of a vector that holds
+          // this rank's mean at its index and zeros elsewhere (times are >= 0).
+          std::vector<double> per_rank(static_cast<std::size_t>(ranks), 0.0);
+          per_rank[static_cast<std::size_t>(rank)] =
+              std::accumulate(times.begin(), times.end(), 0.0) / static_cast<double>(times.size());
+          comm.max_over_ranks(per_rank);
+          points[ip].time_us = bench_rank_time(o.average, per_rank);
+        } else {
+          comm.max_over_ranks(times);
+          std::vector<double> sorted = times;
+          std::sort(sorted.begin(), sorted.end());
+          const std::size_t n = sorted.size();
+          points[ip].time_us = n % 2 ? sorted[n / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]);
+        }
         if (o.check) {
           fresh();
           comm.barrier();

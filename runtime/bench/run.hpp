@@ -58,7 +58,9 @@ struct BenchEntry {
 // The typed configuration of a measured run. The caller checks it (topocoll-bench's flag parsing
 // does, before MPI_Init, so that every rank rejects bad input alike): a built backend; entries of
 // algorithms of `collective`, mpi, or NCCL baselines with the nccl backend; sizes ascending, in whole
-// elements; iters >= 1; warmup >= 0; channels 1..64; slice_bytes > 0; rounds only with mpi.
+// elements (ascending, or the same sweep repeated: nccl-tests' -N cycles; the last size the
+// largest); iters >= 1; warmup >= 0; channels 1..64; slice_bytes > 0; rounds only with mpi;
+// average -1..3.
 struct BenchOptions {
   BenchBackend backend = BenchBackend::Mpi;
   algo::Collective collective = algo::Collective::AllReduce;
@@ -70,6 +72,10 @@ struct BenchOptions {
   algo::ReduceOp op = algo::ReduceOp::Sum;
   int iters = 20, warmup = 5;
   int check = 1;  // 0: no verification
+  // The time of a point. -1 (the default): the median over iterations of the maximum over ranks.
+  // 0..3, nccl-tests' -a: each rank's mean over its iterations, then rank 0's (0), the average (1),
+  // the minimum (2) or the maximum (3) over ranks (bench_rank_time).
+  int average = -1;
   int channels = 2;
   std::uint64_t slice_bytes = std::uint64_t{1} << 20;
   bool rounds = false;               // topocoll's schedules cut into rounds (backend mpi)
@@ -117,6 +123,10 @@ class BenchReport {
   virtual void block_end(const BenchEntry& e, std::uint64_t wrong, double avg_busbw) = 0;
   virtual void finish() = 0;
 };
+
+// nccl-tests' -a over the ranks' mean times (per_rank, one per rank): 0 rank 0's, 1 the average,
+// 2 the minimum, 3 the maximum.
+double bench_rank_time(int average, const std::vector<double>& per_rank);
 
 // The MPI call of the mpi baseline: MPI_Iallreduce, MPI_Iallgather, MPI_Ireduce_scatter_block,
 // MPI_Ibcast, MPI_Ireduce, MPI_Ialltoall.
