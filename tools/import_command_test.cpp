@@ -8,6 +8,7 @@
 #include <string>
 
 #include "common/errors.hpp"
+#include "tools/advise_command.hpp"
 #include "tools/calibrate_command.hpp"
 
 using namespace topocoll;
@@ -61,4 +62,31 @@ TEST_CASE("median of absolute values") {
   CHECK(tools::median_abs({}) == 0.0);
   CHECK(tools::median_abs({-3, 1, 2}) == 2.0);
   CHECK(tools::median_abs({-4, 1, 2, 10}) == 3.0);
+}
+
+TEST_CASE("advice: ranges merge equal choices, the speed-up is the geometric mean, the environment forces them") {
+  using tools::TunedPoint;
+  const std::vector<TunedPoint> pts = {
+      {8, "dbt", tuner::Algorithm::Tree, tuner::Protocol::LL, 16, 10.0},
+      {16, "dbt", tuner::Algorithm::Tree, tuner::Protocol::LL, 16, 10.0},
+      {32, "ring", tuner::Algorithm::Ring, tuner::Protocol::Simple, 16, 100.0},
+  };
+  // Stock NCCL: Ring/LL at 40 and 90 us (host floor 20), then Ring/Simple at 100.
+  const std::vector<sim::NcclPrediction> stock = {
+      {"Ring", "LL", 40.0, 0.0, 16}, {"Ring", "LL", 90.0, 0.0, 16}, {"Ring", "Simple", 100.0, 0.0, 16}};
+  const auto r = tools::advice_ranges(pts, stock, 20.0);
+  REQUIRE(r.size() == 2);
+  CHECK(r[0].from == 8);
+  CHECK(r[0].to == 16);
+  CHECK(r[0].speedup == doctest::Approx(std::sqrt(4.0 * 9.0)));
+  CHECK_FALSE(r[0].same_as_stock);
+  CHECK(tools::nccl_environment(r[0], 16) == "NCCL_ALGO=Tree NCCL_PROTO=LL");
+  CHECK(tools::nccl_environment(r[0], 32) ==
+        "NCCL_ALGO=Tree NCCL_PROTO=LL NCCL_MIN_NCHANNELS=16 NCCL_MAX_NCHANNELS=16");
+  CHECK(r[1].same_as_stock);
+  CHECK(tools::nccl_environment(r[1], 16).empty());
+  // No gain: no environment, even for another choice.
+  tools::AdviceRange slow = r[0];
+  slow.speedup = 1.01;
+  CHECK(tools::nccl_environment(slow, 16).empty());
 }

@@ -19,6 +19,7 @@
 #include "common/cli_io.hpp"
 #include "common/errors.hpp"
 #include "simulator/simgrid/simgrid_engine.hpp"
+#include "tools/advise_command.hpp"
 #include "tools/algo_commands.hpp"
 #include "tools/calibrate_command.hpp"
 #include "tools/exp_command.hpp"
@@ -287,6 +288,8 @@ Spec format, resumption and provenance: docs/experiments.md.)";
   CLI::App* importc = topocoll::tools::add_import_command(app, import_args);
   topocoll::tools::CalibrateArgs calibrate_args;
   CLI::App* calibratec = topocoll::tools::add_calibrate_command(app, calibrate_args, add_topology_flags);
+  topocoll::tools::AdviseArgs advise_args;
+  CLI::App* advisec = topocoll::tools::add_advise_command(app, advise_args, add_topology_flags);
 
   try {
     app.parse(argc, argv);
@@ -320,6 +323,7 @@ Spec format, resumption and provenance: docs/experiments.md.)";
     if (*tunec) return topocoll::tools::tune_command(tune_args, std::cout);
     if (*importc) return topocoll::tools::import_command(import_args, std::cout);
     if (*calibratec) return topocoll::tools::calibrate_command(calibrate_args, std::cout);
+    if (*advisec) return topocoll::tools::advise_command(advise_args, std::cout);
     if (*exprun) return topocoll::tools::exp_run(exp_args, std::cout);
     if (*expcmp) return topocoll::tools::exp_compare(exp_args, std::cout);
     if (*verify) return topocoll::tools::verify_command(algo_args, std::cout);
