@@ -19,8 +19,11 @@
 #include "common/cli_io.hpp"
 #include "common/errors.hpp"
 #include "simulator/simgrid/simgrid_engine.hpp"
+#include "tools/advise_command.hpp"
 #include "tools/algo_commands.hpp"
+#include "tools/calibrate_command.hpp"
 #include "tools/exp_command.hpp"
+#include "tools/import_command.hpp"
 #include "tools/sim_command.hpp"
 #include "tools/topo_commands.hpp"
 #include "tools/tune_command.hpp"
@@ -130,7 +133,8 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("topocoll ") + TOPOCOLL_VERSION + " (malloc: " + allocator() + ")");
   app.footer(
-      "Commands: topo (show|check|export|path|presets), algorithms, verify, schedule export, sim, tune, exp "
+      "Commands: topo (show|check|export|path|presets), algorithms, verify, schedule export, sim, tune, import "
+      "nccl-tests, calibrate, exp "
       "(run|compare), "
       "bench (runs topocoll-bench: measured, under mpirun). Each has --help with examples.");
   CLI::App* topo = app.add_subcommand("topo", "inspect, check and export cluster topologies");
@@ -292,6 +296,12 @@ Spec format, resumption and provenance: docs/experiments.md.)";
 
   topocoll::tools::TuneArgs tune_args;
   CLI::App* tunec = add_tune_command(app, tune_args);
+  topocoll::tools::ImportArgs import_args;
+  CLI::App* importc = topocoll::tools::add_import_command(app, import_args);
+  topocoll::tools::CalibrateArgs calibrate_args;
+  CLI::App* calibratec = topocoll::tools::add_calibrate_command(app, calibrate_args, add_topology_flags);
+  topocoll::tools::AdviseArgs advise_args;
+  CLI::App* advisec = topocoll::tools::add_advise_command(app, advise_args, add_topology_flags);
 
   try {
     app.parse(argc, argv);
@@ -323,6 +333,9 @@ Spec format, resumption and provenance: docs/experiments.md.)";
       return topocoll::tools::sim_command(sim_args, std::cout);
     }
     if (*tunec) return topocoll::tools::tune_command(tune_args, std::cout);
+    if (*importc) return topocoll::tools::import_command(import_args, std::cout);
+    if (*calibratec) return topocoll::tools::calibrate_command(calibrate_args, std::cout);
+    if (*advisec) return topocoll::tools::advise_command(advise_args, std::cout);
     if (*exprun) return topocoll::tools::exp_run(exp_args, std::cout);
     if (*expcmp) return topocoll::tools::exp_compare(exp_args, std::cout);
     if (*verify) return topocoll::tools::verify_command(algo_args, std::cout);

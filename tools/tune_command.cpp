@@ -287,4 +287,29 @@ int tune_command(const TuneArgs& a, std::ostream& out) {
   return 0;
 }
 
+std::vector<TunedPoint> tune_points(const TuneArgs& a, const topo::Topology& t, const sim::NcclGraphEstimate& nccl,
+                                    const sim::Calibration& calib) {
+  std::unique_ptr<sim::Engine> engine = sim::make_engine(a.engine);
+  algo::Tuning tuning;
+  tuning.slice_bytes = cli::parse_size(a.slice, "--slice");
+  if (tuning.slice_bytes == 0) throw InputError("--slice 0: expected at least 1 byte");
+  const std::vector<std::uint64_t> sizes =
+      cli::size_sweep(a.min_bytes, a.max_bytes, a.factor, algo::size_of(algo::DataType::Float32));
+  const int fixed_channels = a.channels == "nccl" ? 0 : channels_option(a.channels, nccl);
+  TuneSetup setup{
+      t,
+      algo::layout_of(t),
+      *engine,
+      sim::protocol_set(nccl, calib, a.protocol, "--protocol"),
+      sim::simulated_base(t, engine->name(), a.topo.topology, algo::ReduceOp::Sum, tuning.slice_bytes, calib.source),
+      tuning};
+  std::string skipped;
+  const std::vector<Candidate> candidates =
+      select_candidates(a, nccl, algo::Collective::AllReduce, fixed_channels, skipped);
+  if (candidates.empty())
+    throw InputError(
+        fmt::format("--algorithm {}: no candidate NCCL would run on {} ({})", a.algorithm, a.topo.topology, skipped));
+  return tune_sizes(setup, candidates, sizes, a.topo.topology);
+}
+
 }  // namespace topocoll::tools

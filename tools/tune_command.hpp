@@ -74,4 +74,10 @@ std::vector<tuner::Row> table_rows(const std::vector<TunedPoint>& points, tuner:
 
 int tune_command(const TuneArgs& a, std::ostream& out);
 
+// What `tune_command` computes for its table, for other commands (`topocoll advise`): the fastest
+// candidate of `a.algorithm` at each size of a's sweep, allreduce, on `t` with calibration `calib`
+// (a base calibration) and NCCL estimate `nccl`.
+std::vector<TunedPoint> tune_points(const TuneArgs& a, const topo::Topology& t, const sim::NcclGraphEstimate& nccl,
+                                    const sim::Calibration& calib);
+
 }  // namespace topocoll::tools
