@@ -117,6 +117,19 @@ std::optional<std::uint64_t> ScheduleFile::bytes(DataType t) const {
   return nccl_tests_bytes(a);
 }
 
+bool ScheduleFile::sits_out(std::uint64_t b, DataType t) const {
+  if (count) return *bytes(t) != b;
+  if (sizes) return false;
+  const std::uint64_t n = nccl_tests_args(collective, b, t, op, ranks, root).count;
+  return n == 0 || n % granularity != 0;
+}
+
+std::string ScheduleFile::sits_out_line(std::uint64_t b, DataType t) const {
+  if (count) return fmt::format("not run: the schedule is for {} B only", *bytes(t));
+  return fmt::format("not run: counts must be multiples of {} (count {})", granularity,
+                     nccl_tests_args(collective, b, t, op, ranks, root).count);
+}
+
 CollectiveArgs ScheduleFile::args_at(std::uint64_t n) const {
   CollectiveArgs a;
   a.collective = collective;
