@@ -20,7 +20,8 @@ namespace topocoll::algo {
 namespace {
 
 constexpr std::array kStepNames{"s", "r", "rrc", "rrs", "rcs", "rrcs", "cpy", "re", "nop"};
-constexpr std::uint64_t kMaxChunksPerLoop = std::uint64_t{1} << 32;
+// Chunks per loop: a 4096-rank all-to-all of one chunk per pair.
+constexpr std::uint64_t kMaxChunksPerLoop = std::uint64_t{1} << 24;
 
 bool sends(MscclStepType t) {
   return t == MscclStepType::Send || t == MscclStepType::RecvReduceSend || t == MscclStepType::RecvCopySend ||
@@ -410,10 +411,19 @@ class Lowering {
     for (int r = 0; r < p_.ngpus; ++r) {
       ProgramBuilder b(programs_[static_cast<std::size_t>(r)]);
       const std::int64_t n = p_.gpus[static_cast<std::size_t>(r)].i_chunks;
-      for (std::int64_t c = 0; c < n; ++c) {
-        bool any = false;
-        for (int ch = 0; ch < p_.channels && !any; ++ch) any = is_written(r, ch, c);
-        if (!any) b.copy(at(BufferId::Input, c, 1), at(BufferId::Output, c, 1), 0);
+      std::vector<bool> any(static_cast<std::size_t>(n), false);
+      for (const auto& w : written_[static_cast<std::size_t>(r)])
+        for (std::size_t c = 0; c < w.size() && c < any.size(); ++c)
+          if (w[c]) any[c] = true;
+      for (std::int64_t c = 0; c < n;) {
+        if (any[static_cast<std::size_t>(c)]) {
+          ++c;
+          continue;
+        }
+        std::int64_t e = c;
+        while (e < n && !any[static_cast<std::size_t>(e)]) ++e;
+        b.copy(at(BufferId::Input, c, e - c), at(BufferId::Output, c, e - c), 0);
+        c = e;
       }
     }
   }
