@@ -202,6 +202,9 @@ one_line "verify of a truncated XML"
 expect_error "MSCCL XML has no in-network reduction" \
   "$bin" schedule export --topology dgx-h100 --algorithm nvls --count 1M --format msccl -o "$tmp/nvls.xml"
 check '[ ! -e "$tmp/nvls.xml" ]' "a refused export leaves no file"
+expect_error "--format yaml: expected json (topocoll's schedule JSON) or msccl (MSCCL XML)" \
+  "$bin" schedule export --topology pcie-8gpu --algorithm ring --count 16 --format yaml
+one_line "schedule export --format yaml"
 if [ -x "$bench" ] && command -v mpirun >/dev/null; then
   for backend in "${backends[@]}"; do
     launch=("${mpi[@]}")
