@@ -82,6 +82,18 @@ TEST_CASE("msccl xml: the msccl-tools ring allreduce (result in the input buffer
                        doctest::Contains("ngpus=\"8\"; the call has 4 ranks"), topocoll::InputError);
 }
 
+TEST_CASE("msccl xml: the msccl-tools ring of two channels per ring is proven") {
+  const MscclProgram p = load_msccl_xml(kFixtures + "ring_2_4.xml");
+  CHECK(p.channels == 8);
+  CHECK(count_granularity(p) == 32);
+  for (std::uint64_t n : {32u, 32u * 1009u}) {
+    const Schedule s = instantiate(p, CollectiveArgs::allreduce(n, DataType::Float32, ReduceOp::Sum, 8));
+    const VerifyResult r = verify(s);
+    INFO(n, " ", r.message);
+    CHECK(r.ok());
+  }
+}
+
 TEST_CASE("msccl xml: a schedule file of MSCCL XML is size-generic and verifies") {
   const ScheduleFile f = load_schedule_file(kFixtures + "ring_8_1.xml");
   CHECK(f.format == "MSCCL XML");
