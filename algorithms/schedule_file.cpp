@@ -8,6 +8,7 @@
 #include <mutex>
 #include <set>
 
+#include "algorithms/ir/msccl_xml.hpp"
 #include "algorithms/ir/schedule_json.hpp"
 #include "algorithms/verifier.hpp"
 #include "common/errors.hpp"
@@ -49,6 +50,24 @@ ScheduleFile json_file(const std::string& path, const std::string& text) {
   f.count = a.count;
   f.sizes = a.sizes;
   f.instantiate = [sched](const CollectiveArgs& args) { return with_args(*sched, args); };
+  return f;
+}
+
+// An MSCCL XML program: size-generic (its chunks are fractions of the buffers), float32.
+ScheduleFile msccl_file(const std::string& path, const std::string& text) {
+  auto prog = std::make_shared<const MscclProgram>(parse_msccl_xml(text, path));
+  ScheduleFile f;
+  f.path = path;
+  f.format = "MSCCL XML";
+  f.name = prog->name.empty() ? "msccl" : prog->name;
+  f.collective = prog->collective;
+  f.ranks = prog->ngpus;
+  f.root = prog->root;
+  f.dtype = DataType::Float32;
+  f.op = ReduceOp::Sum;
+  f.count = std::nullopt;
+  f.granularity = count_granularity(*prog);
+  f.instantiate = [prog](const CollectiveArgs& args) { return instantiate(*prog, args); };
   return f;
 }
 
@@ -98,6 +117,19 @@ std::optional<std::uint64_t> ScheduleFile::bytes(DataType t) const {
   return nccl_tests_bytes(a);
 }
 
+bool ScheduleFile::sits_out(std::uint64_t b, DataType t) const {
+  if (count) return *bytes(t) != b;
+  if (sizes) return false;
+  const std::uint64_t n = nccl_tests_args(collective, b, t, op, ranks, root).count;
+  return n == 0 || n % granularity != 0;
+}
+
+std::string ScheduleFile::sits_out_line(std::uint64_t b, DataType t) const {
+  if (count) return fmt::format("not run: the schedule is for {} B only", *bytes(t));
+  return fmt::format("not run: counts must be multiples of {} (count {})", granularity,
+                     nccl_tests_args(collective, b, t, op, ranks, root).count);
+}
+
 CollectiveArgs ScheduleFile::args_at(std::uint64_t n) const {
   CollectiveArgs a;
   a.collective = collective;
@@ -128,8 +160,11 @@ ScheduleFile load_schedule_file(const std::string& path) {
     f.digest = fnv1a_hex(text);
     return f;
   }
-  if (first == "<")
-    throw InputError(fmt::format("{}: an XML file: MSCCL XML schedules are not read by this build", path));
+  if (first == "<") {
+    ScheduleFile f = msccl_file(path, text);
+    f.digest = fnv1a_hex(text);
+    return f;
+  }
   throw InputError(
       fmt::format("{}: not a schedule file: expected topocoll's schedule JSON (an object, '{{') or MSCCL XML ('<'), "
                   "got {}",

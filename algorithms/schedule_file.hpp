@@ -46,9 +46,13 @@ struct ScheduleFile {
   // A fixed-count file's size as nccl-tests names sizes (nccl_tests_bytes) in `dtype`; nullopt
   // when size-generic.
   std::optional<std::uint64_t> bytes(DataType dtype) const;
-  // A fixed-count file at another size than its own (a sweep point it sits out, said in the
-  // table, not an error).
-  bool sits_out(std::uint64_t bytes, DataType dtype) const { return count && *this->bytes(dtype) != bytes; }
+  // A sweep point the file sits out (said in the table, not an error): a fixed-count file at
+  // another size than its own, a size-generic file at a count that is not a multiple of its
+  // granularity.
+  bool sits_out(std::uint64_t bytes, DataType dtype) const;
+  // What the table says of such a point: "not run: the schedule is for 4000 B only" or "not run:
+  // counts must be multiples of 16 (count 250)".
+  std::string sits_out_line(std::uint64_t bytes, DataType dtype) const;
   // A one-line description: "MSCCL XML allreduce, 8 ranks, any count that is a multiple of 16".
   std::string describe() const;
 };

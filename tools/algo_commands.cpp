@@ -4,9 +4,12 @@
 
 #include <chrono>
 #include <fstream>
+#include <sstream>
 
+#include "algorithms/ir/msccl_xml.hpp"
 #include "algorithms/ir/schedule_json.hpp"
 #include "algorithms/registry.hpp"
+#include "algorithms/schedule_file.hpp"
 #include "algorithms/verifier.hpp"
 #include "common/cli_io.hpp"
 #include "common/errors.hpp"
@@ -146,7 +149,17 @@ int verify_command(const AlgoArgs& a, std::ostream& out) {
   std::optional<algo::Collective> collective;
   if (!a.collective.empty()) collective = parse_collective_flag(a.collective, "--collective");
   if (!a.schedule.empty()) {
-    const algo::Schedule s = algo::load_schedule_json(a.schedule);
+    const algo::ScheduleFile f = algo::load_schedule_file(a.schedule);
+    std::uint64_t count = f.count.value_or(0);
+    if (!f.count) {
+      if (a.count.empty())
+        throw InputError(
+            fmt::format("--schedule {}: a size-generic {} file: expected --count N (a positive multiple "
+                        "of {})",
+                        a.schedule, f.format, f.granularity));
+      count = parse_size(a.count, "--count");
+    }
+    const algo::Schedule s = f.instantiate(f.args_at(count));
     if (collective && s.args().collective != *collective)
       throw InputError(fmt::format("--collective {}: the schedule {} is of {}, not {}", a.collective, a.schedule,
                                    algo::to_string(s.args().collective), algo::to_string(*collective)));
@@ -199,6 +212,17 @@ int schedule_export(const AlgoArgs& a, std::ostream& out) {
   const algo::Support s = algs.front()->supports(job.layout, c, t);
   if (!s.ok) throw InputError(fmt::format("{} is not supported here: {}", algs.front()->name, s.reason));
   const algo::Schedule sched = algs.front()->generate(job.layout, c, t);
+  if (a.format != "json" && a.format != "msccl")
+    throw InputError(fmt::format("--format {}: expected json (topocoll's schedule JSON) or msccl (MSCCL XML)",
+                                 cli::one_line(a.format)));
+  if (a.format == "msccl") {
+    std::ostringstream xml;  // refused (switch groups, size matrices) before the output is opened
+    algo::write_msccl_xml(sched, xml);
+    Output output(a.output, out);
+    output.stream() << xml.str();
+    output.close();
+    return 0;
+  }
   Output output(a.output, out);
   algo::write_schedule_json(sched, output.stream());
   output.close();

@@ -19,10 +19,11 @@ struct AlgoArgs {
   std::string dtype = "float";
   std::string op = "sum";
   int root = 0;
-  std::string collective;  // verify --collective NAME: `--algorithm all` is that collective's; "" = every one
-  std::string schedule;    // verify --schedule FILE.json
-  std::string sizes;       // --sizes FILE: an all-to-allv's size matrix (algo::load_alltoallv_sizes)
-  std::string output;      // schedule export -o
+  std::string collective;       // verify --collective NAME: `--algorithm all` is that collective's; "" = every one
+  std::string schedule;         // verify --schedule FILE (schedule JSON, or MSCCL XML with --count)
+  std::string sizes;            // --sizes FILE: an all-to-allv's size matrix (algo::load_alltoallv_sizes)
+  std::string output;           // schedule export -o
+  std::string format = "json";  // schedule export --format json|msccl
   bool in_place = false;
   std::string layout;     // verify --layout NxG: N nodes of G ranks, no topology
   bool nvls = false;      // verify --nvls: every node has NVLS (NVSwitch multicast)

@@ -159,4 +159,71 @@ else
   echo "schedule-file: no topocoll-bench or mpirun in this build: the bench part is skipped"
 fi
 
+# --- MSCCL XML (algorithms/ir/msccl_xml.hpp): size-generic, the same path ---------------------
+# ring on 8 GPUs exported at 1M elements: 16 chunks per loop, so it runs at every multiple of 16.
+run "$bin" schedule export --topology pcie-8gpu --algorithm ring --count 1M --format msccl -o "$tmp/ring.xml"
+check 'grep -q "nchunksperloop=\"16\"" "$tmp/ring.xml"' "export --format msccl: $(head -c 200 "$tmp/ring.xml")"
+run "$bin" verify --schedule "$tmp/ring.xml" --count 64K && check 'grep -q " OK$" "$tmp/out"' "verify of the exported ring.xml"
+run "$bin" verify --schedule "$src/algorithms/testdata/msccl/ring_8_1.xml" --count 1M &&
+  check 'grep -q " OK$" "$tmp/out"' "verify of msccl-tools' ring_8_1.xml"
+expect_error "ring.xml: nchunksperloop=\"16\": count 100 is not a positive multiple of 16" \
+  "$bin" verify --schedule "$tmp/ring.xml" --count 100
+one_line "verify of an XML at a count it cannot take"
+expect_error "a size-generic MSCCL XML file: expected --count N" "$bin" verify --schedule "$tmp/ring.xml"
+for engine in analytic simgrid; do
+  if run "$bin" sim --topology pcie-8gpu --schedule "$tmp/ring.xml" -b 4M -e 4M --engine "$engine" --format csv --no-nccl-model; then
+    xml_t=$(grep -v '^engine' "$tmp/out" | cut -d, -f10)
+    run "$bin" sim --topology pcie-8gpu -a ring -b 4M -e 4M --engine "$engine" --format csv --no-nccl-model
+    own=$(grep -v '^engine' "$tmp/out" | cut -d, -f10)
+    check '[ -n "$own" ] && [ "$xml_t" = "$own" ]' "sim $engine: ring.xml $xml_t us vs ring $own us"
+  fi
+done
+# In a sweep: the sizes whose count is not a multiple of 16 are not run, said in the table.
+if run "$bin" sim --topology pcie-8gpu --schedule "$tmp/ring.xml" -b 1000 -e 16000 -f 2 --no-nccl-model; then
+  check 'grep -q "1000 not run: counts must be multiples of 16 (count 250)" "$tmp/out" && grep -q "^ *16000 " "$tmp/out"' \
+    "sim sweep with an XML file: $(grep -v '^#' "$tmp/out" | head -4)"
+fi
+# Hand-broken: gpu 3's first rrc (receive and reduce) made an r (receive): a contribution is lost.
+awk 'BEGIN{g=-1} /<gpu id="3"/{g=3} g==3 && !done && /type="rrc"/{sub(/type="rrc"/, "type=\"r\""); done=1} {print}' \
+  "$tmp/ring.xml" >"$tmp/broken-ring.xml"
+"$bin" verify --schedule "$tmp/broken-ring.xml" --count 64K >"$tmp/out" 2>&1
+rc=$?
+check '[ $rc -eq 1 ] && grep -q "FAIL missing contribution" "$tmp/out"' "verify of the broken ring.xml: exit $rc $(cat "$tmp/out")"
+expect_error "the verifier refuses it at count 16: missing contribution" "$bin" sim --topology pcie-8gpu --schedule "$tmp/broken-ring.xml"
+one_line "sim of the broken ring.xml"
+expect_error "the verifier refuses it at count 16: missing contribution" \
+  "$bin" sim --topology pcie-8gpu --schedule "$tmp/broken-ring.xml" --engine simgrid
+sed 's/type="rrc"/type="rrx"/' "$tmp/ring.xml" >"$tmp/bad-type.xml"
+expect_error 'type="rrx": expected an MSCCL step type' "$bin" sim --topology pcie-8gpu --schedule "$tmp/bad-type.xml"
+one_line "sim of an XML with an unknown step type"
+head -n 5 "$tmp/ring.xml" >"$tmp/truncated.xml"
+expect_error "truncated.xml: not well-formed XML" "$bin" verify --schedule "$tmp/truncated.xml" --count 16
+one_line "verify of a truncated XML"
+expect_error "MSCCL XML has no in-network reduction" \
+  "$bin" schedule export --topology dgx-h100 --algorithm nvls --count 1M --format msccl -o "$tmp/nvls.xml"
+check '[ ! -e "$tmp/nvls.xml" ]' "a refused export leaves no file"
+expect_error "--format yaml: expected json (topocoll's schedule JSON) or msccl (MSCCL XML)" \
+  "$bin" schedule export --topology pcie-8gpu --algorithm ring --count 16 --format yaml
+one_line "schedule export --format yaml"
+if [ -x "$bench" ] && command -v mpirun >/dev/null; then
+  for backend in "${backends[@]}"; do
+    launch=("${mpi[@]}")
+    [ "$backend" = ucx ] && launch+=("${ucx_pml[@]}")
+    if timeout 120 "${launch[@]}" -np 8 "$bench" --backend "$backend" --topology pcie-8gpu --schedule "$tmp/ring.xml" \
+      -b 4096 -e 8192 -f 2 -n 2 -w 1 >"$tmp/out" 2>"$tmp/err"; then
+      rows=$(grep -v '^#' "$tmp/out")
+      # Two blocks (mpi, the file), rows at 4096 and 8192 B (counts 1024, 2048), #wrong 0 in and out of place.
+      check '[ "$(echo "$rows" | wc -l)" -eq 4 ] && [ -z "$(echo "$rows" | awk '\''$9 != "0" || $13 != "0"'\'')" ]' \
+        "bench --backend $backend --schedule ring.xml: $rows"
+    else
+      fail "bench --backend $backend --schedule ring.xml: exit $? ($(head -c 400 "$tmp/err"))"
+    fi
+    timeout 120 "${launch[@]}" -np 8 "$bench" --backend "$backend" --topology pcie-8gpu --schedule "$tmp/broken-ring.xml" \
+      -n 1 -w 0 >"$tmp/out" 2>"$tmp/err"
+    rc=$?
+    check '[ $rc -eq 2 ] && [ "$(grep -c "topocoll-bench: error: .*the verifier refuses it at count 16: missing contribution" "$tmp/err")" -eq 1 ]' \
+      "bench --backend $backend of the broken ring.xml: exit $rc, $(head -c 400 "$tmp/err")"
+  done
+fi
+
 summary schedule-file

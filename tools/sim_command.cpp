@@ -398,13 +398,11 @@ int sim_command(const SimArgs& a, std::ostream& out) {
         if (named(alg) && !own_size_elsewhere)
           throw InputError(fmt::format("{} is not supported on {}: {}", alg->name, a.topo.topology, s.reason));
         if (a.format == "table")
-          *sink << (own_size_elsewhere
-                        ? fmt::format(" {:>12} not run: the schedule is for {} B only\n", bytes, *file->bytes(dtype))
-                        : fmt::format(" {:>12} not supported: {}\n", bytes, s.reason));
+          *sink << (own_size_elsewhere ? fmt::format(" {:>12} {}\n", bytes, file->sits_out_line(bytes, dtype))
+                                       : fmt::format(" {:>12} not supported: {}\n", bytes, s.reason));
         if (tables)
-          tables->note(own_size_elsewhere
-                           ? fmt::format("{} B not run: the schedule is for {} B only", bytes, *file->bytes(dtype))
-                           : fmt::format("{} B not supported: {}", bytes, s.reason));
+          tables->note(own_size_elsewhere ? fmt::format("{} B {}", bytes, file->sits_out_line(bytes, dtype))
+                                          : fmt::format("{} B not supported: {}", bytes, s.reason));
         continue;
       }
       const algo::Schedule sched = alg->generate(layout, args, tuning);

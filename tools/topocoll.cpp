@@ -50,7 +50,9 @@ Examples:
   topocoll verify --layout 1x1024 --nvls --algorithm nvls
   topocoll verify --topology dgx-h100 --nodes 128 --sharp --algorithm nvls-tree,collnet
   topocoll verify --topology dgx-a100 --nodes 2 --collective broadcast --root 5
-  topocoll schedule export --topology dgx-h100 --nodes 2 --algorithm dbt --count 4096 -o dbt.json)";
+  topocoll schedule export --topology dgx-h100 --nodes 2 --algorithm dbt --count 4096 -o dbt.json
+  topocoll schedule export --topology dgx-h100 --algorithm ring --count 1024 --format msccl -o ring.xml
+  topocoll verify --schedule ring.xml --count 64K)";
 
 void add_topology_flags(CLI::App* cmd, topocoll::tools::TopoArgs& a, bool required = true) {
   auto* t = cmd->add_option("--topology,-t", a.topology, "preset name, NCCL topology XML file or YAML cluster spec");
@@ -187,7 +189,8 @@ int main(int argc, char** argv) {
   verify->add_option("--collective", algo_args.collective,
                      "only the algorithms of this collective (allreduce, allgather, reduce_scatter, broadcast, reduce, "
                      "alltoall, alltoallv); default every one");
-  verify->add_option("--schedule", algo_args.schedule, "verify a schedule JSON file instead");
+  verify->add_option("--schedule", algo_args.schedule,
+                     "verify a schedule file instead (topocoll JSON, or MSCCL XML at --count N)");
   verify->add_flag("--in-place", algo_args.in_place, "verify with input and output aliased");
   verify->add_option("--layout", algo_args.layout,
                      "NxG: N nodes of G ranks each instead of a topology (e.g. 1x1024 or 128x8)");
@@ -200,10 +203,14 @@ int main(int argc, char** argv) {
   verify->footer(kAlgoExamples);
   CLI::App* schedule = app.add_subcommand("schedule", "schedule interchange");
   schedule->require_subcommand(1);
-  CLI::App* sexport = schedule->add_subcommand("export", "write an algorithm's schedule as JSON");
+  CLI::App* sexport = schedule->add_subcommand("export", "write an algorithm's schedule as JSON or MSCCL XML");
   add_topology_flags(sexport, algo_args.topo);
   add_algo_flags(sexport, false);
   sexport->add_option("-o,--output", algo_args.output, "output file (default: stdout)");
+  sexport
+      ->add_option("--format", algo_args.format,
+                   "json (topocoll's schedule JSON, for the count given) or msccl (MSCCL XML, size-generic)")
+      ->default_val("json");
   sexport->footer(kAlgoExamples);
 
   constexpr const char* kSimExamples = R"(

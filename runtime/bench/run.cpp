@@ -451,8 +451,7 @@ std::uint64_t run_bench(const BenchOptions& o, BenchReport& report) {
         // rank: the ranks agreed on the file's bytes), except the sizes a fixed-count file sits out.
         if (!s.ok && entry.file && !entry.file->sits_out(call_bytes, dtype)) throw AgreedInputError(s.reason);
         if (!s.ok)
-          unsupported =
-              entry.file ? fmt::format("not run: the schedule is for {} B only", *entry.file->bytes(dtype)) : s.reason;
+          unsupported = entry.file ? entry.file->sits_out_line(call_bytes, dtype) : s.reason;
         else {
           try {
             sched.emplace(alg->generate(layout, args, tuning));
