@@ -1,0 +1,46 @@
+import pytest
+
+import topocoll as tc
+
+BUILTIN = [a for a in tc.algorithms() if a["origin"] == "c++"]
+
+
+def test_registry_lists_the_builtin_algorithms():
+    names = [a["name"] for a in BUILTIN]
+    for expected in ("ring", "dbt", "hierarchical"):
+        assert expected in names
+    assert all(a["description"] for a in BUILTIN)
+    assert {a["collective"] for a in tc.algorithms("allreduce")} == {"allreduce"}
+
+
+@pytest.mark.parametrize("alg", BUILTIN, ids=[a["name"] for a in BUILTIN])
+def test_every_registered_algorithm_generates_and_verifies(alg, h100x2):
+    # One size (nccl-tests' 1 MiB call) on 2 x DGX H100: what the registry says it supports
+    # must verify; what it does not support says why.
+    args = tc.nccl_tests_args(alg["collective"], 1 << 20, "float32", "sum", h100x2.num_ranks)
+    ok, reason = tc.supports(alg["name"], h100x2, args)
+    if not ok:
+        assert reason, f"{alg['name']}: unsupported without a reason"
+        with pytest.raises(tc.InputError, match=alg["name"]):
+            tc.generate(alg["name"], h100x2, args)
+        return
+    s = tc.generate(alg["name"], h100x2, args)
+    assert s.num_ranks == 16 and s.args.collective == alg["collective"]
+    v = tc.verify(s, h100x2)
+    assert v["ok"], v["message"]
+    assert v["failure"] == "none" and v["operations"] > 0
+
+
+def test_most_of_the_registry_runs_on_dgx_h100(h100x2):
+    supported = [a["name"] for a in BUILTIN
+                 if tc.supports(a["name"], h100x2,
+                                tc.nccl_tests_args(a["collective"], 1 << 20, "float32", "sum", 16))[0]]
+    assert "ring" in supported and "dbt" in supported
+    assert len(supported) >= len(BUILTIN) // 2
+
+
+def test_cost_sheet_of_ring(h100x2):
+    args = tc.CollectiveArgs("allreduce", 1 << 20, "float32", "sum", 16)
+    c = tc.cost("ring", h100x2, args)
+    assert c["steps"] == 2 * 15
+    assert c["busbw_factor"] == pytest.approx(2 * 15 / 16)
