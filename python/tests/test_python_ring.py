@@ -44,7 +44,7 @@ def test_python_ring_verifies(h100x2):
         assert vp[key] == vc[key], key
 
 
-@pytest.mark.parametrize("engine,topology", [("analytic", "h100x2"), ("analytic", "h100"), ("simgrid", "h100")])
+@pytest.mark.parametrize("engine,topology", [("analytic", "h100x2"), ("analytic", "h100"), ("simgrid", "h100"), ("simgrid", "h100x2")])
 def test_python_ring_simulates_to_the_cpp_ring_time(engine, topology, request):
     t = request.getfixturevalue(topology)
     py, cpp = both(t)

@@ -28,7 +28,7 @@ def test_every_registered_algorithm_generates_and_verifies(alg, h100x2):
     assert s.num_ranks == 16 and s.args.collective == alg["collective"]
     v = tc.verify(s, h100x2)
     assert v["ok"], v["message"]
-    assert v["failure"] == "none" and v["operations"] > 0
+    assert v["failure"] == "OK" and v["operations"] > 0
 
 
 def test_most_of_the_registry_runs_on_dgx_h100(h100x2):

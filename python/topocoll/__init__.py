@@ -191,7 +191,7 @@ def cost(name: str, where: Union[Topology, Layout], args: CollectiveArgs,
 
 
 def verify(schedule: Schedule, where: Union[Topology, Layout, None] = None, *, in_place: bool = False) -> dict:
-    """The verifier's verdict as a dict: ok, failure ("none" when ok), message, operations, steps
+    """The verifier's verdict as a dict: ok, failure ("OK" when ok), message, operations, steps
     and bytes sent. With a topology or layout, bytes split intra / inter node as they are placed."""
     if isinstance(schedule, ScheduleBuilder):
         schedule = schedule.build()
