@@ -431,12 +431,18 @@ NB_MODULE(_topocoll, m) {
   m.def(
       "verify",
       [](const Schedule& s, std::optional<algo::Layout> layout, bool in_place) {
-        return verify_dict(verify_schedule(s, layout, in_place));
+        algo::VerifyResult r;
+        {
+          nb::gil_scoped_release unlocked;  // other Python threads run while the verifier does
+          r = verify_schedule(s, layout, in_place);
+        }
+        return verify_dict(r);
       },
       "schedule"_a, "layout"_a = nb::none(), "in_place"_a = false);
 
   m.def("simulate_json", &simulate, "topology"_a, "schedule"_a, "engine"_a = "analytic", "protocol"_a = "",
-        "calibration"_a = "", "slice_bytes"_a = algo::Tuning{}.slice_bytes, "algorithm"_a = "");
+        "calibration"_a = "", "slice_bytes"_a = algo::Tuning{}.slice_bytes, "algorithm"_a = "",
+        nb::call_guard<nb::gil_scoped_release>());
 
   // Schedule interchange (algorithms/ir/schedule_json.hpp).
   m.def("schedule_to_json", [](const Schedule& s) {

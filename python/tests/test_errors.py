@@ -97,3 +97,16 @@ def test_verifier_reports_a_broken_schedule_as_a_value_not_an_exception():
     v = tc.verify(b)
     assert not v["ok"] and v["failure"] != "OK"
     assert "rank" in v["message"]
+
+
+def test_split_refuses_an_impossible_piece():
+    with pytest.raises(tc.InputError, match="piece 4 of 4"):
+        tc.split(0, 100, 4, 4)
+    assert [tc.split(0, 10, 4, i) for i in range(4)] == [(0, 3), (3, 3), (6, 2), (8, 2)]
+
+
+def test_dataframe_without_pandas_says_so(monkeypatch):
+    import sys
+    monkeypatch.setitem(sys.modules, "pandas", None)  # import pandas now raises ImportError
+    with pytest.raises(ImportError, match="pandas"):
+        tc.to_dataframe([{"a": 1}])
