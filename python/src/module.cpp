@@ -16,6 +16,7 @@
 
 #include "algorithms/ir/schedule_json.hpp"
 #include "algorithms/registry.hpp"
+#include "algorithms/schedule_file.hpp"
 #include "algorithms/verifier.hpp"
 #include "common/errors.hpp"
 #include "common/records.hpp"
@@ -199,6 +200,21 @@ std::string simulate(const LoadedTopology& lt, const Schedule& s, const std::str
       sim::simulate_point(*engine, t, s, protocols, base, algorithm.empty() ? s.name() : algorithm,
                           algo::nccl_tests_bytes(a), a.count, a.dtype);
   return to_json(p.record).dump();
+}
+
+// The schedule of a schedule file (algorithms/schedule_file.hpp) at `count` elements: a JSON
+// file's own count when none is given; a size-generic file (MSCCL XML) needs one, a multiple of
+// its granularity.
+Schedule file_schedule(const algo::ScheduleFile& f, std::optional<std::uint64_t> count) {
+  if (!count && !f.count)
+    throw InputError(
+        fmt::format("{}: size-generic (counts that are multiples of {}): give a count", f.path, f.granularity));
+  const std::uint64_t n = count ? *count : *f.count;
+  if (f.count && n != *f.count)
+    throw InputError(fmt::format("count {}: {} is written for count {} only", n, f.path, *f.count));
+  if (!f.count && (n == 0 || n % f.granularity != 0))
+    throw InputError(fmt::format("count {}: {} needs a positive multiple of {}", n, f.path, f.granularity));
+  return f.instantiate(f.args_at(n));
 }
 
 std::string chunk_repr(const Chunk& c) {
@@ -452,6 +468,21 @@ NB_MODULE(_topocoll, m) {
   });
   m.def("schedule_from_json", &algo::read_schedule_json, "text"_a, "source_name"_a = "<string>");
   m.def("load_schedule_json", &algo::load_schedule_json, "path"_a);
+  // Any schedule file the commands take (`--schedule FILE`): told apart by its content.
+  nb::class_<algo::ScheduleFile>(m, "ScheduleFile")
+      .def_ro("path", &algo::ScheduleFile::path)
+      .def_ro("format", &algo::ScheduleFile::format)
+      .def_ro("name", &algo::ScheduleFile::name)
+      .def_ro("digest", &algo::ScheduleFile::digest)
+      .def_prop_ro("collective", [](const algo::ScheduleFile& f) { return std::string(algo::to_string(f.collective)); })
+      .def_ro("ranks", &algo::ScheduleFile::ranks)
+      .def_ro("root", &algo::ScheduleFile::root)
+      .def_ro("count", &algo::ScheduleFile::count)
+      .def_ro("granularity", &algo::ScheduleFile::granularity)
+      .def("describe", &algo::ScheduleFile::describe)
+      .def("schedule", &file_schedule, "count"_a = nb::none(),
+           "The schedule at `count` elements (a JSON file: its own count; MSCCL XML: a multiple of granularity)");
+  m.def("load_schedule_file", &algo::load_schedule_file, "path"_a);
 
   // MSCCL XML interchange (algorithms/ir/msccl_xml.hpp, issue 16 part 2) is bound here once that
   // header is on main: schedule_to_msccl_xml / schedule_from_msccl_xml next to the JSON ones.

@@ -44,3 +44,23 @@ def test_wrong_field_names_the_field():
 def test_missing_file_names_the_path(tmp_path):
     with pytest.raises(tc.InputError, match="nowhere.json"):
         tc.load_schedule(str(tmp_path / "nowhere.json"))
+
+
+def test_schedule_file_as_the_commands_take_it(h100, tmp_path):
+    s = ring(h100)
+    path = tmp_path / "ring.json"
+    tc.save_schedule(s, str(path))
+    f = tc.load_schedule_file(str(path))
+    assert f.format == "topocoll-schedule JSON" and f.name == "ring" and f.collective == "allreduce"
+    assert f.ranks == 8 and f.count == s.args.count and "ring.json" in f.describe()
+    again = f.schedule()
+    assert all(again.program(r) == s.program(r) for r in range(8))
+    with pytest.raises(tc.InputError, match=rf"count 7: .*ring.json is written for count {s.args.count} only"):
+        f.schedule(7)
+
+
+def test_not_a_schedule_file_is_refused(tmp_path):
+    path = tmp_path / "notes.txt"
+    path.write_text("hello")
+    with pytest.raises(tc.InputError, match="notes.txt: not a schedule file"):
+        tc.load_schedule_file(str(path))

@@ -23,8 +23,10 @@ from ._topocoll import (
     Schedule,
     ScheduleBuilder,
     ScheduleError,
+    ScheduleFile,
     Topology,
     Tuning,
+    load_schedule_file,
     load_topology,
     nccl_tests_args,
     uniform_layout,
@@ -32,8 +34,8 @@ from ._topocoll import (
 
 __all__ = [
     "Chunk", "CollectiveArgs", "Error", "InputError", "InternalError", "Layout", "Op", "Schedule",
-    "ScheduleBuilder", "ScheduleError", "Topology", "Tuning", "algorithms", "cost", "generate",
-    "generator", "load_schedule", "load_topology", "nccl_tests_args", "read_schedule", "register",
+    "ScheduleBuilder", "ScheduleError", "ScheduleFile", "Topology", "Tuning", "algorithms", "cost", "generate",
+    "generator", "load_schedule", "load_schedule_file", "load_topology", "nccl_tests_args", "read_schedule", "register",
     "save_schedule", "simulate", "slices", "split", "supports", "sweep", "to_dataframe",
     "uniform_layout", "unregister", "verify", "write_schedule",
 ]
@@ -247,8 +249,10 @@ def to_dataframe(records: Iterable[dict]):
 # ---------------------------------------------------------------------------------------------
 # Interchange: topocoll's schedule JSON (docs/schedule.md).
 #
-# MSCCL XML (algorithms/ir/msccl_xml.hpp) belongs here too, as read_msccl_xml / write_msccl_xml
-# bound in python/src/module.cpp, once that header is part of the library.
+# load_schedule_file(path) takes any file `topocoll sim --schedule` takes (JSON, and MSCCL XML
+# where the library reads it). MSCCL XML export and import of text (algorithms/ir/msccl_xml.hpp)
+# belong here too, as read_msccl_xml / write_msccl_xml bound in python/src/module.cpp, once that
+# header is part of the library.
 
 
 def write_schedule(schedule: Schedule) -> str:
