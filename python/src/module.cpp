@@ -20,6 +20,7 @@
 #include "algorithms/verifier.hpp"
 #include "common/errors.hpp"
 #include "common/records.hpp"
+#include "python/src/bindings.hpp"
 #include "simulator/calibration.hpp"
 #include "simulator/engine.hpp"
 #include "simulator/nccl_model.hpp"
@@ -484,6 +485,6 @@ NB_MODULE(_topocoll, m) {
            "The schedule at `count` elements (a JSON file: its own count; MSCCL XML: a multiple of granularity)");
   m.def("load_schedule_file", &algo::load_schedule_file, "path"_a);
 
-  // MSCCL XML interchange (algorithms/ir/msccl_xml.hpp, issue 16 part 2) is bound here once that
-  // header is on main: schedule_to_msccl_xml / schedule_from_msccl_xml next to the JSON ones.
+  // MSCCL XML interchange (python/src/msccl.cpp, where the library has it).
+  bind_msccl(m);
 }

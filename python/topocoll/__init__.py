@@ -33,11 +33,11 @@ from ._topocoll import (
 )
 
 __all__ = [
-    "Chunk", "CollectiveArgs", "Error", "InputError", "InternalError", "Layout", "Op", "Schedule",
+    "Chunk", "CollectiveArgs", "Error", "HAVE_MSCCL", "InputError", "InternalError", "Layout", "Op", "Schedule",
     "ScheduleBuilder", "ScheduleError", "ScheduleFile", "Topology", "Tuning", "algorithms", "cost", "generate",
     "generator", "load_schedule", "load_schedule_file", "load_topology", "nccl_tests_args", "read_schedule", "register",
-    "save_schedule", "simulate", "slices", "split", "supports", "sweep", "to_dataframe",
-    "uniform_layout", "unregister", "verify", "write_schedule",
+    "msccl_granularity", "read_msccl_xml", "save_schedule", "simulate", "slices", "split", "supports", "sweep", "to_dataframe",
+    "uniform_layout", "unregister", "verify", "write_msccl_xml", "write_schedule",
 ]
 
 __version__ = "0.1.0"
@@ -250,9 +250,35 @@ def to_dataframe(records: Iterable[dict]):
 # Interchange: topocoll's schedule JSON (docs/schedule.md).
 #
 # load_schedule_file(path) takes any file `topocoll sim --schedule` takes (JSON, and MSCCL XML
-# where the library reads it). MSCCL XML export and import of text (algorithms/ir/msccl_xml.hpp)
-# belong here too, as read_msccl_xml / write_msccl_xml bound in python/src/module.cpp, once that
-# header is part of the library.
+# where the library reads it). MSCCL XML text (algorithms/ir/msccl_xml.hpp) is bound where the
+# library has it (python/src/msccl.cpp): HAVE_MSCCL says so.
+
+HAVE_MSCCL = hasattr(_topocoll, "schedule_to_msccl_xml")
+
+
+def _need_msccl(what: str) -> None:
+    if not HAVE_MSCCL:
+        raise NotImplementedError(f"{what}: this build of topocoll has no MSCCL XML interchange "
+                                  "(algorithms/ir/msccl_xml.hpp)")
+
+
+def write_msccl_xml(schedule: Schedule) -> str:
+    """The schedule as MSCCL XML (the <algo><gpu><tb><step> format msccl-tools writes)."""
+    _need_msccl("write_msccl_xml")
+    return _topocoll.schedule_to_msccl_xml(schedule)
+
+
+def read_msccl_xml(text: str, count: int, source_name: str = "<string>", *, dtype: str = "float32",
+                   op: str = "sum") -> Schedule:
+    """An MSCCL XML program instantiated at `count` elements (a multiple of msccl_granularity)."""
+    _need_msccl("read_msccl_xml")
+    return _topocoll.schedule_from_msccl_xml(text, source_name, count, dtype, op)
+
+
+def msccl_granularity(text: str, source_name: str = "<string>") -> int:
+    """The counts an MSCCL XML program runs at are positive multiples of this."""
+    _need_msccl("msccl_granularity")
+    return _topocoll.msccl_count_granularity(text, source_name)
 
 
 def write_schedule(schedule: Schedule) -> str:
