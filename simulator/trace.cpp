@@ -116,7 +116,9 @@ TraceStats write_chrome_trace(const std::vector<TraceEvent>& events, int ranks, 
 
   TraceStats stats;
   out << "{\"displayTimeUnit\": \"ns\"";
-  if (!options.metadata.empty()) out << ", \"otherData\": " << nlohmann::json(options.metadata).dump();
+  if (!options.metadata.empty())
+    out << ", \"otherData\": "
+        << nlohmann::json(options.metadata).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   out << ", \"traceEvents\": [\n";
   bool first = true;
   auto sep = [&] {

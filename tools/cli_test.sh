@@ -152,7 +152,7 @@ if expect_ok sim --topology dgx-h100 --algorithm ring -b 1M -e 1M --format jsonl
     fail "sim default channels: expected 24 on dgx-h100: $(head -c 400 "$tmp/out")"; fi
 expect_error "--root 99: expected a rank from 0 to 15" verify --topology dgx-h100 --nodes 2 --root 99
 expect_error "verify needs --topology T (with --nodes N), --layout NxG or --schedule FILE.json" verify
-expect_error "not valid JSON" verify --schedule "$src/README.md"
+expect_error "not a schedule file: expected topocoll's schedule JSON" verify --schedule "$src/README.md"
 expect_error "the topology has no GPU" verify --topology "$data/handwritten-grace-no-gpu.xml"
 expect_error "takes exactly one algorithm" schedule export --topology dgx-h100 --algorithm ring,dbt
 

@@ -173,7 +173,7 @@ expect_error "a size-generic MSCCL XML file: expected --count N" "$bin" verify -
 for engine in analytic simgrid; do
   if run "$bin" sim --topology pcie-8gpu --schedule "$tmp/ring.xml" -b 4M -e 4M --engine "$engine" --format csv --no-nccl-model; then
     xml_t=$(grep -v '^engine' "$tmp/out" | cut -d, -f10)
-    run "$bin" sim --topology pcie-8gpu -a ring -b 4M -e 4M --engine "$engine" --format csv --no-nccl-model
+    run "$bin" sim --topology pcie-8gpu --algorithm ring -b 4M -e 4M --engine "$engine" --format csv --no-nccl-model
     own=$(grep -v '^engine' "$tmp/out" | cut -d, -f10)
     check '[ -n "$own" ] && [ "$xml_t" = "$own" ]' "sim $engine: ring.xml $xml_t us vs ring $own us"
   fi
