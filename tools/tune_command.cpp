@@ -82,8 +82,11 @@ struct TuneSetup {
 
 // The fastest candidate at each size (the first in candidate order on a tie). Candidates that
 // do not support the layout at a size sit it out; when none does, an InputError names them.
+// Every candidate's simulated point, each size's chosen one first (`every`, when given: the rows
+// of --format nccl-csv).
 std::vector<TunedPoint> tune_sizes(TuneSetup& s, const std::vector<Candidate>& candidates,
-                                   const std::vector<std::uint64_t>& sizes, const std::string& topology) {
+                                   const std::vector<std::uint64_t>& sizes, const std::string& topology,
+                                   std::vector<TunedPoint>* every = nullptr) {
   constexpr algo::DataType kDtype = algo::DataType::Float32;  // the table is by bytes; any type will do
   const std::size_t elem = algo::size_of(kDtype);
   std::vector<TunedPoint> points;
@@ -93,6 +96,7 @@ std::vector<TunedPoint> tune_sizes(TuneSetup& s, const std::vector<Candidate>& c
     std::optional<TunedPoint> best;
     double best_device_us = 0.0;
     std::string reasons;
+    std::vector<TunedPoint> tried;
     for (const Candidate& c : candidates) {
       algo::Tuning tuning = s.tuning;
       tuning.channels = c.channels;
@@ -106,6 +110,9 @@ std::vector<TunedPoint> tune_sizes(TuneSetup& s, const std::vector<Candidate>& c
       // Faster by the call's time; at the host floor (every candidate max(floor, device) = the
       // floor), by the device time, which still tells the algorithms apart.
       const double device_us = p.record.device_time_us.value_or(p.record.time_us);
+      const std::optional<sim::Protocol> tried_proto = sim::parse_protocol(*p.record.protocol);
+      tried.push_back(
+          TunedPoint{bytes, c.algorithm->name, c.nccl, nccl_protocol(*tried_proto), c.channels, p.record.time_us});
       if (best &&
           (p.record.time_us > best->time_us || (p.record.time_us == best->time_us && device_us >= best_device_us)))
         continue;
@@ -115,6 +122,11 @@ std::vector<TunedPoint> tune_sizes(TuneSetup& s, const std::vector<Candidate>& c
     }
     if (!best) throw InputError(fmt::format("no candidate runs on {} at {} B{}", topology, bytes, reasons));
     points.push_back(*best);
+    if (every) {  // the chosen point first: a reader that keeps the first of equal times keeps it
+      every->push_back(*best);
+      for (const TunedPoint& t : tried)
+        if (t.algorithm != best->algorithm || t.channels != best->channels) every->push_back(t);
+    }
   }
   return points;
 }
@@ -233,8 +245,8 @@ std::vector<tuner::Row> table_rows(const std::vector<TunedPoint>& points, tuner:
 }
 
 int tune_command(const TuneArgs& a, std::ostream& out) {
-  if (a.format != "topocoll" && a.format != "nccl-example")
-    throw InputError(fmt::format("--format {}: expected topocoll or nccl-example", cli::one_line(a.format)));
+  if (a.format != "topocoll" && a.format != "nccl-example" && a.format != "nccl-csv")
+    throw InputError(fmt::format("--format {}: expected topocoll, nccl-example or nccl-csv", cli::one_line(a.format)));
   std::unique_ptr<sim::Engine> engine = sim::make_engine(a.engine);
   const sim::Calibration calib = a.calibration.empty() ? sim::base_calibration() : sim::load_calibration(a.calibration);
   algo::Tuning tuning;
@@ -264,12 +276,14 @@ int tune_command(const TuneArgs& a, std::ostream& out) {
   std::vector<TunedPoint> all_points;
   std::string skipped;
   std::vector<Candidate> all_candidates;
+  std::vector<std::pair<tuner::Collective, std::vector<TunedPoint>>> every;  // --format nccl-csv
   for (const TunedCollective& c : kTunedCollectives) {
     const std::vector<Candidate> candidates = select_candidates(a, nccl, c.collective, fixed_channels, skipped);
     if (candidates.empty())
       throw InputError(
           fmt::format("--algorithm {}: no candidate NCCL would run on {} ({})", a.algorithm, a.topo.topology, skipped));
-    const std::vector<TunedPoint> points = tune_sizes(setup, candidates, sizes, a.topo.topology);
+    every.emplace_back(c.nccl, std::vector<TunedPoint>{});
+    const std::vector<TunedPoint> points = tune_sizes(setup, candidates, sizes, a.topo.topology, &every.back().second);
     const std::vector<tuner::Row> r = table_rows(points, c.nccl, t.nodes(), t.num_ranks());
     rows.insert(rows.end(), r.begin(), r.end());
     all_points.insert(all_points.end(), points.begin(), points.end());
@@ -279,8 +293,21 @@ int tune_command(const TuneArgs& a, std::ostream& out) {
   const std::vector<std::string> comments =
       table_comments(a, t, *engine, calib.source, all_candidates, skipped, a.output);
   cli::Output output(a.output, out);
-  output.stream() << (a.format == "nccl-example" ? tuner::format_nccl_example(rows, comments)
-                                                 : tuner::format_table(rows, comments));
+  if (a.format == "nccl-csv") {
+    // The input of NCCL's ext-tuner/example/scripts/optimize_config.py: one row per simulated
+    // (size, algorithm, protocol, channels), as a measured sweep would give it.
+    output.stream() << "collective,size_bytes,algorithm,protocol,channels,nodes,ranks,pipeOps,regBuff,"
+                       "bandwidth_gbps,latency_us\n";
+    for (const auto& [coll, pts] : every)
+      for (const TunedPoint& p : pts)
+        output.stream() << fmt::format("{},{},{},{},{},{},{},-1,-1,{:.4f},{:.3f}\n", tuner::to_string(coll), p.bytes,
+                                       tuner::lower_case(tuner::to_string(p.nccl_algorithm)),
+                                       tuner::lower_case(tuner::to_string(p.protocol)), p.channels, t.nodes(),
+                                       t.num_ranks(), static_cast<double>(p.bytes) / (p.time_us * 1e3), p.time_us);
+  } else {
+    output.stream() << (a.format == "nccl-example" ? tuner::format_nccl_example(rows, comments)
+                                                   : tuner::format_table(rows, comments));
+  }
   output.close();
   if (!a.output.empty() && a.output != "-") write_summary(all_points, rows.size(), a, out);
   write_topology_notes(t, std::cerr);

@@ -29,7 +29,7 @@ struct TuneArgs {
   std::string engine = "analytic";
   std::string calibration;
   std::string protocol = "auto";        // auto | LL | LL128 | Simple (sim::protocol_set)
-  std::string format = "topocoll";      // topocoll | nccl-example
+  std::string format = "topocoll";      // topocoll | nccl-example | nccl-csv (optimize_config.py's input)
   std::string output;                   // the table; none or "-": stdout (and no summary)
   std::string nccl_version = "2.28.9";  // the NCCL model's release (which algorithms NCCL enables)
   std::vector<std::string> nccl_env;    // KEY=VALUE for the NCCL model, as `sim --nccl-env`

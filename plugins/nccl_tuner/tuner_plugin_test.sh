@@ -155,6 +155,40 @@ check '[ -s "$tmp/ours.rows" ]' "topocoll tune wrote no rows"
 same "$tmp/ours.rows" "nccl-example rows"
 check '! awk -F, "!/^#/ && NF != 8" "$tmp/example.conf" | grep -q .' "nccl-example: a row without 8 fields"
 check '! awk "length > 255" "$tmp/example.conf" | grep -q .' "nccl-example: a line the example tuner cannot read whole"
+# --format nccl-csv: the input NCCL's ext-tuner/example/scripts/optimize_config.py documents
+# (collective,size_bytes,algorithm,protocol,channels,nodes,ranks,pipeOps,regBuff,bandwidth_gbps,
+# latency_us), every simulated candidate a row. Read here as that script reads it (csv.DictReader,
+# int/float fields, -1 for "any") and reduced the way its default metric does (lowest latency_us
+# per size, the first of equal ones): the choice per size must be nccl-example's.
+"$topocoll" tune --topology dgx-h100 --nodes 2 -b 1K -e 256M -f 4 --format nccl-csv -o "$tmp/sweep.csv" >/dev/null 2>&1
+python3 - "$tmp/sweep.csv" "$tmp/example.conf" >"$tmp/out" 2>&1 <<'PY'
+import csv, sys
+cols = "collective,size_bytes,algorithm,protocol,channels,nodes,ranks,pipeOps,regBuff,bandwidth_gbps,latency_us"
+rows = list(csv.DictReader(open(sys.argv[1])))
+assert open(sys.argv[1]).readline().strip() == cols, "header"
+best = {}
+for r in rows:
+    for k in ("size_bytes", "channels", "nodes", "ranks", "pipeOps", "regBuff"):
+        int(r[k])
+    lat, bw = float(r["latency_us"]), float(r["bandwidth_gbps"])
+    assert lat > 0 and bw > 0, r
+    key = (r["collective"], int(r["size_bytes"]))
+    if key not in best or lat < float(best[key]["latency_us"]):
+        best[key] = r
+conf = [l.strip().split(",") for l in open(sys.argv[2]) if l.strip() and not l.startswith("#")]
+bad = 0
+for (coll, size), r in sorted(best.items()):
+    hit = [c for c in conf if c[0] == coll and int(c[1]) <= size <= int(c[2])]
+    want = [r["algorithm"], r["protocol"], r["channels"]]
+    if len(hit) != 1 or hit[0][3:6] != want:
+        bad += 1
+        print(f"{coll} {size}: csv best {want}, nccl-example {hit}")
+sizes = len({k[1] for k in best})
+print(f"rows {len(rows)} sizes {sizes} collectives {len({k[0] for k in best})} mismatches {bad}")
+sys.exit(1 if bad or len(rows) <= sizes else 0)
+PY
+rc=$?
+check '[ $rc -eq 0 ]' "nccl-csv against nccl-example: $(cat "$tmp/out")"
 # without -o: the table on stdout, nothing else
 "$topocoll" tune --topology dgx-h100 -b 1M -e 1M >"$tmp/out" 2>/dev/null
 check '[ "$(grep -vc "^#" "$tmp/out")" = 2 ] && grep -q "^collective,min_bytes" "$tmp/out"' "tune to stdout: $(cat "$tmp/out")"
@@ -169,7 +203,7 @@ expect_error() {
     fail "topocoll tune $*: exit $rc, stderr: $(cat "$tmp/err") (expected '$want')"
   fi
 }
-expect_error "--format csv: expected topocoll or nccl-example" --topology dgx-h100 --format csv
+expect_error "--format csv: expected topocoll, nccl-example or nccl-csv" --topology dgx-h100 --format csv
 expect_error "hierarchical has no NCCL counterpart; expected some of ring (RING)" --topology dgx-h100 -a ring,hierarchical
 expect_error "NCCL would not run collnet (COLLNET_DIRECT) on dgx-h100: NCCL's collNetSupport is off" --topology dgx-h100 \
   --nodes 2 -a collnet

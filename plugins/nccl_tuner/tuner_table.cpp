@@ -123,12 +123,6 @@ bool is_header(std::string_view line) {
   return true;
 }
 
-std::string lower_case(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = lower(c);
-  return out;
-}
-
 // NCCL's example tuner reads lines of up to 255 characters (fgets into 256 bytes): longer
 // comments are cut for it.
 constexpr std::size_t kExampleLineChars = 200;
@@ -138,6 +132,12 @@ void write_comments(std::ostringstream& out, const std::vector<std::string>& com
 }
 
 }  // namespace
+
+std::string lower_case(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = lower(c);
+  return out;
+}
 
 std::string_view to_string(Collective c) {
   return kCollectiveNames[static_cast<std::size_t>(c)];

@@ -51,6 +51,8 @@ struct ParseResult {
 // a C string). Parsing ignores case.
 std::string_view to_string(Collective c);
 std::string_view to_string(Algorithm a);
+// ASCII lower case (NCCL's example tuner spells algorithms and protocols so: "ring", "ll128").
+std::string lower_case(std::string_view s);
 std::string_view to_string(Protocol p);
 std::optional<Collective> parse_collective(std::string_view s);
 std::optional<Algorithm> parse_algorithm(std::string_view s);
