@@ -73,13 +73,36 @@ algo::ChannelPattern parse_pattern(const std::string& s) {
   throw InputError(fmt::format("channel pattern '{}': expected pipeline or tree", s));
 }
 
+// `sizes`: an all-to-allv's size matrix, row i the element counts rank i sends each rank (its
+// rank count is the call's; `count` is then unused). Only for alltoallv, and required there.
 CollectiveArgs make_args(const std::string& collective, std::uint64_t count, const std::string& dtype,
-                         const std::string& op, int ranks, int root) {
+                         const std::string& op, int ranks, int root,
+                         const std::optional<std::vector<std::vector<std::uint64_t>>>& sizes) {
   CollectiveArgs a;
   a.collective = algo::parse_collective(collective);
   a.count = count;
   a.dtype = algo::parse_dtype(dtype);
   a.op = algo::parse_op(op);
+  if (sizes) {
+    if (a.collective != algo::Collective::AllToAllV)
+      throw InputError(fmt::format("sizes: a size matrix is for alltoallv, not {}", algo::to_string(a.collective)));
+    const std::size_t p = sizes->size();
+    std::vector<std::uint64_t> flat;
+    for (std::size_t i = 0; i < p; ++i) {
+      if ((*sizes)[i].size() != p)
+        throw InputError(fmt::format("sizes[{}]: {} counts in the row, expected {} (a square matrix, one row per rank)",
+                                     i, (*sizes)[i].size(), p));
+      flat.insert(flat.end(), (*sizes)[i].begin(), (*sizes)[i].end());
+    }
+    a.sizes = algo::AllToAllVSizes::make(static_cast<int>(std::min<std::size_t>(p, 1u << 30)), std::move(flat));
+    if (ranks == 1) ranks = a.sizes->ranks();  // the default: the matrix's
+    if (ranks != a.sizes->ranks())
+      throw InputError(fmt::format("ranks {}: the size matrix is for {} ranks", ranks, a.sizes->ranks()));
+    a.count = 0;
+  } else if (a.collective == algo::Collective::AllToAllV) {
+    throw InputError(
+        "alltoallv: expected sizes=[[...], ...], one row per rank of the element counts it sends each rank");
+  }
   if (ranks < 1) throw InputError(fmt::format("ranks {}: expected at least 1", ranks));
   if (root < 0 || root >= ranks) throw InputError(fmt::format("root {}: expected a rank of 0..{}", root, ranks - 1));
   a.ranks = ranks;
@@ -263,13 +286,27 @@ NB_MODULE(_topocoll, m) {
                    })
       .def("nccl_channels",
            [](const LoadedTopology& t) { return sim::nccl_channels(sim::estimate_nccl_graph(t.topology)); });
+  m.def(
+      "collective_name", [](const std::string& c) { return std::string(algo::to_string(algo::parse_collective(c))); },
+      "collective"_a,
+      "The canonical name of a collective (nccl-tests' spellings accepted); InputError for an unknown one");
   m.def("load_topology", &load, "topology"_a, "nodes"_a = nb::none(), "fabric"_a = nb::none(),
         "oversubscription"_a = nb::none(),
         "A preset name, an NCCL / hwloc XML, nvidia-smi topo -m text or a YAML spec, copied `nodes` times");
 
   nb::class_<CollectiveArgs>(m, "CollectiveArgs")
       .def(nb::new_(&make_args), "collective"_a = "allreduce", "count"_a = 0, "dtype"_a = "float32", "op"_a = "sum",
-           "ranks"_a = 1, "root"_a = 0)
+           "ranks"_a = 1, "root"_a = 0, "sizes"_a = nb::none())
+      .def_prop_ro("sizes",
+                   [](const CollectiveArgs& a) -> std::optional<std::vector<std::vector<std::uint64_t>>> {
+                     if (!a.sizes) return std::nullopt;
+                     std::vector<std::vector<std::uint64_t>> rows(static_cast<std::size_t>(a.sizes->ranks()));
+                     for (int i = 0; i < a.sizes->ranks(); ++i)
+                       for (int j = 0; j < a.sizes->ranks(); ++j)
+                         rows[static_cast<std::size_t>(i)].push_back(a.sizes->count(i, j));
+                     return rows;
+                   })
+      .def("defined_output_count", &CollectiveArgs::defined_output_count, "rank"_a)
       .def_prop_ro("collective", [](const CollectiveArgs& a) { return std::string(algo::to_string(a.collective)); })
       .def_prop_ro("dtype", [](const CollectiveArgs& a) { return std::string(algo::to_string(a.dtype)); })
       .def_prop_ro("op", [](const CollectiveArgs& a) { return std::string(algo::to_string(a.op)); })

@@ -91,7 +91,7 @@ def algorithms(collective: Optional[str] = None) -> list[dict]:
     out += [{"name": a.name, "description": a.description, "collective": a.collective, "origin": "python"}
             for a in _python_algorithms.values()]
     if collective is not None:
-        wanted = CollectiveArgs(collective=collective).collective  # InputError on an unknown name
+        wanted = _topocoll.collective_name(collective)  # InputError on an unknown name
         out = [a for a in out if a["collective"] == wanted]
     return out
 
@@ -106,7 +106,7 @@ def register(name: str, fn: GeneratorFn, *, description: str, collective: str = 
         raise TypeError(f"register({name!r}): the generator must be callable, got {type(fn).__name__}")
     if name in _builtin_names() or name in _python_algorithms:
         raise InputError(f"algorithm '{name}': already registered (names must be unique)")
-    wanted = CollectiveArgs(collective=collective).collective
+    wanted = _topocoll.collective_name(collective)
     _python_algorithms[name] = _PythonAlgorithm(name, description, wanted, fn, supports)
 
 
@@ -307,8 +307,9 @@ def _schedule_repr(s: Schedule) -> str:
 
 
 def _args_repr(a: CollectiveArgs) -> str:
+    sizes = "" if a.sizes is None else f", sizes=<{a.ranks}x{a.ranks} matrix>"
     return (f"CollectiveArgs(collective='{a.collective}', count={a.count}, dtype='{a.dtype}', op='{a.op}', "
-            f"ranks={a.ranks}, root={a.root})")
+            f"ranks={a.ranks}, root={a.root}{sizes})")
 
 
 def _topology_repr(t: Topology) -> str:
