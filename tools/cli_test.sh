@@ -169,6 +169,17 @@ if expect_ok sim --topology pcie-8gpu --algorithm dbt -b 64K -e 64K --trace "$tm
   if python3 -c "import json,sys; j=json.load(open(sys.argv[1])); assert any(e['ph']=='X' for e in j['traceEvents'])" "$tmp/t.json"; then ok; else
     fail "sim --trace did not write a Chrome trace"; fi
 fi
+# Progress on stderr: none for a quick sweep; lines once it has run TOPOCOLL_PROGRESS_AFTER s
+# (here 0), ending at 100 %; none with --quiet.
+if expect_ok sim --topology pcie-8gpu -b 1K -e 1M; then
+  if [ ! -s "$tmp/err" ]; then ok; else fail "a quick sim wrote to stderr: $(head -c 300 "$tmp/err")"; fi
+fi
+if TOPOCOLL_PROGRESS_AFTER=0 expect_ok sim --topology pcie-8gpu -b 1K -e 1M; then
+  if grep -q "^sim: 33/33 points (100%)" "$tmp/err"; then ok; else fail "sim progress: $(cat "$tmp/err")"; fi
+fi
+if TOPOCOLL_PROGRESS_AFTER=0 expect_ok sim --topology pcie-8gpu -b 1K -e 1M --quiet; then
+  if [ ! -s "$tmp/err" ]; then ok; else fail "sim --quiet wrote progress: $(head -c 300 "$tmp/err")"; fi
+fi
 expect_error "unknown engine 'ns3': expected simgrid or analytic" sim --topology dgx-h100 --engine ns3
 expect_error "-b 1Q: unknown suffix 'Q'" sim --topology dgx-h100 -b 1Q
 expect_error "--protocol XX: expected auto, LL, LL128 or Simple" sim --topology dgx-h100 --protocol XX

@@ -10,6 +10,7 @@
 #include <filesystem>
 
 #include "common/errors.hpp"
+#include "common/progress.hpp"
 #include "experiments/runner/grid.hpp"
 #include "experiments/runner/provenance.hpp"
 #include "experiments/runner/run.hpp"
@@ -21,77 +22,6 @@ namespace fs = std::filesystem;
 namespace topocoll::tools {
 
 namespace ex = experiments;
-
-namespace {
-
-// --- progress on stderr ---------------------------------------------------------------------
-
-class Progress {
- public:
-  Progress(std::size_t total, std::size_t done, bool quiet)
-      : total_(total),
-        done_(done),
-        start_done_(done),
-        quiet_(quiet),
-        tty_(isatty(2) == 1),
-        start_(std::chrono::steady_clock::now()) {
-    last_line_ = start_;
-  }
-  // The first progress line; the clock starts here.
-  void start() {
-    start_ = last_line_ = std::chrono::steady_clock::now();
-    if (!quiet_ && !tty_) line();
-  }
-  void add(std::size_t n) {
-    done_ += n;
-    if (quiet_) return;
-    const auto now = std::chrono::steady_clock::now();
-    if (tty_) {
-      bar();
-    } else if (done_ == total_ || now - last_line_ >= std::chrono::seconds(10) || decile() != last_decile_) {
-      line();
-      last_line_ = now;
-    }
-  }
-  void finish() {
-    if (!quiet_ && tty_) std::fputc('\n', stderr);
-  }
-  double elapsed() const { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count(); }
-
- private:
-  int decile() const { return total_ ? static_cast<int>(10 * done_ / total_) : 10; }
-  std::string stats() const {
-    const double t = elapsed();
-    const double rate = t > 0 ? static_cast<double>(done_ - start_done_) / t : 0.0;
-    std::string left = "--:--";
-    if (rate > 0) {
-      const long s = std::lround(static_cast<double>(total_ - done_) / rate);
-      left = fmt::format("{}:{:02d}:{:02d}", s / 3600, (s / 60) % 60, s % 60);
-    }
-    return fmt::format("{}/{} points ({:.0f}%), {:.1f} points/s, {:.0f} s elapsed, time left {}", done_, total_,
-                       total_ ? 100.0 * static_cast<double>(done_) / static_cast<double>(total_) : 100.0, rate, t,
-                       left);
-  }
-  void bar() {
-    constexpr int kWidth = 30;
-    const int filled = total_ ? static_cast<int>(kWidth * done_ / total_) : kWidth;
-    std::fprintf(stderr, "\r[%s%s] %s ", std::string(static_cast<std::size_t>(filled), '#').c_str(),
-                 std::string(static_cast<std::size_t>(kWidth - filled), '.').c_str(), stats().c_str());
-    std::fflush(stderr);
-  }
-  void line() {
-    last_decile_ = decile();
-    std::fprintf(stderr, "exp: %s\n", stats().c_str());
-    std::fflush(stderr);
-  }
-
-  std::size_t total_, done_, start_done_;
-  bool quiet_, tty_;
-  std::chrono::steady_clock::time_point start_, last_line_;
-  int last_decile_ = -1;
-};
-
-}  // namespace
 
 int exp_run(const ExpArgs& a, std::ostream& out) {
   const ex::ExpSpec s = ex::load_exp_spec(a.spec);
@@ -107,7 +37,7 @@ int exp_run(const ExpArgs& a, std::ostream& out) {
                  done.dropped_partial);
   const std::size_t total = ex::count_points(s);
   const std::string commit = ex::git_commit(s.dir);
-  Progress progress(total, std::min(total, done.points.size()), a.quiet);
+  cli::Progress progress("exp", "points", total, std::min(total, done.points.size()), a.quiet);
   ex::RecordWriter w(file);
   ex::RunCallbacks cb;
   cb.start = [&] {

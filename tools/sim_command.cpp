@@ -17,6 +17,7 @@
 #include "common/cli_io.hpp"
 #include "common/errors.hpp"
 #include "common/nccl_tests_table.hpp"
+#include "common/progress.hpp"
 #include "common/records.hpp"
 #include "simulator/engine.hpp"
 #include "simulator/nccl_model.hpp"
@@ -376,6 +377,10 @@ int sim_command(const SimArgs& a, std::ostream& out) {
   const std::vector<std::pair<int, int>> trace_ranks = a.trace_ranks.empty()
                                                            ? sim::default_trace_ranks(t.num_ranks())
                                                            : sim::parse_rank_ranges(a.trace_ranks, t.num_ranks());
+  // Progress on stderr for a long sweep (nothing for one that ends within 5 s, or
+  // TOPOCOLL_PROGRESS_AFTER seconds; --quiet: never).
+  cli::Progress progress("sim", "points", algorithms.size() * points.size(), 0, a.quiet, cli::progress_delay());
+  progress.start();
   for (const algo::Algorithm* alg : algorithms) {
     if (a.format == "table")
       *sink << fmt::format("#\n# {}: {} ({})\n#{:>12} {:>12} {:>8} {:>6} {:>12} {:>10} {:>10} {:>7}\n", alg->name,
@@ -403,6 +408,7 @@ int sim_command(const SimArgs& a, std::ostream& out) {
         if (tables)
           tables->note(own_size_elsewhere ? fmt::format("{} B {}", bytes, file->sits_out_line(bytes, dtype))
                                           : fmt::format("{} B not supported: {}", bytes, s.reason));
+        progress.add(1);
         continue;
       }
       const algo::Schedule sched = alg->generate(layout, args, tuning);
@@ -433,9 +439,12 @@ int sim_command(const SimArgs& a, std::ostream& out) {
         tables->row(nccl_tests_row(rec, bytes, args.count, collective, row_root));
       else
         *sink << to_json(rec).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+      *sink << std::flush;  // streamed: each row as soon as it is simulated
+      progress.add(1);
     }
     if (tables) tables->end();
   }
+  progress.finish();
 
   // The NCCL reference model: what stock NCCL would pick and how long it predicts.
   if (nccl_rows) {

@@ -1,0 +1,94 @@
+#include "common/progress.hpp"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+
+namespace topocoll::cli {
+
+Progress::Progress(std::string what, std::string unit, std::size_t total, std::size_t done, bool quiet,
+                   std::chrono::milliseconds delay)
+    : what_(std::move(what)),
+      unit_(std::move(unit)),
+      total_(total),
+      done_(done),
+      start_done_(done),
+      quiet_(quiet),
+      tty_(isatty(2) == 1),
+      delay_(delay),
+      start_(std::chrono::steady_clock::now()) {
+  last_line_ = start_;
+}
+
+void Progress::start() {
+  start_ = last_line_ = std::chrono::steady_clock::now();
+  if (!quiet_ && !tty_ && delay_.count() == 0) line();
+}
+
+void Progress::add(std::size_t n) {
+  done_ += n;
+  if (quiet_) return;
+  const auto now = std::chrono::steady_clock::now();
+  if (!shown(now)) return;
+  if (tty_) {
+    bar();
+  } else if (done_ == total_ || now - last_line_ >= std::chrono::seconds(10) ||
+             (delay_.count() == 0 && decile() != last_decile_) || last_decile_ < 0) {
+    line();
+    last_line_ = now;
+  }
+}
+
+void Progress::finish() {
+  if (!quiet_ && tty_ && drew_bar_) std::fputc('\n', stderr);
+}
+
+double Progress::elapsed() const {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+}
+
+int Progress::decile() const {
+  return total_ ? static_cast<int>(10 * done_ / total_) : 10;
+}
+
+std::string Progress::stats() const {
+  const double t = elapsed();
+  const double rate = t > 0 ? static_cast<double>(done_ - start_done_) / t : 0.0;
+  std::string left = "--:--";
+  if (rate > 0) {
+    const long s = std::lround(static_cast<double>(total_ - done_) / rate);
+    left = fmt::format("{}:{:02d}:{:02d}", s / 3600, (s / 60) % 60, s % 60);
+  }
+  return fmt::format("{}/{} {} ({:.0f}%), {:.1f} {}/s, {:.0f} s elapsed, time left {}", done_, total_, unit_,
+                     total_ ? 100.0 * static_cast<double>(done_) / static_cast<double>(total_) : 100.0, rate, unit_, t,
+                     left);
+}
+
+void Progress::bar() {
+  constexpr int kWidth = 30;
+  const int filled = total_ ? static_cast<int>(kWidth * done_ / total_) : kWidth;
+  std::fprintf(stderr, "\r[%s%s] %s ", std::string(static_cast<std::size_t>(filled), '#').c_str(),
+               std::string(static_cast<std::size_t>(kWidth - filled), '.').c_str(), stats().c_str());
+  std::fflush(stderr);
+  drew_bar_ = true;
+}
+
+void Progress::line() {
+  last_decile_ = decile();
+  std::fprintf(stderr, "%s: %s\n", what_.c_str(), stats().c_str());
+  std::fflush(stderr);
+}
+
+std::chrono::milliseconds progress_delay() {
+  if (const char* v = std::getenv("TOPOCOLL_PROGRESS_AFTER")) {
+    char* end = nullptr;
+    const double s = std::strtod(v, &end);
+    if (end != v && *end == '\0' && s >= 0 && s < 1e6) return std::chrono::milliseconds(std::llround(s * 1000));
+  }
+  return std::chrono::seconds(5);
+}
+
+}  // namespace topocoll::cli
