@@ -80,6 +80,32 @@ struct TuneSetup {
   algo::Tuning tuning;
 };
 
+// What every tune of `a` on `t` shares: the engine, the sizes, the channels (0: NCCL's per
+// algorithm) and the setup, from the flags.
+struct TuneRun {
+  std::unique_ptr<sim::Engine> engine;
+  std::vector<std::uint64_t> sizes;
+  int fixed_channels = 0;
+  std::unique_ptr<TuneSetup> setup;
+};
+
+TuneRun tune_run(const TuneArgs& a, const topo::Topology& t, const sim::NcclGraphEstimate& nccl,
+                 const sim::Calibration& calib) {
+  TuneRun run;
+  run.engine = sim::make_engine(a.engine);
+  algo::Tuning tuning;
+  tuning.slice_bytes = cli::parse_size(a.slice, "--slice");
+  if (tuning.slice_bytes == 0) throw InputError("--slice 0: expected at least 1 byte");
+  run.sizes = cli::size_sweep(a.min_bytes, a.max_bytes, a.factor, algo::size_of(algo::DataType::Float32));
+  run.fixed_channels = a.channels == "nccl" ? 0 : channels_option(a.channels, nccl);
+  run.setup = std::make_unique<TuneSetup>(
+      TuneSetup{t, algo::layout_of(t), *run.engine, sim::protocol_set(nccl, calib, a.protocol, "--protocol"),
+                sim::simulated_base(t, run.engine->name(), a.topo.topology, algo::ReduceOp::Sum, tuning.slice_bytes,
+                                    calib.source),
+                tuning});
+  return run;
+}
+
 // The fastest candidate at each size (the first in candidate order on a tie). Candidates that
 // do not support the layout at a size sit it out; when none does, an InputError names them.
 // Every candidate's simulated point, each size's chosen one first (`every`, when given: the rows
@@ -247,13 +273,7 @@ std::vector<tuner::Row> table_rows(const std::vector<TunedPoint>& points, tuner:
 int tune_command(const TuneArgs& a, std::ostream& out) {
   if (a.format != "topocoll" && a.format != "nccl-example" && a.format != "nccl-csv")
     throw InputError(fmt::format("--format {}: expected topocoll, nccl-example or nccl-csv", cli::one_line(a.format)));
-  std::unique_ptr<sim::Engine> engine = sim::make_engine(a.engine);
   const sim::Calibration calib = a.calibration.empty() ? sim::base_calibration() : sim::load_calibration(a.calibration);
-  algo::Tuning tuning;
-  tuning.slice_bytes = cli::parse_size(a.slice, "--slice");
-  if (tuning.slice_bytes == 0) throw InputError("--slice 0: expected at least 1 byte");
-  const std::vector<std::uint64_t> sizes =
-      cli::size_sweep(a.min_bytes, a.max_bytes, a.factor, algo::size_of(algo::DataType::Float32));
 
   topo::TopologyOptions o = topology_options(a.topo);
   o.merge_nvswitch_planes = true;  // as `topocoll sim`: the hardware stripes NVLink traffic over the planes
@@ -263,15 +283,11 @@ int tune_command(const TuneArgs& a, std::ostream& out) {
   nccl_options = sim::nccl_options_from_env(sim::nccl_process_env(), nccl_options);
   for (const std::string& kv : a.nccl_env) sim::set_nccl_env(nccl_options, kv, "--nccl-env");
   const sim::NcclGraphEstimate nccl = sim::estimate_nccl_graph(t, nccl_options);
-  const int fixed_channels = a.channels == "nccl" ? 0 : channels_option(a.channels, nccl);
-
-  TuneSetup setup{
-      t,
-      algo::layout_of(t),
-      *engine,
-      sim::protocol_set(nccl, calib, a.protocol, "--protocol"),
-      sim::simulated_base(t, engine->name(), a.topo.topology, algo::ReduceOp::Sum, tuning.slice_bytes, calib.source),
-      tuning};
+  TuneRun run = tune_run(a, t, nccl, calib);
+  const std::vector<std::uint64_t>& sizes = run.sizes;
+  const int fixed_channels = run.fixed_channels;
+  const sim::Engine* engine = run.engine.get();
+  TuneSetup& setup = *run.setup;
   std::vector<tuner::Row> rows;
   std::vector<TunedPoint> all_points;
   std::string skipped;
@@ -316,27 +332,14 @@ int tune_command(const TuneArgs& a, std::ostream& out) {
 
 std::vector<TunedPoint> tune_points(const TuneArgs& a, const topo::Topology& t, const sim::NcclGraphEstimate& nccl,
                                     const sim::Calibration& calib) {
-  std::unique_ptr<sim::Engine> engine = sim::make_engine(a.engine);
-  algo::Tuning tuning;
-  tuning.slice_bytes = cli::parse_size(a.slice, "--slice");
-  if (tuning.slice_bytes == 0) throw InputError("--slice 0: expected at least 1 byte");
-  const std::vector<std::uint64_t> sizes =
-      cli::size_sweep(a.min_bytes, a.max_bytes, a.factor, algo::size_of(algo::DataType::Float32));
-  const int fixed_channels = a.channels == "nccl" ? 0 : channels_option(a.channels, nccl);
-  TuneSetup setup{
-      t,
-      algo::layout_of(t),
-      *engine,
-      sim::protocol_set(nccl, calib, a.protocol, "--protocol"),
-      sim::simulated_base(t, engine->name(), a.topo.topology, algo::ReduceOp::Sum, tuning.slice_bytes, calib.source),
-      tuning};
+  TuneRun run = tune_run(a, t, nccl, calib);
   std::string skipped;
   const std::vector<Candidate> candidates =
-      select_candidates(a, nccl, algo::Collective::AllReduce, fixed_channels, skipped);
+      select_candidates(a, nccl, algo::Collective::AllReduce, run.fixed_channels, skipped);
   if (candidates.empty())
     throw InputError(
         fmt::format("--algorithm {}: no candidate NCCL would run on {} ({})", a.algorithm, a.topo.topology, skipped));
-  return tune_sizes(setup, candidates, sizes, a.topo.topology);
+  return tune_sizes(*run.setup, candidates, run.sizes, a.topo.topology);
 }
 
 }  // namespace topocoll::tools
