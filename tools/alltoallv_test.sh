@@ -83,16 +83,10 @@ expect_error "an alltoallv runs at the sizes of its matrix" \
 expect_error "cannot read the size matrix" "$bin" sim --topology pcie-8gpu --collective alltoallv --sizes "$tmp/none.csv"
 
 # --- bench: every backend, against MPI_Ialltoallv, #wrong 0 ---------------------------------
-mpi=(mpirun --oversubscribe --allow-run-as-root)
-[ "$(id -u)" = 0 ] || mpi=(mpirun --oversubscribe)
-ucx_pml=(--mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any -x UCX_TLS=self,sm,tcp -x UCX_WARN_UNUSED_ENV_VARS=n)
 if [ -x "$bench" ] && command -v mpirun >/dev/null; then
-  backends=(mpi)
-  "$bench" --backend ucx --algorithm nosuch >/dev/null 2>"$tmp/err"
-  grep -q "built without UCX" "$tmp/err" || backends+=(ucx)
+  bench_backends "$bench"
   for backend in "${backends[@]}"; do
-    launch=("${mpi[@]}")
-    [ "$backend" = ucx ] && launch+=("${ucx_pml[@]}")
+    launch_for "$backend"
     # Asymmetric: out of place only ($9 #wrong 0), the in-place columns N/A.
     if timeout 120 "${launch[@]}" -np 8 "$bench" --backend "$backend" --collective alltoallv --sizes "$data/moe-8.csv" \
       -n 2 -w 1 >"$tmp/out" 2>"$tmp/err"; then

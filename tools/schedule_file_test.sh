@@ -94,16 +94,10 @@ expect_error "grid.schedules: " "$bin" exp run "$tmp/exp/broken.yaml"
 grep -q "the verifier refuses it" "$tmp/err" && ok || fail "exp with a broken schedule: $(cat "$tmp/err")"
 
 # --- bench: the same file over each backend, #wrong 0 in and out of place ------------------
-mpi=(mpirun --oversubscribe --allow-run-as-root)
-[ "$(id -u)" = 0 ] || mpi=(mpirun --oversubscribe)
-ucx_pml=(--mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any -x UCX_TLS=self,sm,tcp -x UCX_WARN_UNUSED_ENV_VARS=n)
 if [ -x "$bench" ] && command -v mpirun >/dev/null; then
-  backends=(mpi)
-  "$bench" --backend ucx --algorithm nosuch >/dev/null 2>"$tmp/err"
-  grep -q "built without UCX" "$tmp/err" || backends+=(ucx)
+  bench_backends "$bench"
   for backend in "${backends[@]}"; do
-    launch=("${mpi[@]}")
-    [ "$backend" = ucx ] && launch+=("${ucx_pml[@]}")
+    launch_for "$backend"
     if timeout 120 "${launch[@]}" -np 8 "$bench" --backend "$backend" --topology pcie-8gpu --schedule "$tmp/dbt.json" \
       -n 2 -w 1 >"$tmp/out" 2>"$tmp/err"; then
       rows=$(grep -v '^#' "$tmp/out")
@@ -207,8 +201,7 @@ expect_error "--format yaml: expected json (topocoll's schedule JSON) or msccl (
 one_line "schedule export --format yaml"
 if [ -x "$bench" ] && command -v mpirun >/dev/null; then
   for backend in "${backends[@]}"; do
-    launch=("${mpi[@]}")
-    [ "$backend" = ucx ] && launch+=("${ucx_pml[@]}")
+    launch_for "$backend"
     if timeout 120 "${launch[@]}" -np 8 "$bench" --backend "$backend" --topology pcie-8gpu --schedule "$tmp/ring.xml" \
       -b 4096 -e 8192 -f 2 -n 2 -w 1 >"$tmp/out" 2>"$tmp/err"; then
       rows=$(grep -v '^#' "$tmp/out")

@@ -17,3 +17,22 @@ summary() {
   echo "$1: $passed passed, $failed failed"
   [ "$failed" -eq 0 ]
 }
+
+# For the scripts that run topocoll-bench under mpirun:
+#   bench_backends BENCH   sets mpi (mpirun oversubscribed; as root when root) and backends (mpi,
+#                          and ucx when BENCH was built with it)
+#   launch_for BACKEND     sets launch: mpi, plus Open MPI's UCX PML flags for ucx (Debian's Open
+#                          MPI needs them on a machine with only shared memory and loopback TCP)
+bench_backends() {
+  mpi=(mpirun --oversubscribe --allow-run-as-root)
+  [ "$(id -u)" = 0 ] || mpi=(mpirun --oversubscribe)
+  backends=(mpi)
+  "$1" --backend ucx --algorithm nosuch >/dev/null 2>"$tmp/backend-err"
+  grep -q "built without UCX" "$tmp/backend-err" || backends+=(ucx)
+}
+launch_for() {
+  launch=("${mpi[@]}")
+  [ "$1" = ucx ] && launch+=(--mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any -x UCX_TLS=self,sm,tcp
+    -x UCX_WARN_UNUSED_ENV_VARS=n)
+  return 0
+}
