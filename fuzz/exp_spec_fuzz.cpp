@@ -16,7 +16,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   return topocoll::fuzz::guarded([&] {
     const std::string path = topocoll::fuzz::write_input(data, size, "experiment.yaml");
     const topocoll::experiments::ExpSpec s = topocoll::experiments::load_exp_spec(path);
-    for (const std::string& dtype : s.dtypes) (void)topocoll::experiments::sizes_of(s, dtype);
+    for (const std::string& dtype : s.dtypes) (void)topocoll::experiments::sizes_of(s, dtype, 0);
     (void)topocoll::experiments::count_points(s);
   });
 }

@@ -235,6 +235,58 @@ EOF
 rc=$?
 check '[ $rc -eq 2 ] && grep -q "does-not-exist.yaml: cannot read the experiment spec" "$tmp/err"' "missing spec: $(cat "$tmp/err")"
 
+# --- collective alltoallv: the size axis is grid.matrices ------------------------------------
+mkdir -p "$tmp/a2av"
+cp "$src/algorithms/testdata/alltoallv/moe-8.csv" "$src/algorithms/testdata/alltoallv/uniform-8.csv" \
+  "$src/algorithms/testdata/alltoallv/sym-4.csv" "$tmp/a2av/"
+cat >"$tmp/a2av/experiment.yaml" <<'EOF'
+engine: analytic
+collective: alltoallv
+grid:
+  topologies: [pcie-8gpu]
+  algorithms: [alltoallv-pairwise]
+  matrices: [moe-8.csv, uniform-8.csv, sym-4.csv]
+  channels: [1, 2]
+EOF
+# sym-4.csv fits no cluster of this grid (8 ranks): refused before any point.
+"$bin" exp run "$tmp/a2av/experiment.yaml" >"$tmp/out" 2>"$tmp/err"
+rc=$?
+check '[ $rc -eq 2 ] && [ "$(lines "$tmp/err")" = 1 ] && grep -qF ":6: grid.matrices sym-4.csv: a matrix of 4 ranks, and the grid has no job of 4 ranks (pcie-8gpu x nodes -: 8)" "$tmp/err"' \
+  "alltoallv: a 4-rank matrix on an 8-rank grid should exit 2 naming both: $(cat "$tmp/err")"
+sed -i 's/, sym-4.csv//' "$tmp/a2av/experiment.yaml"
+"$bin" exp run "$tmp/a2av/experiment.yaml" >"$tmp/out" 2>"$tmp/err"
+rc=$?
+r="$tmp/a2av/records.jsonl"
+# 2 matrices x 2 channels x 1 algorithm, no NCCL model (NCCL's tuner has none for alltoallv).
+check '[ $rc -eq 0 ] && [ "$(lines "$r")" = 4 ]' "alltoallv: exit $rc, $(lines "$r" 2>/dev/null) records, expected 4: $(tail -c 300 "$tmp/err")"
+check '[ "$(grep -c "\"collective\":\"alltoallv\"" "$r")" = 4 ]' "alltoallv: records not of collective alltoallv"
+check 'grep -qF "\"point\":\"pcie-8gpu|nodes=-|fabric=-|dtype=float|channels=2|alltoallv-pairwise|sizes=moe-8.csv|rep=0\"" "$r"' \
+  "alltoallv: the point key names the matrix as written"
+sim_time=$("$bin" sim --topology pcie-8gpu --collective alltoallv --sizes "$tmp/a2av/moe-8.csv" --algorithm alltoallv-pairwise \
+  --channels 2 --format jsonl | sed 's/.*"time_us":\([^,]*\),.*/\1/')
+exp_time=$(grep -F 'channels=2|alltoallv-pairwise|sizes=moe-8.csv' "$r" | sed 's/.*"time_us":\([^,]*\),.*/\1/')
+check '[ -n "$sim_time" ] && [ "$sim_time" = "$exp_time" ]' "alltoallv: exp time $exp_time != topocoll sim --sizes time $sim_time"
+"$bin" exp run "$tmp/a2av/experiment.yaml" >"$tmp/out" 2>"$tmp/err"
+check 'grep -q "4 points, 4 already in" "$tmp/err"' "alltoallv rerun: not skipped: $(cat "$tmp/err")"
+bad_a2av() {  # name, expected text; the spec on stdin, in $tmp/a2av
+  local name="$1" want="$2"
+  cat >"$tmp/a2av/$name.yaml"
+  "$bin" exp run "$tmp/a2av/$name.yaml" >"$tmp/out" 2>"$tmp/err"
+  local rc=$?
+  check '[ $rc -eq 2 ] && [ "$(lines "$tmp/err")" = 1 ] && grep -qF -- "$want" "$tmp/err"' \
+    "alltoallv $name: expected exit 2 and '$want', got $rc: $(cat "$tmp/err")"
+}
+bad_a2av with-sizes "grid.sizes: collective alltoallv runs the calls of its size matrices: grid.matrices" <<'EOF'
+engine: analytic
+collective: alltoallv
+grid: {topologies: [pcie-8gpu], algorithms: [alltoallv-pairwise], matrices: [moe-8.csv], sizes: {min: 8, max: 1K}}
+EOF
+bad_a2av bad-matrix "grid.matrices not-a-matrix.csv: " <<'EOF'
+engine: analytic
+collective: alltoallv
+grid: {topologies: [pcie-8gpu], algorithms: [alltoallv-pairwise], matrices: [not-a-matrix.csv]}
+EOF
+
 # --- scripts/plot: figures from the tiny records, byte-identical twice (needs matplotlib) ---------
 if python3 -c "import matplotlib" 2>/dev/null; then
   "$src/scripts/plot" "$tmp/first.jsonl" -o "$tmp/fig1" >"$tmp/out" 2>&1
@@ -270,6 +322,24 @@ EOF
   check 'grep -q "\"point\":\"local|ranks=2|backend=mpi|dtype=float|channels=2|ring|512|in-place|rep=0\"" "$r"' "real: point key"
   "$bin" exp run "$tmp/real/experiment.yaml" >"$tmp/out" 2>"$tmp/err"
   check 'grep -q "12 points, 12 already in" "$tmp/err"' "real rerun: not skipped: $(cat "$tmp/err")"
+  # All-to-allv: one mpirun with --sizes per matrix, each on its rank count; the symmetric 4-rank
+  # matrix in and out of place, the asymmetric 8-rank one out of place only.
+  cat >"$tmp/a2av/real.yaml" <<'EOF'
+engine: real
+collective: alltoallv
+grid: {ranks: [4, 8], algorithms: [alltoallv-pairwise], matrices: [sym-4.csv, moe-8.csv], channels: [2]}
+real: {backend: mpi, iters: 2, warmup: 1}
+EOF
+  "$bin" exp run "$tmp/a2av/real.yaml" >"$tmp/out" 2>"$tmp/err"
+  rc=$?
+  r="$tmp/a2av/records-real.jsonl"
+  check '[ $rc -eq 0 ] && [ "$(lines "$r")" = 3 ] && [ "$(grep -c "\"wrong\":0" "$r")" = 3 ]' \
+    "real alltoallv: exit $rc, expected 3 records with wrong 0: $(tail -c 400 "$tmp/err")"
+  check 'grep -q "3 points, 0 already in" "$tmp/err"' "real alltoallv: the plan should count 3 points: $(head -c 300 "$tmp/err")"
+  "$bin" exp run "$tmp/a2av/real.yaml" >"$tmp/out" 2>"$tmp/err"
+  check 'grep -q "3 points, 3 already in" "$tmp/err"' "real alltoallv rerun: not skipped: $(cat "$tmp/err")"
+  check 'grep -qF "\"point\":\"local|ranks=4|backend=mpi|dtype=float|channels=2|alltoallv-pairwise|sizes=sym-4.csv|in-place|rep=0\"" "$r"' \
+    "real alltoallv: point key"
   cat >"$tmp/real/experiment.yaml" <<'EOF'
 engine: real
 grid: {ranks: [2], algorithms: [ring], sizes: {min: 8, max: 1K, factor: 8}, channels: [2]}

@@ -303,12 +303,10 @@ int sim_command(const SimArgs& a, std::ostream& out) {
     if (a.sizes_given)
       throw InputError(fmt::format("-b/-e: an alltoallv runs at the sizes of its matrix ({}), not over a sweep",
                                    matrix->describe()));
-    algo::CollectiveArgs args = algo::alltoallv_args(matrix, dtype);
-    args.op = op;
-    points.push_back(args);
+    points.push_back(algo::collective_call(collective, 0, matrix, dtype, op, t.num_ranks()));
   }
   for (std::uint64_t swept : matrix ? std::vector<std::uint64_t>{} : sizes) {
-    const algo::CollectiveArgs args = algo::nccl_tests_args(collective, swept, dtype, op, t.num_ranks(), root);
+    const algo::CollectiveArgs args = algo::collective_call(collective, swept, nullptr, dtype, op, t.num_ranks(), root);
     if (args.count == 0)
       empty_sizes.push_back(swept);
     else if (points.empty() || algo::nccl_tests_bytes(points.back()) != algo::nccl_tests_bytes(args))

@@ -195,6 +195,20 @@ CollectiveArgs alltoallv_args(std::shared_ptr<const AllToAllVSizes> sizes, DataT
   return a;
 }
 
+CollectiveArgs collective_call(Collective c, std::uint64_t bytes, const std::shared_ptr<const AllToAllVSizes>& sizes,
+                               DataType dtype, ReduceOp op, int ranks, int root) {
+  if (c != Collective::AllToAllV) {
+    TOPOCOLL_ASSERT(!sizes, fmt::format("collective_call: a size matrix given for {}", to_string(c)));
+    return nccl_tests_args(c, bytes, dtype, op, ranks, root);
+  }
+  CollectiveArgs a = alltoallv_args(sizes, dtype);
+  if (a.ranks != ranks)
+    throw InputError(fmt::format("alltoallv: the size matrix ({}) is for {} ranks; the job has {}", sizes->describe(),
+                                 a.ranks, ranks));
+  a.op = op;
+  return a;
+}
+
 std::shared_ptr<const AllToAllVSizes> AllToAllVSizes::make(int ranks, std::vector<std::uint64_t> counts) {
   if (ranks < 1 || ranks > kMaxMatrixRanks)
     throw InputError(fmt::format("alltoallv size matrix of {} ranks: expected 1 to {} ranks", ranks, kMaxMatrixRanks));

@@ -147,6 +147,12 @@ std::uint64_t nccl_tests_bytes(const CollectiveArgs& a);
 // An all-to-allv call of the matrix's sizes (ranks from the matrix). nccl_tests_args refuses
 // all-to-allv: its sizes are not one byte count.
 CollectiveArgs alltoallv_args(std::shared_ptr<const AllToAllVSizes> sizes, DataType dtype);
+// The call of one point of a run, the one place that tells the two apart: for all-to-allv the call
+// of the size matrix `sizes` (`bytes` unused; InputError without a matrix or when its rank count is
+// not `ranks`), for every other collective nccl-tests' call of `bytes` (nccl_tests_args; `sizes`
+// must be null).
+CollectiveArgs collective_call(Collective c, std::uint64_t bytes, const std::shared_ptr<const AllToAllVSizes>& sizes,
+                               DataType dtype, ReduceOp op, int ranks, int root = 0);
 std::string_view nccl_tests_name(Collective c);
 
 // Tuning knobs of a generator (style rule 7: a policy struct, never literals in a loop).

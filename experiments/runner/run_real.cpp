@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <stdexcept>
 
 #include "common/cli_io.hpp"
@@ -56,9 +57,15 @@ void run_real(const ExpSpec& s, const std::string& commit, const Existing& ex, R
                     s.path, bench));
   const std::string tmp = (fs::path(out_dir) / ".exp-real.jsonl").string();
   const std::string log = (fs::path(out_dir) / ".exp-real.log").string();
-  const auto bench_argv = [&](int ranks, const std::string& dtype, const std::string& ch, const std::string& min_bytes,
-                              const std::string& max_bytes, int iters, int warmup, int check, const std::string& output,
-                              bool with_files) {
+  // The sizes of one mpirun: -b / -e / -f of the sweep (`smallest`: its first size only, for the
+  // check run), or an alltoallv's --sizes FILE.
+  const auto size_argv = [&](const GridSize* matrix, bool smallest) -> std::vector<std::string> {
+    if (matrix) return {"--sizes", s.matrix_paths[static_cast<std::size_t>(matrix->matrix)]};
+    return {"-b", s.min_bytes, "-e", smallest ? s.min_bytes : s.max_bytes, "-f", s.factor};
+  };
+  const auto bench_argv = [&](int ranks, const std::string& dtype, const std::string& ch,
+                              const std::vector<std::string>& sizes, int iters, int warmup, int check,
+                              const std::string& output, bool with_files) {
     std::vector<std::string> argv = s.real.mpirun;
     for (const std::string& x :
          {std::string("-np"),
@@ -68,12 +75,6 @@ void run_real(const ExpSpec& s, const std::string& commit, const Existing& ex, R
           s.real.backend,
           std::string("--algorithm"),
           s.algorithms.empty() ? std::string("mpi") : fmt::format("{}", fmt::join(s.algorithms, ",")),
-          std::string("-b"),
-          min_bytes,
-          std::string("-e"),
-          max_bytes,
-          std::string("-f"),
-          s.factor,
           std::string("-d"),
           dtype,
           std::string("-o"),
@@ -95,6 +96,7 @@ void run_real(const ExpSpec& s, const std::string& commit, const Existing& ex, R
           std::string("-O"),
           output})
       argv.push_back(x);
+    argv.insert(argv.end(), sizes.begin(), sizes.end());
     // Schedule files (grid.schedules): the bench runs them beside the algorithms. Without
     // registered algorithms it runs them with the mpi baseline, whose records the grid skips.
     if (with_files && s.schedule_set)
@@ -109,11 +111,24 @@ void run_real(const ExpSpec& s, const std::string& commit, const Existing& ex, R
         argv.push_back(x);
     return argv;
   };
-  const auto todo_of = [&](int ranks, const std::string& dtype, const std::string& ch, int rep) {
+  // The mpiruns of a (ranks, dtype): one for the sweep, or one per matrix of that rank count
+  // (alltoallv); a run's points are those of its sizes.
+  const auto runs_of = [&](int ranks, const std::string& dtype) {
+    std::vector<std::optional<GridSize>> runs;
+    if (s.collective != algo::Collective::AllToAllV) return std::vector<std::optional<GridSize>>{std::nullopt};
+    for (const GridSize& z : sizes_of(s, dtype, ranks)) runs.emplace_back(z);
+    return runs;
+  };
+  const auto in_run = [](const std::optional<GridSize>& run, const GridSize& z) { return !run || run->key == z.key; };
+  const auto todo_of = [&](int ranks, const std::string& dtype, const std::string& ch, int rep,
+                           const std::optional<GridSize>& run) {
     std::size_t todo = 0;
     for (const std::string& a : s.run_names())
-      for (std::uint64_t b : sizes_for(s, a, dtype))
-        for (bool ip : {false, true}) todo += !ex.points.count(real_point(s, ranks, dtype, ch, a, b, ip, rep));
+      for (const GridSize& z : sizes_for(s, a, dtype, ranks))
+        if (in_run(run, z))
+          for (bool ip : {false, true})
+            if (!ip || measured_in_place(s, z))
+              todo += !ex.points.count(real_point(s, ranks, dtype, ch, a, z, ip, rep));
     return todo;
   };
   // Before the first point: topocoll-bench itself checks what it accepts (backend, algorithms on
@@ -121,80 +136,86 @@ void run_real(const ExpSpec& s, const std::string& commit, const Existing& ex, R
   // that has points left to run.
   for (int ranks : s.ranks)
     for (const std::string& dtype : s.dtypes)
-      for (const std::string& ch : s.channels) {
-        std::size_t left = 0;
-        for (int rep = 0; rep < s.repetitions; ++rep) left += todo_of(ranks, dtype, ch, rep);
-        if (left == 0) continue;
-        const int rc =
-            run_logged(bench_argv(ranks, dtype, ch, s.min_bytes, s.min_bytes, 1, 1, 0, "/dev/null", false), log);
-        if (rc == 2)
-          throw InputError(
-              fmt::format("{}: topocoll-bench rejected the grid (ranks {}, dtype {}, channels {}, backend {}): {}",
-                          s.path, ranks, dtype, ch, s.real.backend, error_line(log)));
-        if (rc != 0)  // the launcher as the spec gives it (real.mpirun, real.bench) does not run
-          throw InputError(fmt::format(
-              "{}: {} -np {} topocoll-bench (a check run of one size) exited {}: {} (full log: {}): check real.mpirun "
-              "and real.bench",
-              s.path, s.real.mpirun.front(), ranks, rc, error_line(log), log));
-      }
-  if (cb.start) cb.start();
-  for (int ranks : s.ranks)
-    for (const std::string& dtype : s.dtypes)
       for (const std::string& ch : s.channels)
-        for (int rep = 0; rep < s.repetitions; ++rep) {
-          // One mpirun per (ranks, dtype, channels, repetition) covers every algorithm and size,
-          // in and out of place; it is skipped when all of its points are written.
-          const std::size_t todo = todo_of(ranks, dtype, ch, rep);
-          if (todo == 0) continue;
-          fs::remove(tmp);
-          const int rc = run_logged(bench_argv(ranks, dtype, ch, s.min_bytes, s.max_bytes, s.real.iters, s.real.warmup,
-                                               s.real.check, tmp, true),
-                                    log);
+        for (const std::optional<GridSize>& run : runs_of(ranks, dtype)) {
+          std::size_t left = 0;
+          for (int rep = 0; rep < s.repetitions; ++rep) left += todo_of(ranks, dtype, ch, rep, run);
+          if (left == 0) continue;
+          const int rc = run_logged(
+              bench_argv(ranks, dtype, ch, size_argv(run ? &*run : nullptr, true), 1, 1, 0, "/dev/null", false), log);
           if (rc == 2)
             throw InputError(
                 fmt::format("{}: topocoll-bench rejected the grid (ranks {}, dtype {}, channels {}, backend {}): {}",
                             s.path, ranks, dtype, ch, s.real.backend, error_line(log)));
-          if (rc != 0 && rc != 1)
-            throw std::runtime_error(fmt::format("mpirun -np {} topocoll-bench exited {}: {} (full log: {})", ranks, rc,
-                                                 error_line(log), log));
-          std::ifstream in(tmp);
-          std::string line;
-          std::size_t written = 0;
-          while (std::getline(in, line)) {
-            if (line.empty()) continue;
-            // The bench's own output: a line that is not a record (a bench killed mid-write) is a
-            // failure of the run, not of the user's input.
-            records::Record rec;
-            try {
-              rec = records::record_from_json(nlohmann::json::parse(line));
-            } catch (const std::exception& e) {
-              throw RuntimeFailure(
-                  fmt::format("mpirun -np {} topocoll-bench wrote a line that is not a record ({}): {} "
-                              "(full log: {})",
-                              ranks, cli::one_line(e.what()), tmp, log));
-            }
-            const std::string point = real_point(s, ranks, dtype, ch, rec.algorithm, rec.size_bytes, rec.in_place, rep);
-            if (ex.points.count(point)) continue;
-            const std::vector<std::string> names = s.run_names();
-            if (std::find(names.begin(), names.end(), rec.algorithm) == names.end()) continue;  // not of the grid
-            const records::Record p = provenance(s, commit);
-            rec.topology = "local";
-            rec.calibration = "";
-            rec.experiment = p.experiment;
-            rec.spec_hash = p.spec_hash;
-            rec.commit = p.commit;
-            rec.repetition = rep;
-            rec.point = point;
-            w.write(rec);
-            ++written;
-          }
-          fs::remove(tmp);
-          if (rc == 1)
-            throw std::runtime_error(
-                fmt::format("mpirun -np {} topocoll-bench: a result was wrong or the run failed: {} (log: {})", ranks,
-                            error_line(log), log));
-          if (cb.advance) cb.advance(std::min(written, todo));
+          if (rc != 0)  // the launcher as the spec gives it (real.mpirun, real.bench) does not run
+            throw InputError(
+                fmt::format("{}: {} -np {} topocoll-bench (a check run of one size) exited {}: {} (full log: {}): "
+                            "check real.mpirun "
+                            "and real.bench",
+                            s.path, s.real.mpirun.front(), ranks, rc, error_line(log), log));
         }
+  if (cb.start) cb.start();
+  for (int ranks : s.ranks)
+    for (const std::string& dtype : s.dtypes)
+      for (const std::string& ch : s.channels)
+        for (const std::optional<GridSize>& run : runs_of(ranks, dtype))
+          for (int rep = 0; rep < s.repetitions; ++rep) {
+            // One mpirun per (ranks, dtype, channels, repetition) covers every algorithm and size
+            // (an alltoallv: one per matrix), in and out of place; it is skipped when all of its
+            // points are written.
+            const std::size_t todo = todo_of(ranks, dtype, ch, rep, run);
+            if (todo == 0) continue;
+            fs::remove(tmp);
+            const int rc = run_logged(bench_argv(ranks, dtype, ch, size_argv(run ? &*run : nullptr, false),
+                                                 s.real.iters, s.real.warmup, s.real.check, tmp, true),
+                                      log);
+            if (rc == 2)
+              throw InputError(
+                  fmt::format("{}: topocoll-bench rejected the grid (ranks {}, dtype {}, channels {}, backend {}): {}",
+                              s.path, ranks, dtype, ch, s.real.backend, error_line(log)));
+            if (rc != 0 && rc != 1)
+              throw std::runtime_error(fmt::format("mpirun -np {} topocoll-bench exited {}: {} (full log: {})", ranks,
+                                                   rc, error_line(log), log));
+            std::ifstream in(tmp);
+            std::string line;
+            std::size_t written = 0;
+            while (std::getline(in, line)) {
+              if (line.empty()) continue;
+              // The bench's own output: a line that is not a record (a bench killed mid-write) is a
+              // failure of the run, not of the user's input.
+              records::Record rec;
+              try {
+                rec = records::record_from_json(nlohmann::json::parse(line));
+              } catch (const std::exception& e) {
+                throw RuntimeFailure(
+                    fmt::format("mpirun -np {} topocoll-bench wrote a line that is not a record ({}): {} "
+                                "(full log: {})",
+                                ranks, cli::one_line(e.what()), tmp, log));
+              }
+              const GridSize size =
+                  run ? *run : GridSize{.bytes = rec.size_bytes, .matrix = -1, .key = std::to_string(rec.size_bytes)};
+              const std::string point = real_point(s, ranks, dtype, ch, rec.algorithm, size, rec.in_place, rep);
+              if (ex.points.count(point)) continue;
+              const std::vector<std::string> names = s.run_names();
+              if (std::find(names.begin(), names.end(), rec.algorithm) == names.end()) continue;  // not of the grid
+              const records::Record p = provenance(s, commit);
+              rec.topology = "local";
+              rec.calibration = "";
+              rec.experiment = p.experiment;
+              rec.spec_hash = p.spec_hash;
+              rec.commit = p.commit;
+              rec.repetition = rep;
+              rec.point = point;
+              w.write(rec);
+              ++written;
+            }
+            fs::remove(tmp);
+            if (rc == 1)
+              throw std::runtime_error(
+                  fmt::format("mpirun -np {} topocoll-bench: a result was wrong or the run failed: {} (log: {})", ranks,
+                              error_line(log), log));
+            if (cb.advance) cb.advance(std::min(written, todo));
+          }
   fs::remove(log);
 }
 

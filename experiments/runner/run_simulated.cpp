@@ -36,17 +36,18 @@ void run_simulated(const ExpSpec& s, const std::string& commit, const Existing& 
     for (const auto& nodes : s.nodes)
       for (const auto& fabric : s.fabrics) {
         // Points of this cluster still to run; a cluster with none is not even loaded.
+        const int known = known_ranks(s, ti, nodes);
         std::size_t todo = 0;
-        for (const std::string& dtype : s.dtypes)
-          for (std::uint64_t bytes : sizes_of(s, dtype)) {
-            for (const std::string& ch : s.channels)
-              for (const std::string& a : s.run_names())
+        for (const std::string& dtype : s.dtypes) {
+          for (const std::string& ch : s.channels)
+            for (const std::string& a : s.run_names())
+              for (const GridSize& z : sizes_for(s, a, dtype, known))
                 for (int rep = 0; rep < s.repetitions; ++rep)
-                  if (const algo::ScheduleFile* f = s.file_named(a);
-                      !f || !f->sits_out(bytes, algo::parse_dtype(dtype)))
-                    todo += !ex.points.count(sim_point(s, ti, nodes, fabric, dtype, ch, a, bytes, rep));
-            if (s.nccl_model) todo += !ex.points.count(model_point(s, ti, nodes, fabric, dtype, bytes));
-          }
+                  todo += !ex.points.count(sim_point(s, ti, nodes, fabric, dtype, ch, a, z, rep));
+          if (s.nccl_model)
+            for (const GridSize& z : sizes_of(s, dtype, known))
+              todo += !ex.points.count(model_point(s, ti, nodes, fabric, dtype, z));
+        }
         if (todo == 0) continue;
 
         topo::TopologyOptions o;
@@ -78,15 +79,16 @@ void run_simulated(const ExpSpec& s, const std::string& commit, const Existing& 
 
         for (const std::string& dtype_name : s.dtypes) {
           const algo::DataType dtype = algo::parse_dtype(dtype_name);
-          const std::vector<std::uint64_t> sizes = sizes_of(s, dtype_name);
-          // The call nccl-tests runs at each size (the point keys keep the size swept); sizes
-          // that leave no element per rank (allgather, reduce_scatter, alltoall) get no records.
-          const auto call_at = [&](std::uint64_t bytes) {
-            return algo::nccl_tests_args(s.collective, bytes, dtype, op, t.num_ranks());
-          };
-          const auto empty_note = [&](std::uint64_t bytes) {
-            const std::string note = fmt::format("{} of {} bytes on {} ranks: fewer elements than ranks: no records",
-                                                 algo::to_string(s.collective), bytes, t.num_ranks());
+          const std::vector<GridSize> sizes = sizes_of(s, dtype_name, t.num_ranks());
+          // The call nccl-tests runs at each size (the point keys keep the size swept), or an
+          // alltoallv's matrix; sizes that leave no element per rank (allgather, reduce_scatter,
+          // alltoall) and empty matrices get no records.
+          const auto call_at = [&](const GridSize& z) { return call_of(s, z, dtype, op, t.num_ranks()); };
+          const auto empty_note = [&](const GridSize& z) {
+            const std::string note =
+                z.matrix >= 0 ? fmt::format("alltoallv of {}: no element to send: no records", z.key)
+                              : fmt::format("{} of {} bytes on {} ranks: fewer elements than ranks: no records",
+                                            algo::to_string(s.collective), z.bytes, t.num_ranks());
             if (notes.insert(note).second && cb.note) cb.note(note);
             advance();
           };
@@ -98,15 +100,16 @@ void run_simulated(const ExpSpec& s, const std::string& commit, const Existing& 
             for (const std::string& a : s.run_names()) {
               const algo::Algorithm* file_alg = s.file_algorithm(a);
               const algo::Algorithm& alg = file_alg ? *file_alg : algo::find_algorithm(a);
-              for (std::uint64_t bytes : sizes_for(s, a, dtype_name)) {
-                const algo::CollectiveArgs args = call_at(bytes);
+              for (const GridSize& z : sizes_for(s, a, dtype_name, t.num_ranks())) {
+                const algo::CollectiveArgs args = call_at(z);
+                const std::uint64_t bytes = algo::nccl_tests_bytes(args);
                 const algo::Support sup = alg.supports(layout, args, tuning);
                 std::optional<records::Record> simulated;
                 for (int rep = 0; rep < s.repetitions; ++rep) {
-                  const std::string point = sim_point(s, ti, nodes, fabric, dtype_name, ch, a, bytes, rep);
+                  const std::string point = sim_point(s, ti, nodes, fabric, dtype_name, ch, a, z, rep);
                   if (ex.points.count(point)) continue;
-                  if (args.count == 0) {
-                    empty_note(bytes);
+                  if (bytes == 0) {
+                    empty_note(z);
                     continue;
                   }
                   if (!sup.ok) {
@@ -119,7 +122,7 @@ void run_simulated(const ExpSpec& s, const std::string& commit, const Existing& 
                   // Simulated engines are deterministic: the repetitions of a point share one run.
                   if (!simulated)
                     simulated = sim::simulate_point(*engine, t, alg.generate(layout, args, tuning), protocols, base, a,
-                                                    algo::nccl_tests_bytes(args), args.count, dtype)
+                                                    bytes, args.count, dtype)
                                     .record;
                   records::Record rec = *simulated;
                   if (file_alg) rec.slice_bytes = 0;  // a schedule file slices as it says
@@ -134,14 +137,14 @@ void run_simulated(const ExpSpec& s, const std::string& commit, const Existing& 
           }
           // The stock-NCCL reference: what NCCL would pick per size and how long it predicts.
           if (s.nccl_model)
-            for (std::uint64_t bytes : sizes) {
-              const std::string point = model_point(s, ti, nodes, fabric, dtype_name, bytes);
+            for (const GridSize& z : sizes) {
+              const std::string point = model_point(s, ti, nodes, fabric, dtype_name, z);
               if (ex.points.count(point)) continue;
-              if (call_at(bytes).count == 0) {
-                empty_note(bytes);
+              if (algo::nccl_tests_bytes(call_at(z)) == 0) {
+                empty_note(z);
                 continue;
               }
-              records::Record rec = sim::nccl_model_point(nccl, base, bytes, dtype, s.collective, op);
+              records::Record rec = sim::nccl_model_point(nccl, base, z.bytes, dtype, s.collective, op);
               rec.repetition = 0;
               rec.point = point;
               rec.date = records::now_iso8601();

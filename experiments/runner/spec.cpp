@@ -15,6 +15,7 @@
 #include "common/cli_io.hpp"
 #include "common/errors.hpp"
 #include "common/json_input.hpp"
+#include "experiments/runner/grid.hpp"
 #include "experiments/runner/provenance.hpp"
 #include "simulator/calibration.hpp"
 #include "topologies/load.hpp"
@@ -44,8 +45,8 @@ constexpr const char* kTopKeys =
     "real";
 constexpr const char* kNcclEnvKeys = "NCCL_ALGO, NCCL_PROTO, NCCL_MIN_NCHANNELS, NCCL_MAX_NCHANNELS, NCCL_NVLS_ENABLE";
 constexpr const char* kGridKeys =
-    "topologies, nodes, fabric, oversubscription, transport, algorithms, schedules, sizes, dtypes, channels, slice, "
-    "op, ranks";
+    "topologies, nodes, fabric, oversubscription, transport, algorithms, schedules, sizes, matrices, dtypes, channels, "
+    "slice, op, ranks";
 constexpr const char* kSizeKeys = "min, max, factor";
 constexpr const char* kRealKeys = "backend, mpirun, iters, warmup, check, timeout, bench";
 
@@ -189,11 +190,8 @@ ExpSpec load_exp_spec(const std::string& path) {
     } catch (const InputError& e) {
       r.fail(root["collective"], fmt::format("collective: {}", e.what()));
     }
-    if (s.collective == algo::Collective::AllToAllV)
-      r.fail(root["collective"],
-             "collective alltoallv: a spec's grid sweeps sizes, an all-to-allv runs its size matrix's one call; run "
-             "it with `topocoll sim --collective alltoallv --sizes FILE` or `topocoll-bench ... --sizes FILE`");
   }
+  const bool alltoallv = s.collective == algo::Collective::AllToAllV;
   if (root["repetitions"]) s.repetitions = r.integer(root["repetitions"], "repetitions", 1, 1000);
   if (root["calibration"]) {
     s.calibration = r.scalar(root["calibration"], "calibration");
@@ -212,9 +210,10 @@ ExpSpec load_exp_spec(const std::string& path) {
   if (root["nccl_model"]) s.nccl_model = r.boolean(root["nccl_model"], "nccl_model");
   // NCCL's tuner has no model for all-to-all (grouped send/recv): no model points, and asking
   // for them is an error.
-  if (s.collective == algo::Collective::AllToAll) {
+  if (s.collective == algo::Collective::AllToAll || alltoallv) {
     if (root["nccl_model"] && s.nccl_model)
-      r.fail(root["nccl_model"], "nccl_model: NCCL's tuner has no model for alltoall (grouped send/recv)");
+      r.fail(root["nccl_model"], fmt::format("nccl_model: NCCL's tuner has no model for {} (grouped send/recv)",
+                                             algo::to_string(s.collective)));
     s.nccl_model = false;
   }
   if (real) s.nccl_model = false;  // the model predicts stock NCCL on GPUs, not this run
@@ -252,11 +251,19 @@ ExpSpec load_exp_spec(const std::string& path) {
 
   const YAML::Node g = root["grid"];
   r.keys(g, "grid", kGridKeys);
-  for (const char* required : {"algorithms", "sizes"})
+  const char* size_key = alltoallv ? "matrices" : "sizes";
+  for (const char* required : {"algorithms", size_key})
     if (!g[required] && !(std::string(required) == "algorithms" && g["schedules"]))
-      r.fail(g, fmt::format("grid: missing key '{}' (required: algorithms or schedules, sizes; topologies unless "
+      r.fail(g, fmt::format("grid: missing key '{}' (required: algorithms or schedules, {}; topologies unless "
                             "engine real)",
-                            required));
+                            required, alltoallv ? "matrices (collective alltoallv: size matrix files)" : "sizes"));
+  if (alltoallv && g["sizes"])
+    r.fail(g["sizes"],
+           "grid.sizes: collective alltoallv runs the calls of its size matrices: grid.matrices (files), not a sweep");
+  if (!alltoallv && g["matrices"])
+    r.fail(g["matrices"], fmt::format("grid.matrices: size matrices are for collective alltoallv; the collective is "
+                                      "{}: use grid.sizes",
+                                      algo::to_string(s.collective)));
 
   // Topologies: presets or files (relative to the spec's folder). Checked by loading one node.
   if (real) {
@@ -365,29 +372,53 @@ ExpSpec load_exp_spec(const std::string& path) {
         r.fail(g["schedules"], fmt::format("grid.schedules: {} has the name of grid.algorithms' {}", a.name, a.name));
   }
 
-  // Sizes: nccl-tests' -b / -e / -f.
-  const YAML::Node sz = g["sizes"];
-  r.keys(sz, "grid.sizes", kSizeKeys);
-  if (!sz["min"] || !sz["max"]) r.fail(sz, "grid.sizes: expected min and max (and factor, default 2), as -b / -e / -f");
-  s.min_bytes = r.scalar(sz["min"], "grid.sizes.min");
-  s.max_bytes = r.scalar(sz["max"], "grid.sizes.max");
-  s.factor = sz["factor"] ? r.scalar(sz["factor"], "grid.sizes.factor") : "2";
-  const auto size_check = [&](const std::string& v, const char* key) {
-    std::uint64_t bytes = 0;
-    try {
-      bytes = cli::parse_size(v, key);
-    } catch (const InputError& e) {
-      r.fail(sz, e.what());
+  // Sizes: nccl-tests' -b / -e / -f; for alltoallv the size matrices.
+  if (alltoallv) {
+    s.matrices = r.list(g["matrices"], "grid.matrices");
+    for (const std::string& m : s.matrices) {
+      s.matrix_paths.push_back(resolve(s.dir, m));
+      try {
+        s.matrix_sizes.push_back(algo::load_alltoallv_sizes(s.matrix_paths.back()));
+      } catch (const InputError& e) {
+        r.fail(g["matrices"], fmt::format("grid.matrices {}: {}", m, e.what()));
+      }
     }
-    if (bytes > cli::kMaxSweepBytes)
-      r.fail(sz,
-             fmt::format("{} {}: larger than the size limit kMaxSweepBytes = {} (1T)", key, v, cli::kMaxSweepBytes));
-  };
-  size_check(s.min_bytes, "grid.sizes.min");
-  size_check(s.max_bytes, "grid.sizes.max");
+    if (std::set<std::string>(s.matrices.begin(), s.matrices.end()).size() != s.matrices.size())
+      r.fail(g["matrices"], "grid.matrices: a file is listed twice");
+  } else {
+    const YAML::Node sz = g["sizes"];
+    r.keys(sz, "grid.sizes", kSizeKeys);
+    if (!sz["min"] || !sz["max"])
+      r.fail(sz, "grid.sizes: expected min and max (and factor, default 2), as -b / -e / -f");
+    s.min_bytes = r.scalar(sz["min"], "grid.sizes.min");
+    s.max_bytes = r.scalar(sz["max"], "grid.sizes.max");
+    s.factor = sz["factor"] ? r.scalar(sz["factor"], "grid.sizes.factor") : "2";
+    const auto size_check = [&](const std::string& v, const char* key) {
+      std::uint64_t bytes = 0;
+      try {
+        bytes = cli::parse_size(v, key);
+      } catch (const InputError& e) {
+        r.fail(sz, e.what());
+      }
+      if (bytes > cli::kMaxSweepBytes)
+        r.fail(sz,
+               fmt::format("{} {}: larger than the size limit kMaxSweepBytes = {} (1T)", key, v, cli::kMaxSweepBytes));
+    };
+    size_check(s.min_bytes, "grid.sizes.min");
+    size_check(s.max_bytes, "grid.sizes.max");
+  }
 
   s.dtypes = g["dtypes"] ? r.list(g["dtypes"], "grid.dtypes") : std::vector<std::string>{"float"};
   for (const std::string& d : s.dtypes) {
+    if (alltoallv) {
+      try {
+        (void)algo::parse_dtype(d);
+      } catch (const InputError& e) {
+        r.fail(g["dtypes"], fmt::format("grid.dtypes: {}", e.what()));
+      }
+      continue;
+    }
+    const YAML::Node sz = g["sizes"];
     try {
       const std::size_t elem = algo::size_of(algo::parse_dtype(d));
       (void)cli::size_sweep(s.min_bytes, s.max_bytes, s.factor, elem);
@@ -403,6 +434,14 @@ ExpSpec load_exp_spec(const std::string& path) {
         r.fail(g["schedules"], fmt::format("grid.schedules with dtype {}: {}", d, e.what()));
       }
   }
+  // An all-to-allv schedule file runs at its own matrix: the grid must list it.
+  if (alltoallv && s.schedule_set)
+    for (const auto& f : s.schedule_set->files)
+      if (std::none_of(s.matrix_sizes.begin(), s.matrix_sizes.end(),
+                       [&](const auto& m) { return f->sizes && *m == *f->sizes; }))
+        r.fail(g["schedules"],
+               fmt::format("grid.schedules: {} runs at its own size matrix ({}), which is none of grid.matrices",
+                           f->path, f->sizes ? f->sizes->describe() : "none"));
   // Default: simulated engines run with what stock NCCL would (like `topocoll sim`); real runs 2.
   s.channels = g["channels"] ? r.list(g["channels"], "grid.channels") : std::vector<std::string>{real ? "2" : "nccl"};
   for (const std::string& c : s.channels) {
@@ -439,6 +478,40 @@ ExpSpec load_exp_spec(const std::string& path) {
     }
   } else if (real) {
     r.fail(g, "grid: missing key 'ranks' (engine real: the mpirun -np values)");
+  }
+
+  // alltoallv: every matrix runs on the clusters (rank counts) of its size; one that fits none of
+  // the grid's is a mistake.
+  if (alltoallv) {
+    std::vector<std::string> where;  // "dgx-h100 x 2 nodes: 16 ranks", for the message
+    std::set<int> counts;
+    if (real) {
+      counts.insert(s.ranks.begin(), s.ranks.end());
+      where.push_back(fmt::format("grid.ranks {}", fmt::join(s.ranks, ", ")));
+    } else {
+      for (std::size_t ti = 0; ti < s.topologies.size(); ++ti)
+        for (const auto& nodes : s.nodes) {
+          topo::TopologyOptions o;
+          o.topology = s.topology_paths[ti];
+          o.nodes = nodes;
+          int p = 0;
+          try {
+            p = topo::load_topology(o).num_ranks();
+          } catch (const InputError& e) {
+            r.fail(g["nodes"] ? g["nodes"] : g["topologies"],
+                   fmt::format("grid.topologies {} x nodes {}: {}", s.topologies[ti], grid_value(nodes), e.what()));
+          }
+          s.cluster_ranks[fmt::format("{}|{}", s.topologies[ti], grid_value(nodes))] = p;
+          counts.insert(p);
+          where.push_back(fmt::format("{} x nodes {}: {}", s.topologies[ti], grid_value(nodes), p));
+        }
+    }
+    for (std::size_t i = 0; i < s.matrices.size(); ++i)
+      if (!counts.count(s.matrix_sizes[i]->ranks()))
+        r.fail(
+            g["matrices"],
+            fmt::format("grid.matrices {}: a matrix of {} ranks, and the grid has no job of {} ranks ({})",
+                        s.matrices[i], s.matrix_sizes[i]->ranks(), s.matrix_sizes[i]->ranks(), fmt::join(where, "; ")));
   }
 
   if (root["real"]) {

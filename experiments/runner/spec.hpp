@@ -2,6 +2,7 @@
 // typed. Errors are InputError naming the file, the line, the key and what was expected.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -58,7 +59,16 @@ struct ExpSpec {
   // The schedule file named `name`, or nullptr for a registered algorithm (or mpi).
   const algo::ScheduleFile* file_named(const std::string& name) const;
   const algo::Algorithm* file_algorithm(const std::string& name) const;
-  std::string min_bytes, max_bytes, factor;  // -b / -e / -f
+  std::string min_bytes, max_bytes, factor;  // -b / -e / -f (empty for alltoallv)
+  // collective alltoallv: its size axis is grid.matrices in place of grid.sizes, size matrix files
+  // (algo::load_alltoallv_sizes) as written, their paths (against the spec's folder) and loaded. A
+  // matrix runs on the clusters (engine real: the rank counts) whose rank count is its own.
+  std::vector<std::string> matrices;
+  std::vector<std::string> matrix_paths;
+  std::vector<std::shared_ptr<const algo::AllToAllVSizes>> matrix_sizes;
+  // alltoallv, simulated engines: the rank count of each cluster, by "topology|nodes" as the grid
+  // writes them (grid_value), so that points are counted and matched without loading a topology.
+  std::map<std::string, int> cluster_ranks;
   std::vector<std::string> dtypes;
   std::vector<std::string> channels;  // integers, or "nccl": what stock NCCL would run with
   std::string slice = "512K";

@@ -112,7 +112,7 @@ TEST_CASE("spec: errors name the file and the line") {
     CHECK(load_error(d, "engine: analytic\ngrid:\n  topologies: pcie-8gpu\n  colour: blue\n") ==
           path +
               ":4: unknown key 'colour' in grid (allowed: topologies, nodes, fabric, oversubscription, transport, "
-              "algorithms, schedules, sizes, dtypes, channels, slice, op, ranks)");
+              "algorithms, schedules, sizes, matrices, dtypes, channels, slice, op, ranks)");
   }
   SUBCASE("missing key") {
     CHECK(load_error(d, "grid: {}\n") == path + ": missing key 'engine' (required: engine, grid)");
@@ -238,4 +238,56 @@ grid:
                    "engine: analytic\ncollective: alltoall\nnccl_model: true\ngrid:\n  topologies: pcie-8gpu\n"
                    "  algorithms: [ring]\n  sizes: {min: 8, max: 1K}\n")
             .find(":3: nccl_model: NCCL's tuner has no model for alltoall") != std::string::npos);
+}
+
+TEST_CASE("spec: collective alltoallv runs size matrices (grid.matrices)") {
+  TempDir d;
+  d.write(
+      "moe-8.csv", "# 8 x 8\n" + [] {
+        std::string rows;
+        for (int i = 0; i < 8; ++i)
+          for (int j = 0; j < 8; ++j) rows += std::to_string(1 + i + 3 * j) + (j == 7 ? "\n" : ",");
+        return rows;
+      }());
+  d.write("four.csv", "1,2,3,4\n4,3,2,1\n0,0,0,0\n5,5,5,5\n");
+  const std::string head =
+      "engine: analytic\ncollective: alltoallv\ngrid:\n  topologies: pcie-8gpu\n"
+      "  algorithms: [alltoallv-pairwise]\n";
+  const std::string path = d.write("experiment.yaml", head + "  matrices: [moe-8.csv]\n");
+  const experiments::ExpSpec s = experiments::load_exp_spec(path);
+  CHECK(s.collective == algo::Collective::AllToAllV);
+  REQUIRE(s.matrix_sizes.size() == 1);
+  CHECK(s.matrix_sizes[0]->count(2, 1) == 1 + 2 + 3);
+  CHECK_FALSE(s.nccl_model);  // NCCL's tuner has no model for it
+  CHECK(s.cluster_ranks.at("pcie-8gpu|-") == 8);
+  // The mistakes, each named with its line.
+  CHECK(load_error(d, head + "  sizes: {min: 8, max: 1K}\n")
+            .find("grid: missing key 'matrices' (required: algorithms or schedules, matrices (collective alltoallv: "
+                  "size matrix files)") != std::string::npos);
+  CHECK(load_error(d, head + "  matrices: [moe-8.csv]\n  sizes: {min: 8, max: 1K}\n")
+            .find(":7: grid.sizes: collective alltoallv runs the calls of its size matrices: grid.matrices") !=
+        std::string::npos);
+  CHECK(load_error(d, std::string(kTiny) + "  matrices: [moe-8.csv]\n")
+            .find("grid.matrices: size matrices are for collective alltoallv; the collective is allreduce") !=
+        std::string::npos);
+  CHECK(load_error(d, head + "  matrices: [nosuch.csv]\n").find(":6: grid.matrices nosuch.csv: ") != std::string::npos);
+  CHECK(load_error(d, head + "  matrices: [moe-8.csv, moe-8.csv]\n").find("a file is listed twice") !=
+        std::string::npos);
+  CHECK(load_error(d, head + "  matrices: [moe-8.csv, four.csv]\n")
+            .find(":6: grid.matrices four.csv: a matrix of 4 ranks, and the grid has no job of 4 ranks (pcie-8gpu x "
+                  "nodes -: 8)") != std::string::npos);
+  CHECK(load_error(d,
+                   "engine: analytic\ncollective: alltoallv\nnccl_model: true\ngrid:\n  topologies: pcie-8gpu\n"
+                   "  algorithms: [alltoallv-pairwise]\n  matrices: [moe-8.csv]\n")
+            .find(":3: nccl_model: NCCL's tuner has no model for alltoallv") != std::string::npos);
+  // Engine real: a matrix runs on the rank counts of its size.
+  CHECK(
+      load_error(d,
+                 "engine: real\ncollective: alltoallv\ngrid:\n  algorithms: [alltoallv-pairwise]\n"
+                 "  matrices: [four.csv]\n  ranks: [2, 8]\n")
+          .find("grid.matrices four.csv: a matrix of 4 ranks, and the grid has no job of 4 ranks (grid.ranks 2, 8)") !=
+      std::string::npos);
+  CHECK(load_error(d,
+                   "engine: real\ncollective: alltoallv\ngrid:\n  algorithms: [alltoallv-pairwise]\n"
+                   "  matrices: [four.csv]\n  ranks: [4]\n") == "");
 }

@@ -236,14 +236,6 @@ void fill_placed(const algo::CollectiveArgs& a, int rank, const PlacedBuffers& b
   fill_collective_input(a, rank, 0, b.input, static_cast<std::size_t>(a.input_count()));
 }
 
-// The all-to-allv call of the run's matrix (checked against the job's rank count by run_bench).
-algo::CollectiveArgs alltoallv_call(const std::shared_ptr<const algo::AllToAllVSizes>& m, algo::DataType dtype,
-                                    algo::ReduceOp op) {
-  algo::CollectiveArgs a = algo::alltoallv_args(m, dtype);
-  a.op = op;
-  return a;
-}
-
 }  // namespace
 
 std::string_view mpi_baseline_call(algo::Collective c) {
@@ -437,9 +429,8 @@ std::uint64_t run_bench(const BenchOptions& o, BenchReport& report) {
     double bw_sum = 0;
     int bw_n = 0;
     for (std::uint64_t bytes : sizes) {
-      const algo::CollectiveArgs args = collective == algo::Collective::AllToAllV
-                                            ? alltoallv_call(o.alltoallv_sizes, dtype, op)
-                                            : algo::nccl_tests_args(collective, bytes, dtype, op, ranks, o.root);
+      const algo::CollectiveArgs args =
+          algo::collective_call(collective, bytes, o.alltoallv_sizes, dtype, op, ranks, o.root);
       const std::uint64_t call_bytes = algo::nccl_tests_bytes(args);
       std::optional<algo::Schedule> sched;
       std::optional<Plan> plan;                // bound once, run for every iteration
