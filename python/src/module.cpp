@@ -176,6 +176,22 @@ void check_channel(int channel) {
     throw InputError(fmt::format("channel {}: expected 0..{}", channel, algo::kMaxChannels - 1));
 }
 
+// ScheduleBuilder's op methods: b.send(rank, peer, chunk, channel) and the like.
+template <OpKind Kind>
+auto transfer_adder() {
+  return [](ScheduleBuilder& b, int rank, int peer, Chunk c, int channel) {
+    check_channel(channel);
+    b.add(rank, transfer(Kind, peer, c, channel));
+  };
+}
+template <OpKind Kind>
+auto local_adder() {
+  return [](ScheduleBuilder& b, int rank, Chunk src, Chunk dst, int channel) {
+    check_channel(channel);
+    b.add(rank, local(Kind, src, dst, channel));
+  };
+}
+
 nb::dict verify_dict(const algo::VerifyResult& r) {
   nb::dict d;
   d["ok"] = r.ok();
@@ -390,41 +406,11 @@ NB_MODULE(_topocoll, m) {
            "scratch_count"_a = 0)
       .def_prop_ro("args", &ScheduleBuilder::args)
       .def_prop_ro("channels", &ScheduleBuilder::channels)
-      .def(
-          "send",
-          [](ScheduleBuilder& b, int rank, int peer, Chunk src, int channel) {
-            check_channel(channel);
-            b.add(rank, transfer(OpKind::Send, peer, src, channel));
-          },
-          "rank"_a, "peer"_a, "src"_a, "channel"_a = 0)
-      .def(
-          "recv",
-          [](ScheduleBuilder& b, int rank, int peer, Chunk dst, int channel) {
-            check_channel(channel);
-            b.add(rank, transfer(OpKind::Recv, peer, dst, channel));
-          },
-          "rank"_a, "peer"_a, "dst"_a, "channel"_a = 0)
-      .def(
-          "recv_reduce",
-          [](ScheduleBuilder& b, int rank, int peer, Chunk dst, int channel) {
-            check_channel(channel);
-            b.add(rank, transfer(OpKind::RecvReduce, peer, dst, channel));
-          },
-          "rank"_a, "peer"_a, "dst"_a, "channel"_a = 0)
-      .def(
-          "copy",
-          [](ScheduleBuilder& b, int rank, Chunk src, Chunk dst, int channel) {
-            check_channel(channel);
-            b.add(rank, local(OpKind::Copy, src, dst, channel));
-          },
-          "rank"_a, "src"_a, "dst"_a, "channel"_a = 0)
-      .def(
-          "reduce",
-          [](ScheduleBuilder& b, int rank, Chunk src, Chunk dst, int channel) {
-            check_channel(channel);
-            b.add(rank, local(OpKind::Reduce, src, dst, channel));
-          },
-          "rank"_a, "src"_a, "dst"_a, "channel"_a = 0)
+      .def("send", transfer_adder<OpKind::Send>(), "rank"_a, "peer"_a, "src"_a, "channel"_a = 0)
+      .def("recv", transfer_adder<OpKind::Recv>(), "rank"_a, "peer"_a, "dst"_a, "channel"_a = 0)
+      .def("recv_reduce", transfer_adder<OpKind::RecvReduce>(), "rank"_a, "peer"_a, "dst"_a, "channel"_a = 0)
+      .def("copy", local_adder<OpKind::Copy>(), "rank"_a, "src"_a, "dst"_a, "channel"_a = 0)
+      .def("reduce", local_adder<OpKind::Reduce>(), "rank"_a, "src"_a, "dst"_a, "channel"_a = 0)
       .def(
           "add",
           [](ScheduleBuilder& b, int rank, const Op& op) {
