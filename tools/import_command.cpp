@@ -167,24 +167,26 @@ std::optional<Device> parse_device(const std::string& body) {
   return Device{std::stoi(m[1].str()), m[2].str(), trim(m[3].str())};
 }
 
+// A table's collective: the log's (its *_perf binary or test line), else --collective. InputError at
+// `at` for a binary of no collective of the schema, or when neither says (`none`: what the input
+// lacks).
+algo::Collective table_collective(const std::string& at, const LogState& s, const ImportOptions& o, const char* none) {
+  if (s.collective) return *s.collective;
+  if (!s.unknown_binary.empty())
+    throw InputError(
+        fmt::format("{}: {}: not a collective of the record schema (expected {})", at, s.unknown_binary, kBinaries));
+  if (o.collective) return *o.collective;
+  throw InputError(fmt::format("{}: {}: give --collective", at, none));
+}
+
 // Opens a table at a header line: the collective, the ranks and the machine of the run.
 MeasuredTable open_table(const std::string& path, int line, const LogState& s, const ImportOptions& o) {
   const std::string at = where(path, line);
   MeasuredTable t;
   t.file = path;
   t.line = line;
-  if (s.collective)
-    t.collective = *s.collective;
-  else if (!s.unknown_binary.empty())
-    throw InputError(
-        fmt::format("{}: {}: not a collective of the record schema (expected {})", at, s.unknown_binary, kBinaries));
-  else if (o.collective)
-    t.collective = *o.collective;
-  else
-    throw InputError(
-        fmt::format("{}: the log names no collective (no '# Collective test starting:' line, no *_perf "
-                    "command line): give --collective",
-                    at));
+  t.collective = table_collective(
+      at, s, o, "the log names no collective (no '# Collective test starting:' line, no *_perf command line)");
   if (!s.devices.empty()) {
     std::vector<int> ranks;
     for (const Device& d : s.devices) ranks.push_back(d.rank);
@@ -413,18 +415,7 @@ std::vector<MeasuredTable> parse_csv(const std::string& path, const std::string&
       t.file = path;
       t.line = lineno;
       t.label = label;
-      if (s.collective)
-        t.collective = *s.collective;
-      else if (!s.unknown_binary.empty())
-        throw InputError(fmt::format("{}: {}: not a collective of the record schema (expected {})", at,
-                                     s.unknown_binary, kBinaries));
-      else if (o.collective)
-        t.collective = *o.collective;
-      else
-        throw InputError(
-            fmt::format("{}: the file names no collective (no *_perf command in its # lines): give "
-                        "--collective",
-                        at));
+      t.collective = table_collective(at, s, o, "the file names no collective (no *_perf command in its # lines)");
       t.algorithm = s.algorithm;
       if (has("node_pair")) {
         std::string hosts = v[col.at("node_pair")];
