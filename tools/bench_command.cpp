@@ -372,8 +372,9 @@ class Printer final : public runtime::BenchReport {
       if (ip == 0 || r.in_place_run) s.busbw[ip] = std::max(s.busbw[ip], r.points[ip].busbw_gbps);
   }
 
-  // Per size, the best topocoll algorithm's busbw against mpi's, out of place and in place; only
-  // when mpi and an algorithm of topocoll ran.
+  // Per size, the best topocoll algorithm's busbw against mpi's, out of place and in place, as
+  // comment lines (readers of the table take no summary line for one of its rows); only when mpi
+  // and an algorithm of topocoll ran.
   std::string summary() const {
     bool mpi = false, ours = false;
     for (const auto& [bytes, blocks] : summary_)
@@ -391,7 +392,7 @@ class Printer final : public runtime::BenchReport {
     out += fmt::format("# {:>11}  {:>18} {:>8} {:>8} {:>6}  {:>18} {:>8} {:>8} {:>6}\n", "size (B)", "best topocoll",
                        "busbw", "mpi", "ratio", "best topocoll", "busbw", "mpi", "ratio");
     for (const auto& [bytes, blocks] : summary_) {
-      std::string line = fmt::format("  {:>11}", bytes);
+      std::string line = fmt::format("# {:>11}", bytes);
       for (int ip = 0; ip < 2; ++ip) {
         const std::string* best = nullptr;
         double best_bw = -1, mpi_bw = -1;
