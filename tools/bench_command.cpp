@@ -4,9 +4,11 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <optional>
 
 #include "algorithms/registry.hpp"
@@ -248,6 +250,13 @@ class Printer final : public runtime::BenchReport {
            "(GB/s)       \n";
   }
 
+  void note(const BenchEntry&, const std::string& line) override {
+    if (c_.nccl_tests)
+      table() << "# " << line << "\n";
+    else if (!c_.jsonl)
+      sink_->stream() << "# " << line << "\n";
+  }
+
   void unsupported(const BenchEntry& e, std::uint64_t bytes, const std::string& reason) override {
     if (c_.nccl_tests)
       table() << (e.file ? fmt::format("# {} B {}\n", bytes, reason)
@@ -257,8 +266,9 @@ class Printer final : public runtime::BenchReport {
                                  : fmt::format(" {:>12} not supported: {}\n", bytes, reason));
   }
 
-  void row(const BenchEntry&, const runtime::BenchRow& r) override {
+  void row(const BenchEntry& e, const runtime::BenchRow& r) override {
     const records::Record& p0 = r.points[0];
+    remember(e, r);
     rows_.push_back({.bytes = r.bytes,
                      .count = r.count,
                      .type = p0.dtype,
@@ -289,7 +299,9 @@ class Printer final : public runtime::BenchReport {
       line += fmt::format("  {}  {:6.2f}  {:6.2f}  {:>5}", time_str(p.time_us), p.algbw_gbps, p.busbw_gbps,
                           p.wrong ? fmt::format("{}", *p.wrong) : std::string("N/A"));
     }
-    out << line << "\n" << std::flush;
+    out << line << "\n";
+    if (r.in_place_run) out << in_place_note(e, r);
+    out << std::flush;
   }
 
   void block_end(const BenchEntry& e, std::uint64_t wrong, double avg_busbw) override {
@@ -313,7 +325,8 @@ class Printer final : public runtime::BenchReport {
   }
 
   void finish() override {
-    if (!c_.jsonl && !c_.nccl_tests) sink_->stream() << "#\n";
+    if (c_.jsonl || c_.nccl_tests) return;
+    sink_->stream() << "#\n" << summary();
   }
 
   // A table below NCCL_TESTS_MIN_BW or with a failed check (--format nccl-tests, -J).
@@ -326,6 +339,90 @@ class Printer final : public runtime::BenchReport {
 
  private:
   std::ostream& table() { return table_file_ ? table_file_->stream() : sink_->stream(); }
+
+  // In place and out of place more than 10 % apart: one line saying so and whether the spread of
+  // the iterations covers it (the quartiles of the per-iteration maximum over ranks overlap).
+  std::string in_place_note(const BenchEntry& e, const runtime::BenchRow& r) const {
+    const double out_us = r.points[0].time_us, in_us = r.points[1].time_us;
+    if (out_us <= 0 || in_us <= 0 || std::abs(in_us / out_us - 1.0) <= kInPlaceTolerance) return {};
+    const double(&q)[2][2] = r.quartiles_us;
+    const bool overlap = q[0][0] <= q[1][1] && q[1][0] <= q[0][1];
+    std::string why = c_.options.iters < kSpreadIters
+                          ? fmt::format("{} iteration{}: too few to tell a difference from noise", c_.options.iters,
+                                        c_.options.iters == 1 ? "" : "s")
+                      : overlap ? std::string("within the iterations' spread, noise of this machine")
+                                : std::string("outside the iterations' spread");
+    if (!e.alg && e.name == "mpi" && collective_ == algo::Collective::ReduceScatter)
+      why +=
+          "; in place MPI_Ireduce_scatter_block leaves the result at the buffer's start, and the move to the "
+          "rank's block is timed";
+    return fmt::format(
+        "#   {} B: in place {:.2f}x the out-of-place time ({:.2f} vs {:.2f} us): {} (25-75 %: out "
+        "of place {:.2f}-{:.2f} us, in place {:.2f}-{:.2f} us)\n",
+        r.bytes, in_us / out_us, in_us, out_us, why, q[0][0], q[0][1], q[1][0], q[1][1]);
+  }
+
+  // The summary against mpi: every row's busbw per (size, block), the best over -N's cycles.
+  void remember(const BenchEntry& e, const runtime::BenchRow& r) {
+    SummaryPoint& s = summary_[r.bytes][e.name];
+    s.is_mpi = !e.alg && e.name == "mpi";
+    s.is_ours = e.alg != nullptr;
+    repeated_ = repeated_ || s.busbw[0] >= 0;
+    for (int ip = 0; ip < 2; ++ip)
+      if (ip == 0 || r.in_place_run) s.busbw[ip] = std::max(s.busbw[ip], r.points[ip].busbw_gbps);
+  }
+
+  // Per size, the best topocoll algorithm's busbw against mpi's, out of place and in place, as
+  // comment lines (readers of the table take no summary line for one of its rows); only when mpi
+  // and an algorithm of topocoll ran.
+  std::string summary() const {
+    bool mpi = false, ours = false;
+    for (const auto& [bytes, blocks] : summary_)
+      for (const auto& [name, s] : blocks) {
+        mpi = mpi || s.is_mpi;
+        ours = ours || s.is_ours;
+      }
+    if (!mpi || !ours) return {};
+    std::string out = fmt::format(
+        "# summary against mpi ({}): per size the topocoll algorithm with the highest busbw (GB/s), its busbw and "
+        "mpi's; ratio = topocoll / mpi{}\n",
+        runtime::mpi_baseline_call(collective_), repeated_ ? "; -N cycles: the best of each" : "");
+    out += fmt::format("# {:>11}  {:>18} {:>8} {:>8} {:>6}  {:>18} {:>8} {:>8} {:>6}\n", "", "out-of-place", "", "", "",
+                       "in-place", "", "", "");
+    out += fmt::format("# {:>11}  {:>18} {:>8} {:>8} {:>6}  {:>18} {:>8} {:>8} {:>6}\n", "size (B)", "best topocoll",
+                       "busbw", "mpi", "ratio", "best topocoll", "busbw", "mpi", "ratio");
+    for (const auto& [bytes, blocks] : summary_) {
+      std::string line = fmt::format("# {:>11}", bytes);
+      for (int ip = 0; ip < 2; ++ip) {
+        const std::string* best = nullptr;
+        double best_bw = -1, mpi_bw = -1;
+        for (const auto& [name, s] : blocks) {
+          if (s.is_mpi) mpi_bw = s.busbw[ip];
+          if (s.is_ours && s.busbw[ip] > best_bw) {
+            best = &name;
+            best_bw = s.busbw[ip];
+          }
+        }
+        const auto bw = [](double v) { return v < 0 ? std::string("-") : fmt::format("{:.3g}", v); };
+        const std::string ratio = best_bw >= 0 && mpi_bw > 0 ? fmt::format("{:.2f}", best_bw / mpi_bw) : "-";
+        line +=
+            fmt::format("  {:>18} {:>8} {:>8} {:>6}", best ? *best : std::string("-"), bw(best_bw), bw(mpi_bw), ratio);
+      }
+      out += line + "\n";
+    }
+    return out + "#\n";
+  }
+
+  // More apart than this, a row's in-place and out-of-place times get a line (issue 19's 10 %).
+  static constexpr double kInPlaceTolerance = 0.10;
+  // Fewer timed iterations than this have no quartiles worth comparing.
+  static constexpr int kSpreadIters = 4;
+  struct SummaryPoint {
+    bool is_mpi = false, is_ours = false;
+    double busbw[2] = {-1, -1};  // -1: not run
+  };
+  std::map<std::uint64_t, std::map<std::string, SummaryPoint>> summary_;
+  bool repeated_ = false;  // a size met twice in a block (-N)
 
   // -J: nccl-tests' JSON document of the block (common/nccl_tests_table.hpp).
   void write_json(const BenchEntry& e, const nccl_tests::Footer& f) {

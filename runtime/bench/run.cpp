@@ -17,6 +17,7 @@
 
 #include "algorithms/registry.hpp"
 #include "common/errors.hpp"
+#include "runtime/bench/mpi_arithmetic.hpp"
 #include "runtime/bench/nccl_baselines.hpp"
 #include "runtime/bench/placement.hpp"
 #include "runtime/communicator.hpp"
@@ -145,8 +146,28 @@ std::vector<std::pair<std::string, std::string>> layout_fields(const JobLayout& 
 
 struct Point {
   double time_us = 0;
+  double quartiles_us[2] = {0, 0};  // of the per-iteration maximum over ranks
   std::uint64_t wrong = 0;
 };
+
+// The q-quantile (0 <= q <= 1) of sorted values, linearly interpolated.
+double quantile(const std::vector<double>& sorted, double q) {
+  const double at = q * static_cast<double>(sorted.size() - 1);
+  const auto below = static_cast<std::size_t>(at);
+  if (below + 1 >= sorted.size()) return sorted.back();
+  return sorted[below] + (at - static_cast<double>(below)) * (sorted[below + 1] - sorted[below]);
+}
+
+// The MPI library's name and version, its first line's words before the first comma
+// (MPI_Get_library_version: "Open MPI v4.1.4, package: ...").
+std::string mpi_library() {
+  char text[MPI_MAX_LIBRARY_VERSION_STRING] = {};
+  int len = 0;
+  MPI_Get_library_version(text, &len);
+  std::string s(text, static_cast<std::size_t>(std::max(0, len)));
+  s = s.substr(0, s.find_first_of(",\n"));
+  return s.empty() ? std::string("the MPI library") : s;
+}
 
 // The MPI_Ialltoallv arguments of an all-to-allv, in bytes: they must outlive the request, which
 // the bench waits for before it starts another.
@@ -370,6 +391,18 @@ std::uint64_t run_bench(const BenchOptions& o, BenchReport& report) {
   // While a rank waits in MPI (barriers, reductions), its transport keeps answering the peers.
   comm.set_progress([&transport] { transport.progress(); });
 
+  // What MPI_SUM does where a sum leaves the dtype's range (mpi_arithmetic.hpp): #wrong of the
+  // mpi baseline is counted against it, and its block says so.
+  MpiSumArithmetic mpi_sum;
+  std::string mpi_sum_line;
+  const bool runs_mpi =
+      std::any_of(algorithms.begin(), algorithms.end(), [](const BenchEntry& e) { return !e.alg && e.name == "mpi"; });
+  if (runs_mpi && algo::reduces(collective) && op == algo::ReduceOp::Sum)
+    if (const std::optional<MPI_Datatype> type = mpi_type(dtype)) {
+      mpi_sum = probe_mpi_sum(dtype, *type);
+      mpi_sum_line = describe_mpi_sum(mpi_sum, dtype, mpi_library());
+    }
+
   // Buffers for the largest size (nccl_tests_bytes <= the size), touched once here (page faults
   // stay out of the timings).
   const std::uint64_t max_count = sizes.back() / elem;
@@ -425,6 +458,8 @@ std::uint64_t run_bench(const BenchOptions& o, BenchReport& report) {
     const std::string& name = entry.name;
     const bool is_nccl = is_nccl_baseline(name);
     if (reporting) report.block_start(entry);
+    const bool is_mpi = !alg && !is_nccl;
+    if (reporting && is_mpi && !mpi_sum_line.empty()) report.note(entry, mpi_sum_line);
     std::uint64_t block_wrong = 0;
     double bw_sum = 0;
     int bw_n = 0;
@@ -516,16 +551,30 @@ std::uint64_t run_bench(const BenchOptions& o, BenchReport& report) {
           if (on_gpu && (is_nccl || sched)) return nccl->fill(args, in_place);
           fill_placed(args, rank, placed, in_place);
         };
+        // Inputs once, then the same calls back to back, in place as out of place: nothing but the
+        // barrier between two timed calls (nccl-tests times its in-place loop on recvbuff ==
+        // sendbuff and initialises the data only for the check). Re-filling the inputs before
+        // every in-place call made in place 10-90x slower on a busy machine: the rank that
+        // finished its fill first waited in the barrier, yielded its core, and the timed call
+        // then waited a scheduler slice for it. In place the values grow from call to call (a sum
+        // by a factor p); infinities cost the vector units nothing, and the check below starts
+        // from fresh inputs.
         fresh();
         for (int i = 0; i < o.warmup; ++i) run_once();
         for (int i = 0; i < o.iters; ++i) {
-          if (in_place) fresh();  // keep the values bounded (no overflow to inf, no denormals)
           comm.barrier();
           const auto t0 = std::chrono::steady_clock::now();
           run_once();
           times[static_cast<std::size_t>(i)] =
               std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
         }
+        // The per-iteration maximum over ranks: its median is the point's time (without -a), its
+        // quartiles say how far the iterations spread.
+        std::vector<double> slowest = times;
+        comm.max_over_ranks(slowest);
+        std::sort(slowest.begin(), slowest.end());
+        points[ip].quartiles_us[0] = quantile(slowest, 0.25);
+        points[ip].quartiles_us[1] = quantile(slowest, 0.75);
         if (o.average >= 0) {
           // nccl-tests' -a: each rank's mean, gathered through the max of a vector that holds
           // this rank's mean at its index and zeros elsewhere (times are >= 0).
@@ -535,19 +584,16 @@ std::uint64_t run_bench(const BenchOptions& o, BenchReport& report) {
           comm.max_over_ranks(per_rank);
           points[ip].time_us = bench_rank_time(o.average, per_rank);
         } else {
-          comm.max_over_ranks(times);
-          std::vector<double> sorted = times;
-          std::sort(sorted.begin(), sorted.end());
-          const std::size_t n = sorted.size();
-          points[ip].time_us = n % 2 ? sorted[n / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]);
+          points[ip].time_us = quantile(slowest, 0.5);
         }
         if (o.check) {
           fresh();
           comm.barrier();
           run_once();
           const bool device_output = on_gpu && (is_nccl || sched);
-          const std::uint64_t wrong =
-              device_output ? nccl->count_wrong(args, in_place) : count_wrong_output(args, rank, outp);
+          const std::uint64_t wrong = device_output ? nccl->count_wrong(args, in_place)
+                                      : is_mpi      ? count_wrong_mpi_sum(args, rank, outp, mpi_sum)
+                                                    : count_wrong_output(args, rank, outp);
           points[ip].wrong = comm.sum_over_ranks(wrong);
           block_wrong += points[ip].wrong;
         }
@@ -566,6 +612,8 @@ std::uint64_t run_bench(const BenchOptions& o, BenchReport& report) {
           bw_sum += busbw;
           ++bw_n;
         }
+        row.quartiles_us[ip][0] = points[ip].quartiles_us[0];
+        row.quartiles_us[ip][1] = points[ip].quartiles_us[1];
         records::Record& rec = row.points[ip];
         rec = base;
         rec.algorithm = name;

@@ -5,15 +5,16 @@
 // parses its flags into BenchOptions, calls run_bench and prints what the BenchReport receives
 // (a table, or JSONL records of common/records.hpp's schema: kind "measured", engine = the backend).
 //
-// Per algorithm and size, out of place then in place: `warmup` untimed runs, then `iters` timed
-// runs, each between a barrier and the end of the rank's part; the time is the median over
-// iterations of the maximum over ranks. With check != 0 one more run on fresh inputs is compared
-// bit for bit with test_data's exact result (fill_collective_expected; a reduce checks the root's
-// output only): `wrong` is the number of wrong elements over all ranks. In place uses NCCL's
-// layouts (placement.hpp). `mpi` is the MPI library's collective on the same buffers
-// (MPI_Iallreduce, MPI_Iallgather, MPI_Ireduce_scatter_block, MPI_Ibcast, MPI_Ireduce,
-// MPI_Ialltoall; avg: MPI_SUM then finish_avg; the reductions have no fp16 / bf16, the other
-// collectives move bytes).
+// Per algorithm and size, out of place then in place: inputs filled once, `warmup` untimed runs,
+// then `iters` timed runs, each between a barrier and the end of the rank's part, with nothing
+// else between two runs (in place too, as nccl-tests: the values grow from run to run); the time
+// is the median over iterations of the maximum over ranks. With check != 0 one more run on fresh
+// inputs is compared bit for bit with test_data's exact result (fill_collective_expected; a reduce
+// checks the root's output only): `wrong` is the number of wrong elements over all ranks; for the
+// mpi baseline, against the MPI library's own integer sums where they saturate
+// (mpi_arithmetic.hpp). In place uses NCCL's layouts (placement.hpp). `mpi` is the MPI library's collective on the same
+// buffers (MPI_Iallreduce, MPI_Iallgather, MPI_Ireduce_scatter_block, MPI_Ibcast, MPI_Ireduce, MPI_Ialltoall; avg:
+// MPI_SUM then finish_avg; the reductions have no fp16 / bf16, the other collectives move bytes).
 //
 // Backends: the transport topocoll's schedules run over, `mpi` (MPI point-to-point) or `ucx` (UCP
 // tag API, endpoints bootstrapped through MPI; built when UCX is found), or `nccl` (device buffers,
@@ -105,6 +106,8 @@ struct BenchRow {
   std::uint64_t bytes = 0, count = 0;
   int root = -1;  // broadcast and reduce: the root; else -1
   records::Record points[2];
+  // Per placement, the first and third quartile of the per-iteration maximum over ranks (us).
+  double quartiles_us[2][2] = {{0, 0}, {0, 0}};
   bool in_place_run = true;  // false: points[1] was not run (an asymmetric alltoallv has no in-place form)
 };
 
@@ -117,6 +120,9 @@ class BenchReport {
   virtual void start(const BenchStart& s) = 0;
   virtual void device(const std::string& description) = 0;  // --backend nccl: GPU and NCCL, one line
   virtual void block_start(const BenchEntry& e) = 0;
+  // A line about the block's results, after block_start (the mpi baseline: how MPI's arithmetic
+  // differs from nccl-tests' and what #wrong counts).
+  virtual void note(const BenchEntry& e, const std::string& line) = 0;
   virtual void unsupported(const BenchEntry& e, std::uint64_t bytes, const std::string& reason) = 0;
   virtual void row(const BenchEntry& e, const BenchRow& r) = 0;
   // `wrong`: over every size and rank of the block; avg_busbw over its rows, both placements.
