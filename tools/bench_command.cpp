@@ -365,14 +365,14 @@ class Printer final : public runtime::BenchReport {
 BenchCommand parse_bench_flags(const BenchFlags& a) {
   const bool ucx = runtime::bench_backend_built(BenchBackend::Ucx);
   const bool nccl = runtime::bench_backend_built(BenchBackend::Nccl);
-  const std::string backends = std::string(ucx ? "mpi, ucx" : "mpi") + (nccl ? " or nccl" : "");
+  const std::string backends = std::string(ucx ? "mpi, shm, ucx" : "mpi, shm") + (nccl ? " or nccl" : "");
   if (a.backend == "nccl" && !nccl)
     throw InputError(
         fmt::format("--backend nccl: this topocoll-bench was built without CUDA + NCCL: expected {}", backends));
   if (a.backend == "ucx" && !ucx)
     throw InputError(
-        "--backend ucx: this topocoll-bench was built without UCX (pkg-config ucx not found): expected mpi");
-  if (a.backend != "mpi" && a.backend != "ucx" && a.backend != "nccl")
+        "--backend ucx: this topocoll-bench was built without UCX (pkg-config ucx not found): expected mpi or shm");
+  if (a.backend != "mpi" && a.backend != "shm" && a.backend != "ucx" && a.backend != "nccl")
     throw InputError(fmt::format("--backend {}: expected {}", a.backend, backends));
   if (a.format != "table" && a.format != "jsonl" && a.format != "nccl-tests")
     throw InputError(fmt::format("--format {}: expected table, jsonl or nccl-tests", a.format));
@@ -437,7 +437,10 @@ BenchCommand parse_bench_flags(const BenchFlags& a) {
   }
 
   runtime::BenchOptions& o = c.options;
-  o.backend = a.backend == "ucx" ? BenchBackend::Ucx : a.backend == "nccl" ? BenchBackend::Nccl : BenchBackend::Mpi;
+  o.backend = a.backend == "ucx"    ? BenchBackend::Ucx
+              : a.backend == "nccl" ? BenchBackend::Nccl
+              : a.backend == "shm"  ? BenchBackend::Shm
+                                    : BenchBackend::Mpi;
   // An all-to-allv runs one call, its size matrix's (ranks checked against the job by run_bench).
   o.alltoallv_sizes = algo::run_alltoallv_sizes(collective, a.sizes_file, files->files, 0);
   if (o.alltoallv_sizes) {

@@ -50,9 +50,11 @@ int main(int argc, char** argv) {
   CLI::App app{
       "topocoll-bench: a measured collective of topocoll's schedules and of MPI (and NCCL), as nccl-tests' table"};
   topocoll::tools::BenchFlags a;
-  app.add_option("--backend", a.backend,
-                 "transport of topocoll's schedules: mpi or ucx (nccl: CUDA+NCCL builds only); the mpi algorithm is "
-                 "MPI's collective in every backend")
+  app.add_option(
+         "--backend", a.backend,
+         "transport of topocoll's schedules: mpi, shm (ranks of a node read each other's buffers in place; mpi between "
+         "nodes) or ucx (nccl: CUDA+NCCL builds only); the mpi algorithm is "
+         "MPI's collective in every backend")
       ->default_val("mpi");
   app.add_option("--collective", a.collective,
                  "allreduce, allgather, reduce_scatter, broadcast, reduce, alltoall or alltoallv (with --sizes)")

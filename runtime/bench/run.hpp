@@ -16,7 +16,9 @@
 // collectives move bytes).
 //
 // Backends: the transport topocoll's schedules run over, `mpi` (MPI point-to-point) or `ucx` (UCP
-// tag API, endpoints bootstrapped through MPI; built when UCX is found), or `nccl` (device buffers,
+// tag API, endpoints bootstrapped through MPI; built when UCX is found), `shm` (runtime/
+// shm_transport.hpp: ranks of a node read each other's buffers in place, which the bench then
+// allocates in shared regions; MPI point-to-point between nodes), or `nccl` (device buffers,
 // schedules cut into rounds over NCCL send/recv, the stock NCCL baselines: nccl_baselines.hpp).
 // Each (algorithm, size) is bound once into a runtime::Plan (or a RoundExecutor) and run for every
 // iteration. The `mpi` algorithm is the MPI library's collective in every backend.
@@ -40,9 +42,10 @@ struct Algorithm;
 
 namespace topocoll::runtime {
 
-enum class BenchBackend { Mpi, Ucx, Nccl };
-std::string_view to_string(BenchBackend b);  // "mpi", "ucx", "nccl"
-// Whether this build has the backend: mpi always; ucx when UCX was found; nccl with CUDA + NCCL.
+enum class BenchBackend { Mpi, Ucx, Nccl, Shm };
+std::string_view to_string(BenchBackend b);  // "mpi", "ucx", "nccl", "shm"
+// Whether this build has the backend: mpi and shm always; ucx when UCX was found; nccl with CUDA +
+// NCCL.
 bool bench_backend_built(BenchBackend b);
 
 // One block of the bench: a topocoll algorithm, or a stock baseline (alg null: mpi, nccl,
