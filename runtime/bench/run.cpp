@@ -109,7 +109,9 @@ std::unique_ptr<Transport> make_transport(const BenchOptions& o, MPI_Comm comm, 
   if (o.backend == BenchBackend::Shm) {
     auto shm = std::make_unique<ShmTransport>(comm, nodes > 1 ? std::make_unique<MpiTransport>(comm) : nullptr,
                                               o.progress_timeout, &peers);
-    note = shm->describe() + (nodes > 1 ? " (MPI point-to-point)" : "");
+    note = shm->describe() + (nodes > 1 ? " (MPI point-to-point)" : "") + "\n# shm: " +
+           (o.shm_cma ? "--shm-copy cma: the bench's buffers are private; peers read them with process_vm_readv"
+                      : "--shm-copy map: the bench's buffers lie in shared regions; peers memcpy from their mapping");
     return shm;
   }
 #if TOPOCOLL_HAVE_UCX
@@ -302,6 +304,7 @@ std::vector<std::pair<std::string, std::string>> agreement_fields(const BenchOpt
           {"--slice", std::to_string(o.slice_bytes)},
           {"--rounds", o.rounds ? "on" : "off"},
           {"--ucx-bulk", std::to_string(o.ucx_bulk_bytes)},
+          {"--shm-copy", o.shm_cma ? "cma" : "map"},
           {"--topology", o.topology.topology.empty() ? "(detected from MPI)" : o.topology.topology},
           {"--nodes", o.topology.nodes ? std::to_string(*o.topology.nodes) : "(the topology's own)"},
           {"--fabric", o.topology.fabric.empty() ? "(the topology's default)" : o.topology.fabric},
@@ -396,7 +399,7 @@ std::uint64_t run_bench(const BenchOptions& o, BenchReport& report) {
   // maps, so that peers read them in place (ShmTransport::allocate, collective: scratch grows at
   // the same schedule on every rank, its scratch_count being every rank's).
   const std::uint64_t max_count = sizes.back() / elem;
-  auto* shm = dynamic_cast<ShmTransport*>(&transport);
+  auto* shm = o.shm_cma ? nullptr : dynamic_cast<ShmTransport*>(&transport);
   std::vector<std::byte> input_owner, output_owner, scratch_owner;
   std::byte *input = nullptr, *output = nullptr, *scratch = nullptr;
   std::size_t scratch_bytes = 0;

@@ -83,6 +83,7 @@ struct BenchOptions {
   std::uint64_t slice_bytes = std::uint64_t{1} << 20;
   bool rounds = false;               // topocoll's schedules cut into rounds (backend mpi)
   std::uint64_t ucx_bulk_bytes = 0;  // ucx: messages this large use UCX's bulk endpoint (0: never)
+  bool shm_cma = false;              // shm: the buffers stay private, peers read them with CMA (process_vm_readv)
   std::chrono::milliseconds progress_timeout{60000};
   BenchTopology topology;  // empty: detected from MPI
 };
