@@ -301,7 +301,7 @@ Transport::Request ShmTransport::post_recv(int peer, int channel, void* dst, std
 
 // The receive of `s` when its message is in the ring: one copy from the sender's memory into the
 // destination, then the slot is handed back (acked).
-bool ShmTransport::try_receive(Slot& s) {
+bool ShmTransport::try_receive(Slot& s, Consume consume, void* context) {
   Ring& r = ring(s.local, local_rank_, s.channel);
   std::uint64_t& received = received_[key(s.local, s.channel)];
   if (load(r.posted) == received) return false;
@@ -315,7 +315,12 @@ bool ShmTransport::try_receive(Slot& s) {
     if (d.region != kCma) {
       TOPOCOLL_ASSERT(d.region < regions_.size(), fmt::format("shm transport: region {} of peer {}", d.region, s.peer));
       const Region& g = regions_[d.region];
-      std::memcpy(s.dst, g.peer_base[static_cast<std::size_t>(s.local)] + d.offset, d.bytes);
+      const std::byte* message = g.peer_base[static_cast<std::size_t>(s.local)] + d.offset;
+      if (consume)
+        consume(context, message);  // the one pass over the peer's bytes
+      else
+        std::memcpy(s.dst, message, d.bytes);
+      consume = nullptr;
     } else {
       // Outside the shared regions: the kernel copies from the sender's address space.
       std::size_t done = 0;
@@ -332,6 +337,7 @@ bool ShmTransport::try_receive(Slot& s) {
       }
     }
   }
+  if (consume) consume(context, static_cast<const std::byte*>(s.dst));  // CMA: copied first
   store(r.acked, ++received);
   return true;
 }
@@ -343,6 +349,21 @@ bool ShmTransport::test_recv(Request r) {
   Slot& s = slots_.at(r, "shm transport: test_recv");
   try {
     if (!try_receive(s)) return false;
+  } catch (...) {
+    slots_.release(r);
+    throw;
+  }
+  slots_.release(r);
+  return true;
+}
+
+bool ShmTransport::test_recv_consume(Request r, Consume consume, void* context) {
+  TOPOCOLL_ASSERT(!(r & kRemote), "shm transport: test_recv_consume of a receive from another node");
+  heartbeat();
+  publish_all();
+  Slot& s = slots_.at(r, "shm transport: test_recv_consume");
+  try {
+    if (!try_receive(s, consume, context)) return false;
   } catch (...) {
     slots_.release(r);
     throw;

@@ -75,6 +75,12 @@ class ShmTransport final : public Transport {
   bool test_recv(Request r) override;
   void wait(std::chrono::steady_clock::time_point deadline) override;
   void progress() override;
+  // Receive-reduce from the sender's mapped buffer (a message sent from outside the shared
+  // regions is copied into the receive's buffer first, then consumed from there).
+  bool reads_in_place(int peer) const override { return fused_ && direct(peer); }
+  bool test_recv_consume(Request r, Consume consume, void* context) override;
+  // Whether receive-reduces read in place (default), or receive into staging then reduce.
+  void set_fused(bool on) { fused_ = on; }
 
   bool direct(int peer) const { return local_of_[static_cast<std::size_t>(peer)] >= 0; }
   int rank() const { return rank_; }
@@ -111,7 +117,7 @@ class ShmTransport final : public Transport {
     return static_cast<std::size_t>(local) * kChannels + static_cast<std::size_t>(channel);
   }
   void check(int peer, int channel, const char* what) const;
-  bool try_receive(Slot& s);
+  bool try_receive(Slot& s, Consume consume = nullptr, void* context = nullptr);
   void publish(std::size_t k);
   void publish_all();
   void node_barrier(const std::string& what);
@@ -134,6 +140,7 @@ class ShmTransport final : public Transport {
   std::vector<std::uint64_t> received_;         // per (src local, channel): messages copied
   std::vector<std::deque<Descriptor>> queued_;  // per (dst local, channel): waiting for a slot
   std::size_t queued_count_ = 0;
+  bool fused_ = true;
   RequestSlots<Slot> slots_;
 };
 

@@ -407,11 +407,11 @@ BenchCommand parse_bench_flags(const BenchFlags& a) {
   const std::uint64_t slice = parse_size(a.slice, "--slice");
   if (slice == 0) throw InputError("--slice 0: expected at least 1 byte");
   const std::uint64_t ucx_bulk = parse_size(a.ucx_bulk, "--ucx-bulk");
-  if (a.shm_copy != "map" && a.shm_copy != "cma")
-    throw InputError(
-        fmt::format("--shm-copy {}: expected map (buffers in shared memory, peers copy from the mapping) "
-                    "or cma (private buffers, peers copy with process_vm_readv)",
-                    a.shm_copy));
+  if (a.shm_copy != "fused" && a.shm_copy != "map" && a.shm_copy != "cma")
+    throw InputError(fmt::format(
+        "--shm-copy {}: expected fused (buffers in shared memory, receive-reduces read the peer's in place), map "
+        "(buffers in shared memory, receive-reduces through staging) or cma (private buffers, process_vm_readv)",
+        a.shm_copy));
   if (a.rounds && a.backend != "mpi")
     throw InputError(fmt::format(
         "--rounds with --backend {}: expected --backend mpi (--backend nccl always runs schedules in rounds)",
@@ -483,7 +483,9 @@ BenchCommand parse_bench_flags(const BenchFlags& a) {
   o.slice_bytes = slice;
   o.rounds = a.rounds;
   o.ucx_bulk_bytes = ucx_bulk;
-  o.shm_cma = a.shm_copy == "cma";
+  o.shm_copy = a.shm_copy == "cma"   ? runtime::ShmCopy::Cma
+               : a.shm_copy == "map" ? runtime::ShmCopy::Map
+                                     : runtime::ShmCopy::Fused;
   o.progress_timeout = timeout;
   o.topology = runtime::BenchTopology{a.topology, a.nodes > 0 ? std::optional<int>(a.nodes) : std::nullopt, a.fabric};
   c.jsonl = a.format == "jsonl";

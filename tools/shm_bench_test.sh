@@ -2,9 +2,10 @@
 # CTest script for the direct intra-node path (topocoll-bench --backend shm, runtime/
 # shm_transport.hpp): every allreduce algorithm and the MPI_Allreduce baseline with 2, 3, 4 and 8
 # ranks (oversubscribed on CI's 2 cores), small and odd sizes, a few dtypes / ops, more sends to
-# one peer than its ring has slots, both copy modes (--shm-copy map: peers memcpy from the
-# sender's mapped buffer; cma: process_vm_readv from its private one); #wrong must be 0 on every
-# row and every run must exit 0. Every other collective at 3 and 4 ranks. No segment of a run
+# one peer than its ring has slots, every copy mode (--shm-copy fused, the default: receivers
+# memcpy from the sender's mapped buffer and receive-reduces reduce from it in one pass; map: the
+# same, receive-reduces through staging; cma: process_vm_readv from private buffers); #wrong must
+# be 0 on every row and every run must exit 0. Every other collective at 3 and 4 ranks. No segment of a run
 # may be left in /dev/shm. Then bad input. (A rank killed on this path: tools/fault_test.sh.)
 # Usage: shm_bench_test.sh BUILD_BIN_DIR
 set -u
@@ -55,7 +56,10 @@ for np in 2 3 4 8; do
   run_ok "$np" "$all_blocks" --algorithm all "${small[@]}"
   run_ok "$np" "$all_blocks" --algorithm all "${odd[@]}"
 done
-for np in 2 3; do run_ok "$np" "$all_blocks" --algorithm all "${odd[@]}" --shm-copy cma; done
+for mode in map cma; do
+  for np in 2 3; do run_ok "$np" "$all_blocks" --algorithm all "${odd[@]}" --shm-copy "$mode"; done
+  run_ok 4 "$all_blocks" --algorithm all -b 8 -e 8K -f 8 -n 1 -w 0 -d double -o prod --channels 3 --shm-copy "$mode"
+done
 run_ok 3 "$all_blocks" --algorithm all -b 7 -e 1003 -f 11 -n 1 -w 0 -d int8 -o max
 run_ok 4 "$all_blocks" --algorithm all -b 8 -e 8K -f 8 -n 1 -w 0 -d double -o prod --channels 3
 run_ok 3 "$all_blocks" --algorithm all -b 8 -e 8K -f 8 -n 1 -w 0 -d int32 -o avg
@@ -77,7 +81,7 @@ echo "shm-bench: $((SECONDS - start)) s"
 # Bad input: exit 2 and exactly one line.
 "$bin" --backend shm --shm-copy pipe >"$tmp/out" 2>"$tmp/err"
 rc=$?
-if [ "$rc" -eq 2 ] && [ "$(wc -l <"$tmp/err")" -eq 1 ] && grep -q "shm-copy pipe: expected map (buffers in shared memory" "$tmp/err"; then ok
+if [ "$rc" -eq 2 ] && [ "$(wc -l <"$tmp/err")" -eq 1 ] && grep -q "shm-copy pipe: expected fused (buffers in shared memory, receive-reduces read the peer.s in place), map" "$tmp/err"; then ok
 else fail "--shm-copy pipe: exit $rc, stderr: $(cat "$tmp/err")"; fi
 "$bin" --backend shm --rounds --algorithm ring >"$tmp/out" 2>"$tmp/err"
 rc=$?

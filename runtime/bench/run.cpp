@@ -47,6 +47,18 @@ std::string_view to_string(BenchBackend b) {
   return "?";
 }
 
+std::string_view to_string(ShmCopy c) {
+  switch (c) {
+    case ShmCopy::Fused:
+      return "fused";
+    case ShmCopy::Map:
+      return "map";
+    case ShmCopy::Cma:
+      return "cma";
+  }
+  return "?";
+}
+
 bool bench_backend_built(BenchBackend b) {
   switch (b) {
     case BenchBackend::Mpi:
@@ -109,9 +121,15 @@ std::unique_ptr<Transport> make_transport(const BenchOptions& o, MPI_Comm comm, 
   if (o.backend == BenchBackend::Shm) {
     auto shm = std::make_unique<ShmTransport>(comm, nodes > 1 ? std::make_unique<MpiTransport>(comm) : nullptr,
                                               o.progress_timeout, &peers);
-    note = shm->describe() + (nodes > 1 ? " (MPI point-to-point)" : "") + "\n# shm: " +
-           (o.shm_cma ? "--shm-copy cma: the bench's buffers are private; peers read them with process_vm_readv"
-                      : "--shm-copy map: the bench's buffers lie in shared regions; peers memcpy from their mapping");
+    shm->set_fused(o.shm_copy == ShmCopy::Fused);
+    note = shm->describe() + (nodes > 1 ? " (MPI point-to-point)" : "") + "\n# shm: --shm-copy " +
+           std::string(to_string(o.shm_copy)) + ": " +
+           (o.shm_copy == ShmCopy::Cma ? "the bench's buffers are private; receivers read them with process_vm_readv"
+            : o.shm_copy == ShmCopy::Map
+                ? "the bench's buffers lie in shared regions; receivers memcpy from the mapping, receive-reduces "
+                  "through staging"
+                : "the bench's buffers lie in shared regions; receivers memcpy from the mapping, receive-reduces "
+                  "reduce from it in one pass");
     return shm;
   }
 #if TOPOCOLL_HAVE_UCX
@@ -304,7 +322,7 @@ std::vector<std::pair<std::string, std::string>> agreement_fields(const BenchOpt
           {"--slice", std::to_string(o.slice_bytes)},
           {"--rounds", o.rounds ? "on" : "off"},
           {"--ucx-bulk", std::to_string(o.ucx_bulk_bytes)},
-          {"--shm-copy", o.shm_cma ? "cma" : "map"},
+          {"--shm-copy", std::string(to_string(o.shm_copy))},
           {"--topology", o.topology.topology.empty() ? "(detected from MPI)" : o.topology.topology},
           {"--nodes", o.topology.nodes ? std::to_string(*o.topology.nodes) : "(the topology's own)"},
           {"--fabric", o.topology.fabric.empty() ? "(the topology's default)" : o.topology.fabric},
@@ -399,7 +417,7 @@ std::uint64_t run_bench(const BenchOptions& o, BenchReport& report) {
   // maps, so that peers read them in place (ShmTransport::allocate, collective: scratch grows at
   // the same schedule on every rank, its scratch_count being every rank's).
   const std::uint64_t max_count = sizes.back() / elem;
-  auto* shm = o.shm_cma ? nullptr : dynamic_cast<ShmTransport*>(&transport);
+  auto* shm = o.shm_copy == ShmCopy::Cma ? nullptr : dynamic_cast<ShmTransport*>(&transport);
   std::vector<std::byte> input_owner, output_owner, scratch_owner;
   std::byte *input = nullptr, *output = nullptr, *scratch = nullptr;
   std::size_t scratch_bytes = 0;

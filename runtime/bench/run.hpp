@@ -48,6 +48,12 @@ std::string_view to_string(BenchBackend b);  // "mpi", "ucx", "nccl", "shm"
 // NCCL.
 bool bench_backend_built(BenchBackend b);
 
+// --backend shm: Fused, the bench's buffers in shared regions and receive-reduces reading the
+// peer's bytes in place (one pass); Map, the same buffers, receive-reduces through staging; Cma,
+// private buffers that receivers read with process_vm_readv.
+enum class ShmCopy { Fused, Map, Cma };
+std::string_view to_string(ShmCopy c);  // "fused", "map", "cma"
+
 // One block of the bench: a topocoll algorithm, or a stock baseline (alg null: mpi, nccl,
 // nccl-ring, nccl-tree, named by `name`).
 struct BenchEntry {
@@ -81,9 +87,9 @@ struct BenchOptions {
   int average = -1;
   int channels = 2;
   std::uint64_t slice_bytes = std::uint64_t{1} << 20;
-  bool rounds = false;               // topocoll's schedules cut into rounds (backend mpi)
-  std::uint64_t ucx_bulk_bytes = 0;  // ucx: messages this large use UCX's bulk endpoint (0: never)
-  bool shm_cma = false;              // shm: the buffers stay private, peers read them with CMA (process_vm_readv)
+  bool rounds = false;                // topocoll's schedules cut into rounds (backend mpi)
+  std::uint64_t ucx_bulk_bytes = 0;   // ucx: messages this large use UCX's bulk endpoint (0: never)
+  ShmCopy shm_copy = ShmCopy::Fused;  // shm: where receivers read messages (see ShmCopy)
   std::chrono::milliseconds progress_timeout{60000};
   BenchTopology topology;  // empty: detected from MPI
 };
