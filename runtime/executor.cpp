@@ -195,6 +195,26 @@ bool Plan::step(Channel& ch, std::uint32_t index, Transport& t) {
           ch.posted = true;
         }
         if (ch.request != Transport::kDone) {
+          // Receive-reduce in one pass: the message reduced into the destination from where the
+          // transport shows it, once no unfinished send reads the destination (else: staging).
+          if (b.kind == OpKind::RecvReduce && b.count > 0 && t.reads_in_place(b.peer) &&
+              clear_to_write(ch, dst, b.bytes, t)) {
+            struct Fused {
+              MemorySpace* memory;
+              algo::DataType dtype;
+              algo::ReduceOp op;
+              std::byte* dst;
+              std::size_t count;
+            } fused{memory_, args_.dtype, args_.op, dst, b.count};
+            auto consume = [](void* context, const std::byte* message) {
+              const auto* f = static_cast<const Fused*>(context);
+              f->memory->reduce(f->dtype, f->op, f->dst, message, f->count);
+            };
+            if (!t.test_recv_consume(ch.request, consume, &fused)) return false;
+            ch.request = Transport::kDone;
+            ch.posted = false;
+            return true;
+          }
           if (!t.test_recv(ch.request)) return false;
           ch.request = Transport::kDone;  // received; the write below may still wait
         }

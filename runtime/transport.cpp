@@ -10,6 +10,13 @@ void Transport::wait(std::chrono::steady_clock::time_point /*deadline*/) {
   std::this_thread::yield();
 }
 
+bool Transport::test_recv_consume(Request r, Consume /*consume*/, void* /*context*/) {
+  TOPOCOLL_ASSERT(false, fmt::format("test_recv_consume of request {} through a transport that cannot show a message "
+                                     "in place (reads_in_place(peer) is false)",
+                                     r));
+  return false;
+}
+
 void Transport::switch_send(const SwitchMember& m, int /*channel*/, const void* /*data*/, std::size_t /*bytes*/) {
   TOPOCOLL_ASSERT(false, fmt::format("switch_send on group {} through a transport that cannot reduce (the executor "
                                      "refuses such schedules at bind time)",

@@ -66,6 +66,19 @@ class Transport {
   // completes. Default: nothing to advance.
   virtual void progress() {}
 
+  // Receive-reduce in one pass, for a transport whose receiver can see a message where the sender
+  // keeps it (the direct intra-node one: the sender's buffer, mapped): the executor then reduces
+  // the message into the destination straight from there, instead of receiving it into staging
+  // and reducing from that. reads_in_place(peer) says whether test_recv_consume may be called for
+  // a receive from `peer`.
+  // test_recv_consume(r, consume, context) is test_recv for a receive into staging, except that
+  // when the message is there the transport calls consume(context, message bytes) instead of (or,
+  // when it cannot show them in place, after) filling the receive's buffer; the bytes are readable
+  // until consume returns, then the receive completes (true). Default: refused (an assertion).
+  using Consume = void (*)(void* context, const std::byte* message);
+  virtual bool reads_in_place(int /*peer*/) const { return false; }
+  virtual bool test_recv_consume(Request r, Consume consume, void* context);
+
   // In-network reduction (contract rule 11), only for a transport whose fabric can reduce (the
   // in-process one; MPI, UCX and NCCL cannot, and executors refuse such schedules at bind time).
   // switch_send copies `bytes` from `data` at once as the contributor's part of the next instance

@@ -462,14 +462,14 @@ class Printer final : public runtime::BenchReport {
 BenchCommand parse_bench_flags(const BenchFlags& a) {
   const bool ucx = runtime::bench_backend_built(BenchBackend::Ucx);
   const bool nccl = runtime::bench_backend_built(BenchBackend::Nccl);
-  const std::string backends = std::string(ucx ? "mpi, ucx" : "mpi") + (nccl ? " or nccl" : "");
+  const std::string backends = std::string(ucx ? "mpi, shm, ucx" : "mpi, shm") + (nccl ? " or nccl" : "");
   if (a.backend == "nccl" && !nccl)
     throw InputError(
         fmt::format("--backend nccl: this topocoll-bench was built without CUDA + NCCL: expected {}", backends));
   if (a.backend == "ucx" && !ucx)
     throw InputError(
-        "--backend ucx: this topocoll-bench was built without UCX (pkg-config ucx not found): expected mpi");
-  if (a.backend != "mpi" && a.backend != "ucx" && a.backend != "nccl")
+        "--backend ucx: this topocoll-bench was built without UCX (pkg-config ucx not found): expected mpi or shm");
+  if (a.backend != "mpi" && a.backend != "shm" && a.backend != "ucx" && a.backend != "nccl")
     throw InputError(fmt::format("--backend {}: expected {}", a.backend, backends));
   if (a.format != "table" && a.format != "jsonl" && a.format != "nccl-tests")
     throw InputError(fmt::format("--format {}: expected table, jsonl or nccl-tests", a.format));
@@ -504,6 +504,11 @@ BenchCommand parse_bench_flags(const BenchFlags& a) {
   const std::uint64_t slice = parse_size(a.slice, "--slice");
   if (slice == 0) throw InputError("--slice 0: expected at least 1 byte");
   const std::uint64_t ucx_bulk = parse_size(a.ucx_bulk, "--ucx-bulk");
+  if (a.shm_copy != "fused" && a.shm_copy != "map" && a.shm_copy != "cma")
+    throw InputError(fmt::format(
+        "--shm-copy {}: expected fused (buffers in shared memory, receive-reduces read the peer's in place), map "
+        "(buffers in shared memory, receive-reduces through staging) or cma (private buffers, process_vm_readv)",
+        a.shm_copy));
   if (a.rounds && a.backend != "mpi")
     throw InputError(fmt::format(
         "--rounds with --backend {}: expected --backend mpi (--backend nccl always runs schedules in rounds)",
@@ -534,7 +539,10 @@ BenchCommand parse_bench_flags(const BenchFlags& a) {
   }
 
   runtime::BenchOptions& o = c.options;
-  o.backend = a.backend == "ucx" ? BenchBackend::Ucx : a.backend == "nccl" ? BenchBackend::Nccl : BenchBackend::Mpi;
+  o.backend = a.backend == "ucx"    ? BenchBackend::Ucx
+              : a.backend == "nccl" ? BenchBackend::Nccl
+              : a.backend == "shm"  ? BenchBackend::Shm
+                                    : BenchBackend::Mpi;
   // An all-to-allv runs one call, its size matrix's (ranks checked against the job by run_bench).
   o.alltoallv_sizes = algo::run_alltoallv_sizes(collective, a.sizes_file, files->files, 0);
   if (o.alltoallv_sizes) {
@@ -572,6 +580,9 @@ BenchCommand parse_bench_flags(const BenchFlags& a) {
   o.slice_bytes = slice;
   o.rounds = a.rounds;
   o.ucx_bulk_bytes = ucx_bulk;
+  o.shm_copy = a.shm_copy == "cma"   ? runtime::ShmCopy::Cma
+               : a.shm_copy == "map" ? runtime::ShmCopy::Map
+                                     : runtime::ShmCopy::Fused;
   o.progress_timeout = timeout;
   o.topology = runtime::BenchTopology{a.topology, a.nodes > 0 ? std::optional<int>(a.nodes) : std::nullopt, a.fabric};
   c.jsonl = a.format == "jsonl";

@@ -50,9 +50,11 @@ int main(int argc, char** argv) {
   CLI::App app{
       "topocoll-bench: a measured collective of topocoll's schedules and of MPI (and NCCL), as nccl-tests' table"};
   topocoll::tools::BenchFlags a;
-  app.add_option("--backend", a.backend,
-                 "transport of topocoll's schedules: mpi or ucx (nccl: CUDA+NCCL builds only); the mpi algorithm is "
-                 "MPI's collective in every backend")
+  app.add_option(
+         "--backend", a.backend,
+         "transport of topocoll's schedules: mpi, shm (ranks of a node read each other's buffers in place; mpi between "
+         "nodes) or ucx (nccl: CUDA+NCCL builds only); the mpi algorithm is "
+         "MPI's collective in every backend")
       ->default_val("mpi");
   app.add_option("--collective", a.collective,
                  "allreduce, allgather, reduce_scatter, broadcast, reduce, alltoall or alltoallv (with --sizes)")
@@ -87,6 +89,11 @@ int main(int argc, char** argv) {
          "ucx backend, experimental: messages of this many bytes or more go over an endpoint without peer-failure "
          "handling, which may use CMA (one copy); 0: none. 64K hung with dbt at 4 MiB on 2 ranks (UCX 1.13.1)")
       ->default_val("0");
+  app.add_option("--shm-copy", a.shm_copy,
+                 "shm backend: fused (the bench's buffers in shared memory; receives memcpy from the peer's mapping, "
+                 "receive-reduces reduce from it in one pass), map (the same, receive-reduces through staging) or "
+                 "cma (private buffers, receivers read them with process_vm_readv)")
+      ->default_val("fused");
   app.add_option("--slice", a.slice, "pipelining slice in bytes")->default_val("1M");
   app.add_option(
       "--topology", a.topology,

@@ -6,7 +6,8 @@
 #   topology file that differs per rank (the job's topology agreement); the probe's call check.
 #   Faults the launcher does not handle (`mpirun --enable-recovery`: mpirun kills nobody): a rank
 #   killed (SIGKILL), stopped (SIGSTOP) or slowed (its main thread asleep beyond the timeout) in
-#   topocoll's ring and in the mpi baseline (and the UCX ring when built). Every survivor must exit non-zero within the progress
+#   topocoll's ring and in the mpi baseline (and the UCX ring when built; the shm ring and dbt,
+#   with no shared segment left in /dev/shm). Every survivor must exit non-zero within the progress
 #   timeout + 10 s of the fault, its error line naming the rank and what is wrong with it.
 #   With mpirun's default abort: a killed rank ends the job too (mpirun names it).
 # Each mpirun is bounded by `timeout`; the time from the fault to the last survivor's exit is
@@ -202,6 +203,25 @@ if ! "$bench" --backend ucx -n 0 2>&1 | grep -q 'built without UCX'; then
   recovery "killed rank, ucx ring" 3 1 "is no longer running" TOPOCOLL_TEST_KILL=1:1500 -- "${ucx[@]}"
   recovery "stopped rank, ucx ring" 3 1 "is stopped" TOPOCOLL_TEST_KILL=1:1500:STOP -- "${ucx[@]}"
 fi
+
+# The direct intra-node path (--backend shm): the survivors wait on the dead rank's ring and end
+# as above. Its shared segments (/dev/shm/topocoll-shm-PID-NONCE-*, PID: rank 0's) are unlinked
+# as soon as every rank of the node has mapped them, so a killed or stopped rank leaves none.
+shm=("$bench" --backend shm --algorithm ring -b 4M -e 4M -n 100000 -w 0 -c 0)
+shm_left() {  # the job's segments still in /dev/shm, named after rank 0's pid
+  [ -e "$tmp/pid.0" ] || { echo "(no pid of rank 0)"; return; }
+  ls /dev/shm | grep "^topocoll-shm-$(cat "$tmp/pid.0")-"
+}
+recovery "killed rank, shm ring" 4 1 "is no longer running" TOPOCOLL_TEST_KILL=1:1500 -- "${shm[@]}"
+left=$(shm_left)
+check '[ -z "$left" ]' "killed rank, shm ring: left in /dev/shm: $left"
+recovery "stopped rank, shm ring" 3 1 "is stopped" TOPOCOLL_TEST_KILL=1:1500:STOP -- "${shm[@]}"
+left=$(shm_left)
+check '[ -z "$left" ]' "stopped rank, shm ring: left in /dev/shm: $left"
+recovery "killed rank, shm dbt (many sends in flight)" 4 2 "is no longer running" TOPOCOLL_TEST_KILL=2:1500 -- \
+  "$bench" --backend shm --algorithm dbt -b 1M -e 1M -n 100000 -w 0 -c 0 --slice 64K --channels 4
+left=$(shm_left)
+check '[ -z "$left" ]' "killed rank, shm dbt: left in /dev/shm: $left"
 
 echo "fault-test: $(($(date +%s) - t0)) s"
 summary fault-test

@@ -37,5 +37,6 @@ TEST_CASE("bench backends: names, and mpi is always built") {
   CHECK(to_string(BenchBackend::Mpi) == "mpi");
   CHECK(to_string(BenchBackend::Ucx) == "ucx");
   CHECK(to_string(BenchBackend::Nccl) == "nccl");
+  CHECK(to_string(BenchBackend::Shm) == "shm");
   CHECK(bench_backend_built(BenchBackend::Mpi));
 }

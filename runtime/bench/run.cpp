@@ -26,6 +26,7 @@
 #include "runtime/mpi_transport.hpp"
 #include "runtime/reducer.hpp"
 #include "runtime/rounds.hpp"
+#include "runtime/shm_transport.hpp"
 #include "runtime/test_data.hpp"
 #if TOPOCOLL_HAVE_UCX
 #include "runtime/ucx_transport.hpp"
@@ -41,6 +42,20 @@ std::string_view to_string(BenchBackend b) {
       return "ucx";
     case BenchBackend::Nccl:
       return "nccl";
+    case BenchBackend::Shm:
+      return "shm";
+  }
+  return "?";
+}
+
+std::string_view to_string(ShmCopy c) {
+  switch (c) {
+    case ShmCopy::Fused:
+      return "fused";
+    case ShmCopy::Map:
+      return "map";
+    case ShmCopy::Cma:
+      return "cma";
   }
   return "?";
 }
@@ -53,6 +68,8 @@ bool bench_backend_built(BenchBackend b) {
       return TOPOCOLL_HAVE_UCX;
     case BenchBackend::Nccl:
       return TOPOCOLL_HAVE_NCCL;
+    case BenchBackend::Shm:
+      return true;
   }
   return false;
 }
@@ -98,8 +115,24 @@ MPI_Op mpi_op(algo::ReduceOp op) {
   return MPI_SUM;
 }
 
-// The transport of the backend (mpi or ucx): MPI point-to-point or UCX; `note` says which.
-std::unique_ptr<Transport> make_transport(const BenchOptions& o, MPI_Comm comm, std::string& note) {
+// The transport of the backend (mpi, ucx or shm): MPI point-to-point, UCX, or the direct
+// intra-node path with MPI point-to-point to other nodes; `note` says which.
+std::unique_ptr<Transport> make_transport(const BenchOptions& o, MPI_Comm comm, int nodes, const PeerTable& peers,
+                                          std::string& note) {
+  if (o.backend == BenchBackend::Shm) {
+    auto shm = std::make_unique<ShmTransport>(comm, nodes > 1 ? std::make_unique<MpiTransport>(comm) : nullptr,
+                                              o.progress_timeout, &peers);
+    shm->set_fused(o.shm_copy == ShmCopy::Fused);
+    note = shm->describe() + (nodes > 1 ? " (MPI point-to-point)" : "") + "\n# shm: --shm-copy " +
+           std::string(to_string(o.shm_copy)) + ": " +
+           (o.shm_copy == ShmCopy::Cma ? "the bench's buffers are private; receivers read them with process_vm_readv"
+            : o.shm_copy == ShmCopy::Map
+                ? "the bench's buffers lie in shared regions; receivers memcpy from the mapping, receive-reduces "
+                  "through staging"
+                : "the bench's buffers lie in shared regions; receivers memcpy from the mapping, receive-reduces "
+                  "reduce from it in one pass");
+    return shm;
+  }
 #if TOPOCOLL_HAVE_UCX
   if (o.backend == BenchBackend::Ucx) {
     UcxOptions options;
@@ -302,6 +335,7 @@ std::vector<std::pair<std::string, std::string>> agreement_fields(const BenchOpt
           {"--slice", std::to_string(o.slice_bytes)},
           {"--rounds", o.rounds ? "on" : "off"},
           {"--ucx-bulk", std::to_string(o.ucx_bulk_bytes)},
+          {"--shm-copy", std::string(to_string(o.shm_copy))},
           {"--topology", o.topology.topology.empty() ? "(detected from MPI)" : o.topology.topology},
           {"--nodes", o.topology.nodes ? std::to_string(*o.topology.nodes) : "(the topology's own)"},
           {"--fabric", o.topology.fabric.empty() ? "(the topology's default)" : o.topology.fabric},
@@ -383,7 +417,7 @@ std::uint64_t run_bench(const BenchOptions& o, BenchReport& report) {
   const bool oversubscribed = static_cast<unsigned>(comm.local_size()) > cores;
   if (oversubscribed) exec.spin = std::chrono::microseconds(0);
   std::string transport_note;  // a header line about the transport, rank 0 reports it
-  std::unique_ptr<Transport> transport_owner = make_transport(o, comm.comm(), transport_note);
+  std::unique_ptr<Transport> transport_owner = make_transport(o, comm.comm(), comm.nodes(), peers, transport_note);
   Transport& transport = *transport_owner;
   // rounds: schedules cut into rounds, each one group of MPI_Isend / MPI_Irecv.
   std::unique_ptr<MpiRoundTransport> round_transport;
@@ -404,9 +438,23 @@ std::uint64_t run_bench(const BenchOptions& o, BenchReport& report) {
     }
 
   // Buffers for the largest size (nccl_tests_bytes <= the size), touched once here (page faults
-  // stay out of the timings).
+  // stay out of the timings). With the shm backend they lie in regions every rank of the node
+  // maps, so that peers read them in place (ShmTransport::allocate, collective: scratch grows at
+  // the same schedule on every rank, its scratch_count being every rank's).
   const std::uint64_t max_count = sizes.back() / elem;
-  std::vector<std::byte> input(max_count * elem), output(max_count * elem), scratch;
+  auto* shm = o.shm_copy == ShmCopy::Cma ? nullptr : dynamic_cast<ShmTransport*>(&transport);
+  std::vector<std::byte> input_owner, output_owner, scratch_owner;
+  std::byte *input = nullptr, *output = nullptr, *scratch = nullptr;
+  std::size_t scratch_bytes = 0;
+  if (shm) {
+    input = shm->allocate(2 * max_count * elem);
+    output = input + max_count * elem;
+  } else {
+    input_owner.resize(max_count * elem);
+    output_owner.resize(max_count * elem);
+    input = input_owner.data();
+    output = output_owner.data();
+  }
 
   const bool reporting = rank == 0;
   const double factor = algo::busbw_factor(collective, ranks);
@@ -499,7 +547,15 @@ std::uint64_t run_bench(const BenchOptions& o, BenchReport& report) {
         if (reporting) report.unsupported(entry, call_bytes, unsupported);
         continue;
       }
-      if (sched && scratch.size() < sched->scratch_count() * elem) scratch.resize(sched->scratch_count() * elem);
+      if (sched && scratch_bytes < sched->scratch_count() * elem) {
+        scratch_bytes = sched->scratch_count() * elem;
+        if (shm) {
+          scratch = shm->allocate(scratch_bytes);
+        } else {
+          scratch_owner.resize(scratch_bytes);
+          scratch = scratch_owner.data();
+        }
+      }
       // Every rank must be about to run the same call: an InputError on every rank otherwise.
       check_same_call(comm.comm(), {args, name, alg ? o.channels : 0, alg ? tuning.slice_bytes : 0},
                       exec.progress_timeout, &peers, [&transport] { transport.progress(); });
@@ -511,7 +567,7 @@ std::uint64_t run_bench(const BenchOptions& o, BenchReport& report) {
       for (int ip = 0; ip < (runs_in_place ? 2 : 1); ++ip) {
         const bool in_place = ip == 1;
         comm.set_context(fmt::format("{} at {} B{}", name, call_bytes, in_place ? " in place" : ""));
-        const PlacedBuffers placed = place(bench_placement(args, rank, in_place), input.data(), output.data(), elem);
+        const PlacedBuffers placed = place(bench_placement(args, rank, in_place), input, output, elem);
         void* in = placed.input;
         void* outp = placed.output;
         auto run_once = [&] {
@@ -521,9 +577,9 @@ std::uint64_t run_bench(const BenchOptions& o, BenchReport& report) {
                 nccl->run_schedule_us(in_place);
               } else if (in_rounds) {
                 round_transport->restart();
-                in_rounds->run(Buffers{in, outp, scratch.data()}, *round_transport);
+                in_rounds->run(Buffers{in, outp, scratch}, *round_transport);
               } else {
-                plan->run(Buffers{in, outp, scratch.data()}, transport, exec);
+                plan->run(Buffers{in, outp, scratch}, transport, exec);
               }
             } catch (const std::exception& e) {
               // Not an input error of the command: only this rank may see it.

@@ -17,7 +17,9 @@
 // MPI_SUM then finish_avg; the reductions have no fp16 / bf16, the other collectives move bytes).
 //
 // Backends: the transport topocoll's schedules run over, `mpi` (MPI point-to-point) or `ucx` (UCP
-// tag API, endpoints bootstrapped through MPI; built when UCX is found), or `nccl` (device buffers,
+// tag API, endpoints bootstrapped through MPI; built when UCX is found), `shm` (runtime/
+// shm_transport.hpp: ranks of a node read each other's buffers in place, which the bench then
+// allocates in shared regions; MPI point-to-point between nodes), or `nccl` (device buffers,
 // schedules cut into rounds over NCCL send/recv, the stock NCCL baselines: nccl_baselines.hpp).
 // Each (algorithm, size) is bound once into a runtime::Plan (or a RoundExecutor) and run for every
 // iteration. The `mpi` algorithm is the MPI library's collective in every backend.
@@ -41,10 +43,17 @@ struct Algorithm;
 
 namespace topocoll::runtime {
 
-enum class BenchBackend { Mpi, Ucx, Nccl };
-std::string_view to_string(BenchBackend b);  // "mpi", "ucx", "nccl"
-// Whether this build has the backend: mpi always; ucx when UCX was found; nccl with CUDA + NCCL.
+enum class BenchBackend { Mpi, Ucx, Nccl, Shm };
+std::string_view to_string(BenchBackend b);  // "mpi", "ucx", "nccl", "shm"
+// Whether this build has the backend: mpi and shm always; ucx when UCX was found; nccl with CUDA +
+// NCCL.
 bool bench_backend_built(BenchBackend b);
+
+// --backend shm: Fused, the bench's buffers in shared regions and receive-reduces reading the
+// peer's bytes in place (one pass); Map, the same buffers, receive-reduces through staging; Cma,
+// private buffers that receivers read with process_vm_readv.
+enum class ShmCopy { Fused, Map, Cma };
+std::string_view to_string(ShmCopy c);  // "fused", "map", "cma"
 
 // One block of the bench: a topocoll algorithm, or a stock baseline (alg null: mpi, nccl,
 // nccl-ring, nccl-tree, named by `name`).
@@ -79,8 +88,9 @@ struct BenchOptions {
   int average = -1;
   int channels = 2;
   std::uint64_t slice_bytes = std::uint64_t{1} << 20;
-  bool rounds = false;               // topocoll's schedules cut into rounds (backend mpi)
-  std::uint64_t ucx_bulk_bytes = 0;  // ucx: messages this large use UCX's bulk endpoint (0: never)
+  bool rounds = false;                // topocoll's schedules cut into rounds (backend mpi)
+  std::uint64_t ucx_bulk_bytes = 0;   // ucx: messages this large use UCX's bulk endpoint (0: never)
+  ShmCopy shm_copy = ShmCopy::Fused;  // shm: where receivers read messages (see ShmCopy)
   std::chrono::milliseconds progress_timeout{60000};
   BenchTopology topology;  // empty: detected from MPI
 };
