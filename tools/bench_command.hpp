@@ -33,6 +33,7 @@ struct BenchFlags {
   std::string dtype = "float", op = "sum";
   int channels = 2;
   bool rounds = false;         // --rounds: topocoll's schedules cut into rounds (backend mpi)
+  bool overlap = false;        // --overlap: the overlap benchmark (runtime/bench/overlap.hpp)
   std::string ucx_bulk = "0";  // --ucx-bulk: messages this large use UCX's bulk endpoint (0: never)
   std::string slice = "1M";
   double timeout_s = 60.0;

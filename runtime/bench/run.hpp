@@ -33,6 +33,7 @@
 #include "algorithms/schedule_file.hpp"
 #include "common/records.hpp"
 #include "runtime/bench/job_layout.hpp"
+#include "runtime/bench/overlap.hpp"
 
 namespace topocoll::algo {
 struct Algorithm;
@@ -82,6 +83,9 @@ struct BenchOptions {
   std::uint64_t ucx_bulk_bytes = 0;  // ucx: messages this large use UCX's bulk endpoint (0: never)
   std::chrono::milliseconds progress_timeout{60000};
   BenchTopology topology;  // empty: detected from MPI
+  // --overlap: after each size's out-of-place timing, the overlap benchmark (overlap.hpp) for
+  // topocoll's plans and the mpi baseline (backends mpi and ucx, not --rounds).
+  bool overlap = false;
 };
 
 // What rank 0 learns before the first block, for a header.
@@ -121,6 +125,12 @@ class BenchReport {
   virtual void row(const BenchEntry& e, const BenchRow& r) = 0;
   // `wrong`: over every size and rank of the block; avg_busbw over its rows, both placements.
   virtual void block_end(const BenchEntry& e, std::uint64_t wrong, double avg_busbw) = 0;
+  // --overlap: a size's overlap figures (after its row); by default not reported.
+  virtual void overlap(const BenchEntry& e, std::uint64_t bytes, const OverlapTimes& t) {
+    (void)e;
+    (void)bytes;
+    (void)t;
+  }
   virtual void finish() = 0;
 };
 
