@@ -23,9 +23,11 @@ for backend in "${backends[@]}"; do
   for a in ring dbt mpi; do
     check 'grep -qE "^# +$a +1048576 " "$tmp/out"' "$backend: no overlap row for $a at 1 MiB"
   done
-  # The efficiency is the row's own figures in the formula (P + C - W) / min(P, C), to print precision.
+  # The efficiency is the row's own figures in the formula (P + C - W) / min(P, C), to print precision
+  # (times to 0.1 us: 1 % of 1 + |efficiency|).
   check '! grep -E "^# +(ring|dbt|mpi) +[0-9]+ " "$tmp/out" | awk "{ c = \$4; p = \$5; w = \$6; m = c < p ? c : p;
-      e = (p + c - w) / m; if (e - \$7 > 0.01 || \$7 - e > 0.01) bad = 1 } END { exit !bad }"' \
+      e = (p + c - w) / m; d = e - \$7; t = 0.01 * (1 + (e < 0 ? -e : e)); if (d > t || -d > t) bad = 1 }
+      END { exit !bad }"' \
     "$backend: an efficiency that is not (P + C - W) / min(P, C) of its row: $(grep -A12 '^# Overlap' "$tmp/out")"
 done
 
