@@ -77,6 +77,13 @@ Plan::Plan(const algo::Schedule& s, int rank, MemorySpace& memory, SwitchOps swi
 // ---- run --------------------------------------------------------------------------------------
 
 void Plan::run(const Buffers& buffers, Transport& t, const ExecOptions& o) {
+  start(buffers, t, o);
+  wait();
+}
+
+void Plan::start(const Buffers& buffers, Transport& t, const ExecOptions& o) {
+  if (running_)
+    throw InputError(fmt::format("execute: {} on rank {}: started while its previous run is unfinished", name_, rank_));
   base_[0] = static_cast<std::byte*>(buffers.input);
   base_[1] = static_cast<std::byte*>(buffers.output);
   base_[2] = static_cast<std::byte*>(buffers.scratch);
@@ -86,55 +93,94 @@ void Plan::run(const Buffers& buffers, Transport& t, const ExecOptions& o) {
     throw InputError(fmt::format("execute: {}: the {} buffer is null but the chunk needs {} elements", where(first),
                                  algo::to_string(static_cast<BufferId>(b)), program_[first].count()));
   }
-  std::size_t unfinished = 0;
+  unfinished_ = 0;
   for (Channel& ch : channels_) {
     ch.next = 0;
     ch.posted = false;
     ch.request = Transport::kDone;
     ch.blocked_on = -1;
-    unfinished += ch.done() ? 0 : 1;
+    unfinished_ += ch.done() ? 0 : 1;
   }
   in_flight_ = 0;
+  transport_ = &t;
+  options_ = o;
+  last_progress_ = std::chrono::steady_clock::now();
+  running_ = true;
+}
 
-  auto last_progress = std::chrono::steady_clock::now();
-  // Round-robin over the channels: each sweep runs every unfinished channel until it finishes or
-  // its current op is not ready; a sweep that completes no operation waits for the transport (or
-  // the deadline of the progress timeout).
-  while (unfinished > 0) {
-    bool progressed = false;
+// One pass: every unfinished channel runs until it finishes or its current op is not ready; once
+// all have finished, the unfinished sends are tested. True when something completed.
+bool Plan::advance() {
+  try {
+    return advance_once();
+  } catch (...) {
+    running_ = false;  // a failed run is over; the plan may be started again
+    throw;
+  }
+}
+
+bool Plan::advance_once() {
+  bool progressed = false;
+  if (unfinished_ > 0) {
     for (Channel& ch : channels_) {
       if (ch.done()) continue;
-      while (!ch.done() && step(ch, ch.ops[ch.next], t)) {
+      while (!ch.done() && step(ch, ch.ops[ch.next], *transport_)) {
         ++ch.next;
         ch.blocked_on = -1;
         progressed = true;
       }
-      if (ch.done()) --unfinished;
+      if (ch.done()) --unfinished_;
     }
+  }
+  // Every send must have completed before the caller may write its buffers again.
+  if (unfinished_ == 0 && in_flight_ > 0) {
+    const std::size_t before = in_flight_;
+    retire_sends(*transport_);
+    progressed = progressed || in_flight_ < before;
+  }
+  return progressed;
+}
+
+bool Plan::finish_if_done() {
+  if (unfinished_ > 0 || in_flight_ > 0) return false;
+  running_ = false;
+  finish_avg(args_, rank_, base_[1], *memory_);
+  return true;
+}
+
+bool Plan::test() {
+  if (!running_) return true;
+  const auto now = std::chrono::steady_clock::now();
+  if (advance())
+    last_progress_ = now;
+  else if (now >= last_progress_ + options_.progress_timeout)
+    stalled();
+  return finish_if_done();
+}
+
+void Plan::stalled() {
+  running_ = false;  // the run is over: the plan may be started again (a caller that recovers)
+  if (unfinished_ > 0) throw_timeout(options_);
+  throw_send_timeout(options_);
+}
+
+void Plan::wait() {
+  // Round-robin over the channels: a pass that completes no operation polls for options_.spin,
+  // then waits for the transport (or the deadline of the progress timeout).
+  while (running_) {
+    const bool progressed = advance();
+    if (finish_if_done()) return;
     const auto now = std::chrono::steady_clock::now();
     if (progressed) {
-      last_progress = now;
+      last_progress_ = now;
       continue;
     }
-    const auto deadline = last_progress + o.progress_timeout;
-    if (now >= deadline) throw_timeout(o);
+    const auto deadline = last_progress_ + options_.progress_timeout;
+    if (now >= deadline) stalled();
     // Poll (the tests in step() progress the transport) for a while before handing the core back.
-    if (now - last_progress < o.spin) continue;
-    t.wait(deadline);
+    if (now - last_progress_ < options_.spin) continue;
+    transport_->wait(deadline);
   }
-
-  // Every send must have completed before the caller may write its buffers again.
-  while (in_flight_ > 0) {
-    const std::size_t before = in_flight_;
-    retire_sends(t);
-    const auto now = std::chrono::steady_clock::now();
-    if (in_flight_ < before) last_progress = now;
-    if (in_flight_ == 0) break;
-    const auto deadline = last_progress + o.progress_timeout;
-    if (now >= deadline) throw_send_timeout(o);
-    t.wait(deadline);
-  }
-  finish_avg(args_, rank_, base_[1], *memory_);
 }
 
 // Tests the unfinished sends; completed ones leave the window (order kept: oldest first).

@@ -105,6 +105,21 @@ class Plan {
   // sized on first use).
   void run(const Buffers& b, Transport& t, const ExecOptions& o = {});
 
+  // The same run, non-blocking (run() is start() then wait()): start() checks the buffers and
+  // posts nothing yet; each test() makes one pass over the channels (posting, testing and
+  // completing whatever is ready, never waiting) and returns true once every channel has finished
+  // and every send has completed (Avg divided); wait() blocks until then, as run() does. Between
+  // start() and the end, the caller must not touch the buffers nor use the transport, and the
+  // plan, the buffers and the transport must stay alive; progress happens only inside test() and
+  // wait() (a caller overlapping compute calls test() from its loop, or hands the plan to a
+  // ProgressThread, runtime/progress_thread.hpp). PeerTimeout when no pass completed anything for
+  // progress_timeout, as run(); starting a plan whose run is unfinished is an InputError. After
+  // an exception the run is over and the plan may be started again.
+  void start(const Buffers& b, Transport& t, const ExecOptions& o = {});
+  bool test();
+  void wait();
+  bool running() const { return running_; }
+
   int rank() const { return rank_; }
   const std::string& name() const { return name_; }
 
@@ -128,6 +143,10 @@ class Plan {
     std::uint32_t op = 0;
   };
 
+  bool advance();
+  bool advance_once();
+  bool finish_if_done();
+  [[noreturn]] void stalled();
   bool step(Channel& ch, std::uint32_t index, Transport& t);
   bool clear_to_write(Channel& ch, const std::byte* dst, std::size_t bytes, Transport& t);
   void retire_sends(Transport& t);
@@ -151,6 +170,12 @@ class Plan {
   std::byte* base_[4] = {};       // set per run; [3]: zero-element chunks
   std::vector<InFlight> window_;  // capacity: every send of the program (no allocation in run)
   std::size_t in_flight_ = 0;
+  // The run in progress (start() .. the end).
+  bool running_ = false;
+  std::size_t unfinished_ = 0;  // channels not done
+  Transport* transport_ = nullptr;
+  ExecOptions options_;
+  std::chrono::steady_clock::time_point last_progress_;
 };
 
 // Avg's division at the end of a run (see above): on the ranks whose output is a reduction, the

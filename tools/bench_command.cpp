@@ -324,8 +324,25 @@ class Printer final : public runtime::BenchReport {
     sink_->stream() << fmt::format("# Avg bus bandwidth    : {:g} \n", avg_busbw);
   }
 
+  void overlap(const BenchEntry& e, std::uint64_t bytes, const runtime::OverlapTimes& t) override {
+    overlaps_.push_back(fmt::format("# {:>20} {:>12} {:>14.1f} {:>12.1f} {:>14.1f} {:>10.3f}", e.name, bytes,
+                                    t.collective_us, t.compute_us, t.overlapped_us, t.efficiency()));
+  }
+
   void finish() override {
     if (c_.jsonl || c_.nccl_tests) return;
+    if (!overlaps_.empty()) {
+      std::ostream& out = sink_->stream();
+      out << fmt::format(
+          "#\n# Overlap (--overlap): out of place, the collective started, then a compute loop sized to the "
+          "collective's time on each rank, with a test() after each of its {} slices, then completed. Times: "
+          "median over iterations of the max over ranks; efficiency = (compute + collective - overlapped) / "
+          "min(compute, collective): 1 all hidden, 0 none\n",
+          runtime::kOverlapSlices);
+      out << fmt::format("# {:>20} {:>12} {:>14} {:>12} {:>14} {:>10}\n", "algorithm", "size (B)", "collective(us)",
+                         "compute(us)", "overlapped(us)", "efficiency");
+      for (const std::string& line : overlaps_) out << line << "\n";
+    }
     sink_->stream() << "#\n" << summary();
   }
 
@@ -339,6 +356,7 @@ class Printer final : public runtime::BenchReport {
 
  private:
   std::ostream& table() { return table_file_ ? table_file_->stream() : sink_->stream(); }
+  std::vector<std::string> overlaps_;  // --overlap: one line per (algorithm, size), printed at the end
 
   // In place and out of place more than 10 % apart: one line saying so and whether the spread of
   // the iterations covers it (the quartiles of the per-iteration maximum over ranks overlap).
@@ -513,6 +531,16 @@ BenchCommand parse_bench_flags(const BenchFlags& a) {
     throw InputError(fmt::format(
         "--rounds with --backend {}: expected --backend mpi (--backend nccl always runs schedules in rounds)",
         a.backend));
+  if (a.overlap && (a.rounds || a.backend == "nccl"))
+    throw InputError(
+        fmt::format("--overlap with {}: expected --backend mpi, ucx or shm without --rounds (the overlap "
+                    "benchmark drives runtime::Plan::start / test)",
+                    a.rounds ? "--rounds" : "--backend nccl"));
+  if (a.overlap && a.format != "table")
+    throw InputError(
+        fmt::format("--overlap with --format {}: expected --format table (the overlap figures are a "
+                    "table of their own, not records)",
+                    a.format));
   BenchCommand c;
   // Schedule files: proven in place and out of place (the bench runs both) unless --no-verify.
   auto files = std::make_shared<algo::ScheduleFileSet>(
@@ -579,6 +607,7 @@ BenchCommand parse_bench_flags(const BenchFlags& a) {
   o.channels = a.channels;
   o.slice_bytes = slice;
   o.rounds = a.rounds;
+  o.overlap = a.overlap;
   o.ucx_bulk_bytes = ucx_bulk;
   o.shm_copy = a.shm_copy == "cma"   ? runtime::ShmCopy::Cma
                : a.shm_copy == "map" ? runtime::ShmCopy::Map

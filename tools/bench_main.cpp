@@ -84,6 +84,10 @@ int main(int argc, char** argv) {
   app.add_flag("--rounds", a.rounds,
                "run topocoll's schedules cut into rounds (runtime/rounds.hpp), one group of MPI_Isend/Irecv per round, "
                "as --backend nccl runs them (backend mpi)");
+  app.add_flag("--overlap", a.overlap,
+               "also measure overlap: each size's collective started, driven from a compute loop of about its own "
+               "length (test() between slices), then completed; prints compute, collective and overlapped times and "
+               "the overlap efficiency (backends mpi, ucx and shm; out of place)");
   app.add_option(
          "--ucx-bulk", a.ucx_bulk,
          "ucx backend, experimental: messages of this many bytes or more go over an endpoint without peer-failure "

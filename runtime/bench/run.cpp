@@ -334,6 +334,7 @@ std::vector<std::pair<std::string, std::string>> agreement_fields(const BenchOpt
           {"--channels", std::to_string(o.channels)},
           {"--slice", std::to_string(o.slice_bytes)},
           {"--rounds", o.rounds ? "on" : "off"},
+          {"--overlap", o.overlap ? "on" : "off"},
           {"--ucx-bulk", std::to_string(o.ucx_bulk_bytes)},
           {"--shm-copy", std::string(to_string(o.shm_copy))},
           {"--topology", o.topology.topology.empty() ? "(detected from MPI)" : o.topology.topology},
@@ -652,6 +653,36 @@ std::uint64_t run_bench(const BenchOptions& o, BenchReport& report) {
                                                     : count_wrong_output(args, rank, outp);
           points[ip].wrong = comm.sum_over_ranks(wrong);
           block_wrong += points[ip].wrong;
+        }
+        // --overlap: the same call started, driven from a compute loop, completed (overlap.hpp).
+        if (o.overlap && !in_place && !on_gpu && !in_rounds) {
+          MPI_Request req = MPI_REQUEST_NULL;
+          const std::string what = fmt::format("rank {}: {} at {} B (--overlap)", rank, name, call_bytes);
+          OverlapHooks hooks;
+          if (sched) {
+            hooks.start = [&] { plan->start(Buffers{in, outp, scratch.data()}, transport, exec); };
+            hooks.test = [&] { return plan->test(); };
+            hooks.wait = [&] { plan->wait(); };
+          } else {
+            hooks.start = [&] {
+              if (start_mpi_baseline(args, placed, false, rank, comm.comm(), &req) != MPI_SUCCESS)
+                throw std::runtime_error(fmt::format("{}: {} failed", what, mpi_baseline_call(collective)));
+            };
+            hooks.test = [&] {
+              int flag = 0;
+              MPI_Test(&req, &flag, MPI_STATUS_IGNORE);
+              if (flag) finish_mpi_baseline(args, placed, false, rank);
+              return flag != 0;
+            };
+            hooks.wait = [&] {
+              wait_bounded(req, exec.progress_timeout, what, &peers);
+              finish_mpi_baseline(args, placed, false, rank);
+            };
+          }
+          hooks.barrier = [&] { comm.barrier(); };
+          hooks.max_over_ranks = [&](std::vector<double>& v) { comm.max_over_ranks(v); };
+          const OverlapTimes ov = measure_overlap(hooks, points[0].time_us, o.iters);
+          if (reporting) report.overlap(entry, call_bytes, ov);
         }
       }
       if (!reporting) continue;

@@ -36,6 +36,7 @@
 #include "algorithms/schedule_file.hpp"
 #include "common/records.hpp"
 #include "runtime/bench/job_layout.hpp"
+#include "runtime/bench/overlap.hpp"
 
 namespace topocoll::algo {
 struct Algorithm;
@@ -93,6 +94,9 @@ struct BenchOptions {
   ShmCopy shm_copy = ShmCopy::Fused;  // shm: where receivers read messages (see ShmCopy)
   std::chrono::milliseconds progress_timeout{60000};
   BenchTopology topology;  // empty: detected from MPI
+  // --overlap: after each size's out-of-place timing, the overlap benchmark (overlap.hpp) for
+  // topocoll's plans and the mpi baseline (backends mpi, ucx and shm; not --rounds).
+  bool overlap = false;
 };
 
 // What rank 0 learns before the first block, for a header.
@@ -137,6 +141,12 @@ class BenchReport {
   virtual void row(const BenchEntry& e, const BenchRow& r) = 0;
   // `wrong`: over every size and rank of the block; avg_busbw over its rows, both placements.
   virtual void block_end(const BenchEntry& e, std::uint64_t wrong, double avg_busbw) = 0;
+  // --overlap: a size's overlap figures (after its row); by default not reported.
+  virtual void overlap(const BenchEntry& e, std::uint64_t bytes, const OverlapTimes& t) {
+    (void)e;
+    (void)bytes;
+    (void)t;
+  }
   virtual void finish() = 0;
 };
 
