@@ -660,7 +660,7 @@ std::uint64_t run_bench(const BenchOptions& o, BenchReport& report) {
           const std::string what = fmt::format("rank {}: {} at {} B (--overlap)", rank, name, call_bytes);
           OverlapHooks hooks;
           if (sched) {
-            hooks.start = [&] { plan->start(Buffers{in, outp, scratch.data()}, transport, exec); };
+            hooks.start = [&] { plan->start(Buffers{in, outp, scratch}, transport, exec); };
             hooks.test = [&] { return plan->test(); };
             hooks.wait = [&] { plan->wait(); };
           } else {
