@@ -97,4 +97,23 @@ std::size_t count_points(const ExpSpec& s) {
   return n;
 }
 
+std::vector<std::string> point_order(const ExpSpec& s) {
+  // The walk of run_simulated, without running anything.
+  std::vector<std::string> keys;
+  for (std::size_t ti = 0; ti < s.topologies.size(); ++ti)
+    for (const auto& nodes : s.nodes)
+      for (const auto& fabric : s.fabrics)
+        for (const std::string& dtype : s.dtypes) {
+          for (const std::string& ch : s.channels)
+            for (const std::string& a : s.run_names())
+              for (std::uint64_t bytes : sizes_for(s, a, dtype))
+                for (int rep = 0; rep < s.repetitions; ++rep)
+                  keys.push_back(sim_point(s, ti, nodes, fabric, dtype, ch, a, bytes, rep));
+          if (s.nccl_model)
+            for (std::uint64_t bytes : sizes_of(s, dtype))
+              keys.push_back(model_point(s, ti, nodes, fabric, dtype, bytes));
+        }
+  return keys;
+}
+
 }  // namespace topocoll::experiments
