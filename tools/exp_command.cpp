@@ -36,6 +36,10 @@ void check_shard_files(const ex::ExpSpec& s, const std::string& file, const ex::
   const std::map<int, ex::ShardFiles> found = ex::find_shard_files(file);
   for (const auto& [n, f] : found) {
     if (shard.sharded() && n == shard.count) continue;
+    if (f.parts.empty()) {  // markers without records: nothing to merge
+      ex::remove_shard_files(file, n);
+      continue;
+    }
     std::vector<int> missing;
     for (int i = 0; i < n; ++i)
       if (!f.done.count(i)) missing.push_back(i);
@@ -62,7 +66,7 @@ void check_shard_files(const ex::ExpSpec& s, const std::string& file, const ex::
 int exp_run(const ExpArgs& a, std::ostream& out) {
   const ex::ExpSpec s = ex::load_exp_spec(a.spec);
   // The shard: --shard, else the launcher's environment (mpirun, srun, a Slurm job array).
-  const ex::Shard shard = a.shard.empty() ? ex::shard_from_environment() : ex::parse_shard(a.shard);
+  const ex::Shard shard = a.shard_given ? ex::parse_shard(a.shard) : ex::shard_from_environment();
   if (shard.sharded() && s.engine == "real")
     throw InputError(fmt::format(
         "{}: shard {}/{} ({}): engine real is not spread over processes (each of its points is an mpirun of "
@@ -79,11 +83,7 @@ int exp_run(const ExpArgs& a, std::ostream& out) {
   if (a.fresh) {
     fs::remove(target);
     if (!shard.sharded())  // one process starts the whole store over
-      for (const auto& [n, f] : ex::find_shard_files(file))
-        for (int i = 0; i < n; ++i) {
-          fs::remove(ex::shard_part_file(file, i, n));
-          fs::remove(ex::shard_done_file(file, i, n));
-        }
+      for (const auto& [n, f] : ex::find_shard_files(file)) ex::remove_shard_files(file, n);
   }
   check_shard_files(s, file, shard, out);
   if (shard.sharded()) ex::remove_done(file, shard);  // done again only when this run ends
@@ -154,7 +154,12 @@ int exp_run(const ExpArgs& a, std::ostream& out) {
 int exp_merge(const ExpArgs& a, std::ostream& out) {
   const ex::ExpSpec s = ex::load_exp_spec(a.spec);
   const std::string file = ex::records_file(s, a.output_dir.empty() ? s.dir : a.output_dir);
-  const std::map<int, ex::ShardFiles> found = ex::find_shard_files(file);
+  std::map<int, ex::ShardFiles> found = ex::find_shard_files(file);
+  std::erase_if(found, [&](const auto& e) {
+    if (!e.second.parts.empty()) return false;
+    ex::remove_shard_files(file, e.first);  // markers without records: nothing to merge
+    return true;
+  });
   if (found.empty()) {
     out << fmt::format("exp merge: no shard parts beside {}: nothing to merge\n", file);
     return 0;
@@ -172,7 +177,8 @@ int exp_merge(const ExpArgs& a, std::ostream& out) {
 // `exp compare` of a records file beside the finished parts of a sharded run merges them first
 // (with the spec their done markers name); an unfinished run is an error, not a comparison.
 void merge_before_compare(const std::string& file) {
-  const std::map<int, ex::ShardFiles> found = ex::find_shard_files(file);
+  std::map<int, ex::ShardFiles> found = ex::find_shard_files(file);
+  std::erase_if(found, [](const auto& e) { return e.second.parts.empty(); });  // no records to merge
   if (found.empty()) return;
   const auto& [n, f] = *found.begin();
   if (found.size() > 1 || static_cast<int>(f.done.size()) < n || f.done_spec.empty())

@@ -33,10 +33,11 @@ namespace topocoll::tools {
 
 struct ExpArgs {
   std::string spec;
-  std::string output_dir;            // default: the spec's folder
-  bool fresh = false;                // start over: remove the records file first
-  bool quiet = false;                // no progress on stderr
-  std::string shard;                 // --shard I/N ("": the launcher's environment, else one process)
+  std::string output_dir;  // default: the spec's folder
+  bool fresh = false;      // start over: remove the records file first
+  bool quiet = false;      // no progress on stderr
+  std::string shard;       // --shard I/N (not given: the launcher's environment, else one process)
+  bool shard_given = false;
   std::vector<std::string> compare;  // exp compare: two files
 };
 

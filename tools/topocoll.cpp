@@ -353,7 +353,10 @@ Spec format, resumption and provenance: docs/experiments.md.)";
     if (*importc) return topocoll::tools::import_command(import_args, std::cout);
     if (*calibratec) return topocoll::tools::calibrate_command(calibrate_args, std::cout);
     if (*advisec) return topocoll::tools::advise_command(advise_args, std::cout);
-    if (*exprun) return topocoll::tools::exp_run(exp_args, std::cout);
+    if (*exprun) {
+      exp_args.shard_given = exprun->count("--shard") > 0;
+      return topocoll::tools::exp_run(exp_args, std::cout);
+    }
     if (*expcmp) return topocoll::tools::exp_compare(exp_args, std::cout);
     if (*expmerge) return topocoll::tools::exp_merge(exp_args, std::cout);
     if (*verify) return topocoll::tools::verify_command(algo_args, std::cout);

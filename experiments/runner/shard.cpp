@@ -230,7 +230,7 @@ std::map<int, ShardFiles> find_shard_files(const std::string& records) {
     if (!i || !n) continue;
     ShardFiles& f = out[*n];
     if (m[3].str() == "jsonl") {
-      f.parts.insert(*i);
+      if (entry.file_size(ec) > 0) f.parts.insert(*i);
     } else {
       f.done.insert(*i);
       if (f.done_spec.empty()) {
@@ -266,6 +266,12 @@ void write_done(const std::string& records, const ExpSpec& s, const Shard& shard
 void remove_done(const std::string& records, const Shard& shard) {
   std::error_code ec;
   fs::remove(shard_done_file(records, shard.index, shard.count), ec);
+}
+
+void remove_shard_files(const std::string& records, int count) {
+  std::error_code ec;
+  for (int i = 0; i < count; ++i) fs::remove(shard_part_file(records, i, count), ec);
+  for (int i = 0; i < count; ++i) fs::remove(shard_done_file(records, i, count), ec);
 }
 
 MergeResult merge_shards(const ExpSpec& s, const std::string& records, int count, bool lock_is_error) {
@@ -367,9 +373,7 @@ MergeResult merge_shards(const ExpSpec& s, const std::string& records, int count
   }
   fs::rename(tmp, records);
   // The parts first, the markers last: markers left by an interrupted cleanup still say "done".
-  std::error_code ec;
-  for (int i = 0; i < count; ++i) fs::remove(shard_part_file(records, i, count), ec);
-  for (int i = 0; i < count; ++i) fs::remove(shard_done_file(records, i, count), ec);
+  remove_shard_files(records, count);
   return result;
 }
 

@@ -57,7 +57,9 @@ ShardPoints skip_other_shards(Existing& existing, const ExpSpec& s, const Shard&
 std::string shard_part_file(const std::string& records, int index, int count);
 std::string shard_done_file(const std::string& records, int index, int count);
 
-// The shard files beside `records`, by shard count: which shards have a part, which are done.
+// The shard files beside `records`, by shard count: which shards have a part (a file not empty:
+// records not merged yet), which are done. Done markers without any part are leftovers (a shard
+// rerun alone over a merged store): nothing to merge.
 struct ShardFiles {
   std::set<int> parts, done;
   std::string done_spec;  // the spec a done marker names (its absolute path), for `exp compare`
@@ -69,6 +71,8 @@ std::map<int, ShardFiles> find_shard_files(const std::string& records);
 void write_done(const std::string& records, const ExpSpec& s, const Shard& shard, bool fresh,
                 std::size_t records_written);
 void remove_done(const std::string& records, const Shard& shard);
+// Removes the shard files of a `count`-shard run beside `records` (parts and markers).
+void remove_shard_files(const std::string& records, int count);
 
 struct MergeResult {
   bool merged = false;  // false: another process holds the merge lock
