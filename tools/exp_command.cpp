@@ -81,9 +81,11 @@ int exp_run(const ExpArgs& a, std::ostream& out) {
   // A sharded run writes its own part; it reads the shared records file and never writes it.
   const std::string target = shard.sharded() ? ex::shard_part_file(file, shard.index, shard.count) : file;
   if (a.fresh) {
+    // Start over: this run's own file, and the shard files of any other shard count (one
+    // process: all of them). The parts of this run's other shards are theirs to remove.
     fs::remove(target);
-    if (!shard.sharded())  // one process starts the whole store over
-      for (const auto& [n, f] : ex::find_shard_files(file)) ex::remove_shard_files(file, n);
+    for (const auto& [n, f] : ex::find_shard_files(file))
+      if (!shard.sharded() || n != shard.count) ex::remove_shard_files(file, n);
   }
   check_shard_files(s, file, shard, out);
   if (shard.sharded()) ex::remove_done(file, shard);  // done again only when this run ends
@@ -114,11 +116,7 @@ int exp_run(const ExpArgs& a, std::ostream& out) {
     }
     progress.start();
   };
-  std::size_t written = 0;
-  cb.advance = [&](std::size_t n) {
-    written += n;
-    progress.add(n);
-  };
+  cb.advance = [&](std::size_t n) { progress.add(n); };
   cb.note = [](const std::string& note) { std::fprintf(stderr, "exp: note: %s\n", note.c_str()); };
   if (s.engine == "real")
     ex::run_real(s, commit, done, w, dir, cb);

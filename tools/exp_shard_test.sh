@@ -98,6 +98,10 @@ check '[ $rc -eq 2 ] && [ "$(lines "$tmp/err")" = 1 ] && grep -q "parts of a 2-s
 rc=$?
 check '[ $rc -eq 2 ] && [ "$(lines "$tmp/err")" = 1 ] && grep -q "parts of a 2-shard run (shard 1 not done), this run is shard 0/3 (--shard): run it with --shard I/2" "$tmp/err"' \
   "shard 0/3 over a 2-shard store: exit $rc: $(cat "$tmp/err")"
+cp -r "$tmp/killed" "$tmp/killed-copy"
+"$bin" exp run "$spec" -o "$tmp/killed-copy" --shard 0/3 --fresh -q >"$tmp/out" 2>"$tmp/err"
+check '[ $? -eq 0 ] && [ -e "$tmp/killed-copy/records.shard-0-of-3.done" ] && [ -z "$(ls "$tmp/killed-copy" | grep -- -of-2)" ]' \
+  "shard 0/3 --fresh over a 2-shard store: did not start over: $(cat "$tmp/err") $(ls "$tmp/killed-copy")"
 "$bin" exp merge "$spec" -o "$tmp/killed" >"$tmp/out" 2>"$tmp/err"
 rc=$?
 check '[ $rc -eq 2 ] && grep -q "shard 1 of 2 is not done (no records.shard-1-of-2.done)" "$tmp/err"' "merge of an unfinished run: exit $rc: $(cat "$tmp/err")"
