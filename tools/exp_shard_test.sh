@@ -8,6 +8,7 @@
 # Usage: exp_shard_test.sh BUILD_BIN_DIR SOURCE_DIR
 set -u
 bin="$1/topocoll"
+src="$2"
 # shellcheck source=tools/test_lib.sh
 source "$(dirname "$0")/test_lib.sh"
 lines() { wc -l <"$1" | tr -d ' '; }
@@ -147,6 +148,28 @@ if command -v mpirun >/dev/null; then
 else
   echo "exp_shard_test: no mpirun: mpirun -np 2 topocoll exp run not tested"
 fi
+
+# --- alltoallv: size matrices as the size axis, sharded the same ---------------------------------
+mkdir -p "$tmp/a2av"
+cp "$src/algorithms/testdata/alltoallv/moe-8.csv" "$src/algorithms/testdata/alltoallv/uniform-8.csv" "$tmp/a2av/"
+cat >"$tmp/a2av/experiment.yaml" <<'EOF'
+engine: analytic
+collective: alltoallv
+grid:
+  topologies: [pcie-8gpu]
+  algorithms: [alltoallv-pairwise]
+  matrices: [moe-8.csv, uniform-8.csv]
+  channels: [1, 2]
+EOF
+"$bin" exp run "$tmp/a2av/experiment.yaml" -o "$tmp/a2av-one" -q >/dev/null 2>"$tmp/err"
+check '[ $? -eq 0 ] && [ "$(lines "$tmp/a2av-one/records.jsonl")" = 4 ]' "alltoallv one process: $(cat "$tmp/err")"
+for i in 1 0; do
+  "$bin" exp run "$tmp/a2av/experiment.yaml" -o "$tmp/a2av-two" --shard $i/2 >"$tmp/out" 2>"$tmp/err"
+  check '[ $? -eq 0 ] && grep -q "shard $i/2 (--shard): 2 of 4 points" "$tmp/err"' "alltoallv shard $i: $(cat "$tmp/err")"
+done
+"$bin" exp compare "$tmp/a2av-one/records.jsonl" "$tmp/a2av-two/records.jsonl" >"$tmp/out" 2>&1
+check '[ $? -eq 0 ] && [ "$(nodate "$tmp/a2av-one/records.jsonl")" = "$(nodate "$tmp/a2av-two/records.jsonl")" ]' \
+  "alltoallv shards: not the single-process file: $(cat "$tmp/out")"
 
 # --- bad shards: exit 2, one line ---------------------------------------------------------------
 for s in 2/2 1/0 -1/2 1 a/b 0/2/3 ""; do
