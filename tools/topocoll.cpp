@@ -285,6 +285,7 @@ Examples:
   topocoll exp run experiments/ring-vs-dbt-vs-hierarchical/experiment.yaml
   topocoll exp run experiments/field-scenarios/experiment.yaml -o /tmp/field --fresh
   topocoll exp compare experiments/field-scenarios/records.jsonl /tmp/field/records.jsonl
+  mpirun -np 4 topocoll exp run experiments/field-scenarios/experiment.yaml -o /tmp/field4   # 4 shards, merged
 Spec format, resumption and provenance: docs/experiments.md.)";
   topocoll::tools::ExpArgs exp_args;
   CLI::App* expc = app.add_subcommand("exp", "experiments: run a checked-in spec, compare record files");
@@ -296,7 +297,15 @@ Spec format, resumption and provenance: docs/experiments.md.)";
   exprun->add_option("-o,--output", exp_args.output_dir, "output folder (default: the spec's folder)");
   exprun->add_flag("--fresh", exp_args.fresh, "start over: remove the records file first");
   exprun->add_flag("-q,--quiet", exp_args.quiet, "no progress on stderr");
+  exprun->add_option("--shard", exp_args.shard,
+                     "I/N: run shard I (from 0) of N into DIR/records.shard-I-of-N.jsonl (default: from mpirun, srun "
+                     "or a Slurm job array; --shard 0/1: one process)");
   exprun->footer(kExpExamples);
+  CLI::App* expmerge = expc->add_subcommand(
+      "merge", "merge the finished shards' parts of a sharded run into DIR/records.jsonl (a run does it when it can)");
+  expmerge->add_option("spec", exp_args.spec, "experiments/NAME/experiment.yaml")->required();
+  expmerge->add_option("-o,--output", exp_args.output_dir, "output folder (default: the spec's folder)");
+  expmerge->footer(kExpExamples);
   CLI::App* expcmp =
       expc->add_subcommand("compare", "same points, same values? (date, machine, commit ignored); exit 1 if not");
   expcmp->add_option("files", exp_args.compare, "two records.jsonl files")->required()->expected(2);
@@ -344,8 +353,12 @@ Spec format, resumption and provenance: docs/experiments.md.)";
     if (*importc) return topocoll::tools::import_command(import_args, std::cout);
     if (*calibratec) return topocoll::tools::calibrate_command(calibrate_args, std::cout);
     if (*advisec) return topocoll::tools::advise_command(advise_args, std::cout);
-    if (*exprun) return topocoll::tools::exp_run(exp_args, std::cout);
+    if (*exprun) {
+      exp_args.shard_given = exprun->count("--shard") > 0;
+      return topocoll::tools::exp_run(exp_args, std::cout);
+    }
     if (*expcmp) return topocoll::tools::exp_compare(exp_args, std::cout);
+    if (*expmerge) return topocoll::tools::exp_merge(exp_args, std::cout);
     if (*verify) return topocoll::tools::verify_command(algo_args, std::cout);
     if (*sexport) return topocoll::tools::schedule_export(algo_args, std::cout);
   } catch (const topocoll::InputError& e) {

@@ -97,4 +97,26 @@ std::size_t count_points(const ExpSpec& s) {
   return n;
 }
 
+std::vector<std::string> point_order(const ExpSpec& s) {
+  // The walk of run_simulated, without running anything (alltoallv: the matrices of each
+  // cluster's rank count, which the spec knows).
+  std::vector<std::string> keys;
+  for (std::size_t ti = 0; ti < s.topologies.size(); ++ti)
+    for (const auto& nodes : s.nodes) {
+      const int ranks = known_ranks(s, ti, nodes);
+      for (const auto& fabric : s.fabrics)
+        for (const std::string& dtype : s.dtypes) {
+          for (const std::string& ch : s.channels)
+            for (const std::string& a : s.run_names())
+              for (const GridSize& z : sizes_for(s, a, dtype, ranks))
+                for (int rep = 0; rep < s.repetitions; ++rep)
+                  keys.push_back(sim_point(s, ti, nodes, fabric, dtype, ch, a, z, rep));
+          if (s.nccl_model)
+            for (const GridSize& z : sizes_of(s, dtype, ranks))
+              keys.push_back(model_point(s, ti, nodes, fabric, dtype, z));
+        }
+    }
+  return keys;
+}
+
 }  // namespace topocoll::experiments

@@ -56,4 +56,9 @@ algo::CollectiveArgs call_of(const ExpSpec& s, const GridSize& size, algo::DataT
 // How many points the grid has: every record `exp run` writes when nothing is skipped.
 std::size_t count_points(const ExpSpec& s);
 
+// Engine analytic | simgrid: every point's resume key in the order a single-process run writes
+// them (topology, nodes, fabric, dtype, then channels, algorithm, size, repetition, then the
+// dtype's NCCL-model rows), count_points(s) of them. The order merged shards are put in.
+std::vector<std::string> point_order(const ExpSpec& s);
+
 }  // namespace topocoll::experiments

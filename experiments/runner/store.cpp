@@ -16,7 +16,7 @@ std::string records_file(const ExpSpec& spec, const std::string& dir) {
   return (fs::path(dir) / (stem == "experiment" ? "records.jsonl" : "records-" + stem + ".jsonl")).string();
 }
 
-Existing read_existing(const std::string& file, const ExpSpec& spec) {
+Existing read_existing(const std::string& file, const ExpSpec& spec, bool cut) {
   Existing ex;
   if (!fs::exists(file)) return ex;
   const std::string text = read_spec_file(file);
@@ -24,7 +24,7 @@ Existing read_existing(const std::string& file, const ExpSpec& spec) {
   complete = complete == std::string::npos ? 0 : complete + 1;
   if (complete < text.size()) {
     ex.dropped_partial = text.size() - complete;
-    fs::resize_file(file, complete);
+    if (cut) fs::resize_file(file, complete);
   }
   std::istringstream in(text.substr(0, complete));
   std::string line;

@@ -24,9 +24,10 @@ struct Existing {
 };
 
 // Reads a records file: the points already written. A last line without its newline (an
-// interrupted write) is cut off the file; any other line that is not a record of this spec is
-// an InputError. No file: no points.
-Existing read_existing(const std::string& file, const ExpSpec& spec);
+// interrupted write) is cut off the file (with `cut` false, as shards read the shared records
+// file, only left out); any other line that is not a record of this spec is an InputError. No
+// file: no points.
+Existing read_existing(const std::string& file, const ExpSpec& spec, bool cut = true);
 
 // Appends records to a file, a line each, flushed: an interrupted run leaves at most one partial
 // line. The file is opened at the first record: a run that fails its checks leaves no file.
