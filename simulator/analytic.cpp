@@ -38,6 +38,7 @@
 #include <functional>
 #include <limits>
 #include <map>
+#include <memory>
 #include <optional>
 #include <queue>
 #include <unordered_map>
@@ -310,30 +311,106 @@ class IslandWalk {
   }
 };
 
+// What a run prepares from the schedule and the topology alone: each rank's program compacted
+// into steps, the flows and their routes, and which flows use each link direction. Runs of one
+// schedule under several calibrations (the protocols of a point) share it; a schedule with switch
+// groups also holds its switch plan, which depends on the calibration (it is prepared per run).
+struct Prepared {
+  int p = 0, K = 0;
+  std::unique_ptr<Router> router;
+  std::optional<SwitchPlan> plan;
+  Steps steps;
+  std::vector<algo::Connections::Key> flow_keys;
+  std::uint32_t sw_base = 0;             // flows from sw_base on are the switch plan's
+  std::vector<const Route*> routes;      // per flow
+  std::vector<double> switch_latency_s;  // per switch flow: its path's latency
+  std::vector<Route> switch_routes;      // per plan path
+  using LinkDir = std::pair<topo::Edge, bool>;
+  std::map<LinkDir, std::vector<std::uint32_t>> users;  // flows per link direction
+  // Reduction ports of the NVSwitch: a resource like a link direction, for the up flows of reducing groups.
+  std::vector<std::vector<std::uint32_t>> port_users;
+};
+
+// One run's answer. With `walk` set, `result` is pass 1 (an upper bound of the time), `lower` a
+// lower bound, and walk() computes the exact result (the dynamic-sharing walk, left for the
+// caller to run only when it can change the answer: AnalyticEngine::run_fastest).
+struct Outcome {
+  SimResult result;
+  double lower = 0.0;
+  std::function<SimResult()> walk;
+};
+
 class AnalyticEngine final : public Engine {
  public:
   std::string name() const override { return "analytic"; }
 
   SimResult run(const topo::Topology& t, const algo::Schedule& s, const Calibration& calibration,
                 const SimOptions& o) override {
-    const Calibration c = calibration.for_schedule(s);  // the schedule's block cap (calibration.hpp)
+    Prepared pr = prepare(t, s, calibration.for_schedule(s));
+    return solve(t, s, pr, calibration, o, /*defer_walk=*/false).result;
+  }
+
+  // The schedule prepared once for every calibration; each run's passes as run() does them,
+  // and a run that needs the dynamic-sharing walk (IslandWalk) walks only when its lower bound
+  // does not exceed the best exact time found: such a run cannot be the fastest (its exact time
+  // lies at or above that bound). Same answer as run() per calibration.
+  SimResult run_fastest(const topo::Topology& t, const algo::Schedule& s, const std::vector<const Calibration*>& cs,
+                        const SimOptions& o, std::size_t& won) override {
+    if (s.uses_switch() || o.trace || cs.size() < 2) return Engine::run_fastest(t, s, cs, o, won);
+    Prepared pr = prepare(t, s, cs.front()->for_schedule(s));
+    std::vector<Outcome> outs;
+    outs.reserve(cs.size());
+    for (const Calibration* c : cs) outs.push_back(solve(t, s, pr, *c, o, /*defer_walk=*/true));
+    double best = std::numeric_limits<double>::infinity();
+    for (const Outcome& x : outs)
+      if (!x.walk) best = std::min(best, x.result.time_s);
+    // Walks in increasing lower bound (the likeliest winner first), each skipped when its
+    // lower bound lies above the best exact time (by more than a rounding: 1e-9 relative).
+    std::vector<std::size_t> order;
+    for (std::size_t i = 0; i < outs.size(); ++i)
+      if (outs[i].walk) order.push_back(i);
+    std::stable_sort(order.begin(), order.end(),
+                     [&](std::size_t a, std::size_t b) { return outs[a].lower < outs[b].lower; });
+    std::vector<char> exact(outs.size(), 1);
+    for (std::size_t i : order) {
+      if (outs[i].lower > best * (1 + 1e-9)) {
+        exact[i] = 0;
+        continue;
+      }
+      outs[i].result = outs[i].walk();
+      outs[i].walk = nullptr;
+      best = std::min(best, outs[i].result.time_s);
+    }
+    bool any = false;
+    for (std::size_t i = 0; i < outs.size(); ++i)
+      if (exact[i] && (!any || outs[i].result.time_s < outs[won].result.time_s)) {
+        won = i;
+        any = true;
+      }
+    return std::move(outs[won].result);
+  }
+
+ private:
+  static Prepared prepare(const topo::Topology& t, const algo::Schedule& s, const Calibration& c) {
     if (s.num_ranks() != t.num_ranks())
       throw InputError(
           fmt::format("the schedule has {} ranks but the topology has {} GPUs", s.num_ranks(), t.num_ranks()));
-    const int p = s.num_ranks(), K = s.num_channels();
+    Prepared pr;
+    const int p = pr.p = s.num_ranks(), K = pr.K = s.num_channels();
     const std::size_t elem = algo::size_of(s.args().dtype);
-    Router router(t);
-    const auto& g = t.graph();
+    pr.router = std::make_unique<Router>(t);
+    Router& router = *pr.router;
     // Switch groups (switch_plan.hpp): their flows follow the point-to-point ones; a switch op's
     // step holds its plan flow.
-    std::optional<SwitchPlan> plan;
+    std::optional<SwitchPlan>& plan = pr.plan;
     if (s.uses_switch()) plan.emplace(t, s, c, router);
 
     // Each rank's program, checked (algo::ProgramIndex) and compacted per channel into 16-byte
     // steps that index their flow (a 48-byte Op otherwise; programs are generated one rank at a
     // time and dropped). A flow is a connection (source, destination, channel).
     algo::Connections connections(p, K);
-    std::vector<std::vector<std::vector<Step>>> steps(static_cast<std::size_t>(p));
+    Steps& steps = pr.steps;
+    steps.resize(static_cast<std::size_t>(p));
     for (int r = 0; r < p; ++r) {
       const algo::ProgramIndex index(s, r, /*by_channel=*/false);  // checked; the steps split it per channel
       auto& chans = steps[static_cast<std::size_t>(r)];
@@ -353,40 +430,60 @@ class AnalyticEngine final : public Engine {
       }
     }
     connections.forget_lookup();
-    const std::vector<algo::Connections::Key>& flow_keys = connections.keys();
-    const auto sw_base = static_cast<std::uint32_t>(flow_keys.size());
-    std::vector<Flow> flows(flow_keys.size() + (plan ? plan->flows().size() : 0));
+    pr.flow_keys = connections.keys();
+    const std::vector<algo::Connections::Key>& flow_keys = pr.flow_keys;
+    const auto sw_base = pr.sw_base = static_cast<std::uint32_t>(flow_keys.size());
+    const std::size_t flows = flow_keys.size() + (plan ? plan->flows().size() : 0);
 
     // Link sharing: max-min fair shares (progressive filling), as SimGrid's flow model shares
     // a link: every flow gets the same rate on a link unless it is held lower elsewhere (another
     // link, its channel cap), and what it leaves goes to the others. A constraint is a link
     // direction and the set of flows that use it at once; pass 1 takes every flow of the link as
     // active at once (one constraint per link direction).
-    using LinkDir = std::pair<topo::Edge, bool>;
-    std::map<LinkDir, std::vector<std::uint32_t>> users;  // flows per link direction
-    std::vector<Route> switch_routes;                     // per plan path
     if (plan)
       for (const SwitchPath& path : plan->paths()) {
         Route r;
         r.links = path.links;
         r.forward = path.forward;
-        switch_routes.push_back(std::move(r));
+        pr.switch_routes.push_back(std::move(r));
       }
-    // Reduction ports of the NVSwitch: a resource like a link direction, for the up flows of reducing groups.
-    std::vector<std::vector<std::uint32_t>> port_users(plan ? plan->reduce_ports().size() : 0);
-    for (std::size_t f = 0; f < flows.size(); ++f) {
+    pr.port_users.resize(plan ? plan->reduce_ports().size() : 0);
+    pr.routes.resize(flows);
+    for (std::size_t f = 0; f < flows; ++f) {
       if (f >= sw_base) {
         const SwitchPath& path = plan->paths()[plan->flows()[f - sw_base].path];
-        flows[f].route = &switch_routes[plan->flows()[f - sw_base].path];
-        flows[f].latency_s = path.latency_s;
+        pr.routes[f] = &pr.switch_routes[plan->flows()[f - sw_base].path];
+        pr.switch_latency_s.push_back(path.latency_s);
         if (path.reduce_port >= 0)
-          port_users[static_cast<std::size_t>(path.reduce_port)].push_back(static_cast<std::uint32_t>(f));
+          pr.port_users[static_cast<std::size_t>(path.reduce_port)].push_back(static_cast<std::uint32_t>(f));
       } else {
-        flows[f].route = &router.route(flow_keys[f].src, flow_keys[f].dst, flow_keys[f].channel);
-        flows[f].latency_s = c.route_latency_s(g, flows[f].route->links);
+        pr.routes[f] = &router.route(flow_keys[f].src, flow_keys[f].dst, flow_keys[f].channel);
       }
-      for (std::size_t k = 0; k < flows[f].route->links.size(); ++k)
-        users[{flows[f].route->links[k], flows[f].route->forward[k]}].push_back(static_cast<std::uint32_t>(f));
+      for (std::size_t k = 0; k < pr.routes[f]->links.size(); ++k)
+        pr.users[{pr.routes[f]->links[k], pr.routes[f]->forward[k]}].push_back(static_cast<std::uint32_t>(f));
+    }
+    return pr;
+  }
+
+  // The passes of one run under `calibration` on the prepared schedule (the file's header).
+  // defer_walk: when the walk is needed, return the bounds and the walk instead of walking.
+  Outcome solve(const topo::Topology& t, const algo::Schedule& s, Prepared& pr, const Calibration& calibration,
+                const SimOptions& o, bool defer_walk) {
+    const Calibration c = calibration.for_schedule(s);  // the schedule's block cap (calibration.hpp)
+    const int p = pr.p, K = pr.K;
+    const Steps& steps = pr.steps;
+    const std::vector<algo::Connections::Key>& flow_keys = pr.flow_keys;
+    const std::optional<SwitchPlan>& plan = pr.plan;
+    const auto sw_base = pr.sw_base;
+    const auto& users = pr.users;
+    const auto& port_users = pr.port_users;
+    Router& router = *pr.router;
+    const auto& g = t.graph();
+    std::vector<Flow> flows(pr.routes.size());
+    for (std::size_t f = 0; f < flows.size(); ++f) {
+      flows[f].route = pr.routes[f];
+      flows[f].latency_s =
+          f >= sw_base ? pr.switch_latency_s[f - sw_base] : c.route_latency_s(g, flows[f].route->links);
     }
     // Every flow on an island (islands.hpp: the channels of one GPU pair on a path of their own,
     // a PXN route beside NVLink routes, ...)? Then the dynamic sharing has a closed form and
@@ -399,7 +496,7 @@ class AnalyticEngine final : public Engine {
     const bool all_on_islands = !plan && std::none_of(islands.island.begin(), islands.island.end(),
                                                       [](std::uint32_t i) { return i == kNoIsland; });
     if (all_on_islands && o.trace)  // a trace shows every operation's times: the exact ones
-      return IslandWalk(steps, p, K, flow_keys, flows, std::move(islands), c, &o).run(name());
+      return {IslandWalk(steps, p, K, flow_keys, flows, std::move(islands), c, &o).run(name())};
     struct Constraint {
       double capacity;  // bytes/s
       std::vector<std::uint32_t> members;
@@ -621,7 +718,7 @@ class AnalyticEngine final : public Engine {
         if (!seen[i]) seen[i] = 1, island_rhythm[i] = rhythm[f];
         lockstep = island_rhythm[i] == rhythm[f];
       }
-      if (lockstep) return result;
+      if (lockstep) return {std::move(result)};
       const std::vector<Flow> shared = flows;
       for (Flow& flow : flows) {
         double bw = std::numeric_limits<double>::infinity();
@@ -630,8 +727,12 @@ class AnalyticEngine final : public Engine {
         flow.bw_bytes_per_s = bw;
       }
       const double alone = run_pass(false).time_s;
-      if (alone >= result.time_s) return result;  // the bounds meet (alone <= pass 1 always)
-      return IslandWalk(steps, p, K, flow_keys, shared, std::move(islands), c, nullptr).run(name());
+      if (alone >= result.time_s) return {std::move(result)};  // the bounds meet (alone <= pass 1 always)
+      if (!defer_walk) return {IslandWalk(steps, p, K, flow_keys, shared, std::move(islands), c, nullptr).run(name())};
+      return {std::move(result), alone,
+              [this, &steps, p, K, &flow_keys, shared = std::move(shared), islands = std::move(islands), c]() mutable {
+                return IslandWalk(steps, p, K, flow_keys, shared, std::move(islands), c, nullptr).run(name());
+              }};
     }
     // Pass 2: a link constrains together only the flows whose active spans (first to last byte
     // sent, in pass 1) overlap: one constraint per maximal set of spans that overlap at one
@@ -670,8 +771,7 @@ class AnalyticEngine final : public Engine {
       }
       max_min(cons);
     }
-    result = run_pass(o.trace);
-    return result;
+    return {run_pass(o.trace)};
   }
 };
 
