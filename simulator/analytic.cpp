@@ -387,7 +387,9 @@ class AnalyticEngine final : public Engine {
         won = i;
         any = true;
       }
-    return std::move(outs[won].result);
+    SimResult r = std::move(outs[won].result);
+    r.runs_skipped = static_cast<std::uint32_t>(std::count(exact.begin(), exact.end(), 0));
+    return r;
   }
 
  private:

@@ -49,6 +49,7 @@ struct SimResult {
   double time_s = 0.0;                 // simulated completion time of the collective
   std::uint64_t transfers = 0;         // point-to-point transfers simulated
   std::uint64_t island_transfers = 0;  // simgrid: of those, computed on islands (simgrid_engine.cpp, "Speed")
+  std::uint32_t runs_skipped = 0;      // run_fastest: runs left unfinished, as they could not be the fastest
   std::vector<TraceEvent> trace;       // when SimOptions::trace
   std::string engine;
 };
