@@ -57,12 +57,38 @@ namespace {
 using algo::Op;
 using algo::OpKind;
 
+// A FIFO of doubles that keeps its storage: emptied, it starts again at the front, so a pass
+// allocates only while a flow's backlog grows (a std::deque allocated and freed its blocks as
+// messages came and went, in the engine's inner loop).
+class TimeFifo {
+ public:
+  bool empty() const { return head_ == items_.size(); }
+  double front() const { return items_[head_]; }
+  double back() const { return items_.back(); }
+  void push_back(double v) {
+    if (empty()) {
+      items_.clear();
+      head_ = 0;
+    }
+    items_.push_back(v);
+  }
+  void pop_front() { ++head_; }
+  void clear() {
+    items_.clear();
+    head_ = 0;
+  }
+
+ private:
+  std::vector<double> items_;
+  std::size_t head_ = 0;
+};
+
 struct Flow {
   const Route* route = nullptr;
   double bw_bytes_per_s = 0.0;
   double latency_s = 0.0;
-  std::deque<double> arrivals;  // FIFO of arrival times of sent messages
-  double free_at = 0.0;         // when the flow's last message has left the sender
+  TimeFifo arrivals;     // FIFO of arrival times of sent messages
+  double free_at = 0.0;  // when the flow's last message has left the sender
 };
 
 // One operation of a (rank, channel), compacted: 16 bytes instead of a 48-byte Op.
