@@ -87,7 +87,12 @@ struct Flow {
   const Route* route = nullptr;
   double bw_bytes_per_s = 0.0;
   double latency_s = 0.0;
-  TimeFifo arrivals;     // FIFO of arrival times of sent messages
+  TimeFifo arrivals;  // FIFO of arrival times of sent messages
+  // In the pass (beside the flow's other state: one cache line less per send): when its first
+  // message started and its last one's last byte left, and a signature of its messages' (start,
+  // end) times: flows whose signatures are equal transfer at exactly the same moments.
+  double first_send = 0.0, last_send = 0.0;
+  std::uint64_t rhythm = 0;
   double free_at = 0.0;  // when the flow's last message has left the sender
 };
 
@@ -590,10 +595,6 @@ class AnalyticEngine final : public Engine {
     auto local_time = [&](std::uint64_t bytes) {
       return c.reduce_gbps > 0 ? static_cast<double>(bytes) / (c.reduce_gbps * 1e9) : 0.0;
     };
-    std::vector<double> first_send(flows.size()), last_send(flows.size());
-    // Per flow, a signature of its messages' (start, end) times in the pass: flows whose
-    // signatures are equal transfer at exactly the same moments.
-    std::vector<std::uint64_t> rhythm(flows.size());
 
     // One pass of the event loop: advance every (rank, channel) while it can, as the verifier does.
     auto run_pass = [&](bool trace) {
@@ -602,10 +603,10 @@ class AnalyticEngine final : public Engine {
       for (Flow& f : flows) {
         f.arrivals.clear();
         f.free_at = 0.0;
+        f.first_send = std::numeric_limits<double>::infinity();
+        f.last_send = 0.0;
+        f.rhythm = 0;
       }
-      std::fill(first_send.begin(), first_send.end(), std::numeric_limits<double>::infinity());
-      std::fill(last_send.begin(), last_send.end(), 0.0);
-      std::fill(rhythm.begin(), rhythm.end(), 0);
       std::vector<std::size_t> next(slots, 0);
       std::vector<double> clock(slots, launch_s);
       std::vector<char> queued(slots, 1);
@@ -617,8 +618,8 @@ class AnalyticEngine final : public Engine {
         Flow& fl = flows[f];
         const double start = std::max(ready, fl.free_at);
         fl.free_at = start + static_cast<double>(bytes) / fl.bw_bytes_per_s;
-        first_send[f] = std::min(first_send[f], start);
-        last_send[f] = std::max(last_send[f], fl.free_at);
+        flows[f].first_send = std::min(flows[f].first_send, start);
+        flows[f].last_send = std::max(flows[f].last_send, fl.free_at);
         result.time_s = std::max(result.time_s, fl.free_at);
         ++result.transfers;
         return fl.free_at + fl.latency_s;
@@ -682,10 +683,10 @@ class AnalyticEngine final : public Engine {
             f.free_at = start + static_cast<double>(st.bytes) / f.bw_bytes_per_s;
             end = f.free_at;
             f.arrivals.push_back(f.free_at + f.latency_s);
-            first_send[st.flow] = std::min(first_send[st.flow], start);
-            last_send[st.flow] = std::max(last_send[st.flow], end);
-            rhythm[st.flow] = (rhythm[st.flow] * 1099511628211ull) ^ std::bit_cast<std::uint64_t>(start) ^
-                              (std::bit_cast<std::uint64_t>(end) * 0x9e3779b97f4a7c15ull);
+            flows[st.flow].first_send = std::min(flows[st.flow].first_send, start);
+            flows[st.flow].last_send = std::max(flows[st.flow].last_send, end);
+            flows[st.flow].rhythm = (flows[st.flow].rhythm * 1099511628211ull) ^ std::bit_cast<std::uint64_t>(start) ^
+                                    (std::bit_cast<std::uint64_t>(end) * 0x9e3779b97f4a7c15ull);
             ++result.transfers;
             const std::size_t peer = slot(st.peer, ch);
             if (!queued[peer]) {
@@ -743,8 +744,8 @@ class AnalyticEngine final : public Engine {
       std::vector<char> seen(islands.islands.size(), 0);
       for (std::size_t f = 0; f < flows.size() && lockstep; ++f) {
         const std::uint32_t i = islands.island[f];
-        if (!seen[i]) seen[i] = 1, island_rhythm[i] = rhythm[f];
-        lockstep = island_rhythm[i] == rhythm[f];
+        if (!seen[i]) seen[i] = 1, island_rhythm[i] = flows[f].rhythm;
+        lockstep = island_rhythm[i] == flows[f].rhythm;
       }
       if (lockstep) return {std::move(result)};
       const std::vector<Flow> shared = flows;
@@ -779,9 +780,9 @@ class AnalyticEngine final : public Engine {
         const std::vector<std::uint32_t>& us = *users_of;
         events.clear();
         for (std::uint32_t f : us) {
-          if (first_send[f] > last_send[f]) continue;  // sends nothing (not in the schedule's pass)
-          events.push_back({first_send[f], 1 + static_cast<std::int64_t>(f)});
-          events.push_back({last_send[f], -(1 + static_cast<std::int64_t>(f))});
+          if (flows[f].first_send > flows[f].last_send) continue;  // sends nothing (not in the schedule's pass)
+          events.push_back({flows[f].first_send, 1 + static_cast<std::int64_t>(f)});
+          events.push_back({flows[f].last_send, -(1 + static_cast<std::int64_t>(f))});
         }
         std::sort(events.begin(), events.end());  // at equal times ends first: touching spans do not overlap
         active.clear();
