@@ -607,9 +607,21 @@ class AnalyticEngine final : public Engine {
         f.last_send = 0.0;
         f.rhythm = 0;
       }
-      std::vector<std::size_t> next(slots, 0);
-      std::vector<double> clock(slots, launch_s);
-      std::vector<char> queued(slots, 1);
+      // Per (rank, channel): its steps, the next one, its clock, whether it is in `work`
+      // (together: one cache line when the loop comes to a slot).
+      struct SlotState {
+        const Step* steps;
+        std::size_t size;
+        std::size_t next;
+        double clock;
+        bool queued;
+      };
+      std::vector<SlotState> slot_state(slots);
+      for (int r = 0; r < p; ++r)
+        for (int ch = 0; ch < K; ++ch) {
+          const auto& list = steps[static_cast<std::size_t>(r)][static_cast<std::size_t>(ch)];
+          slot_state[slot(r, ch)] = {list.data(), list.size(), 0, launch_s, true};
+        }
       std::deque<std::pair<int, int>> work;
       std::optional<SwitchInstances> instances;
       if (plan) instances.emplace(*plan);
@@ -635,8 +647,8 @@ class AnalyticEngine final : public Engine {
           flows[f].arrivals.push_back(push_message(f, at, bytes));
           result.time_s = std::max(result.time_s, flows[f].arrivals.back());
           const std::size_t peer = slot(sg.receivers[k], rz.channel);
-          if (!queued[peer]) {
-            queued[peer] = 1;
+          if (!slot_state[peer].queued) {
+            slot_state[peer].queued = true;
             work.push_back({sg.receivers[k], rz.channel});
           }
         };
@@ -669,11 +681,12 @@ class AnalyticEngine final : public Engine {
         auto [r, ch] = work.front();
         work.pop_front();
         const std::size_t me = slot(r, ch);
-        queued[me] = 0;
-        const auto& list = steps[static_cast<std::size_t>(r)][static_cast<std::size_t>(ch)];
-        std::size_t& i = next[me];
-        double& now = clock[me];
-        while (i < list.size()) {
+        SlotState& sl = slot_state[me];
+        sl.queued = false;
+        const Step* const list = sl.steps;
+        std::size_t& i = sl.next;
+        double& now = sl.clock;
+        while (i < sl.size) {
           const Step& st = list[i];
           const OpKind kind = static_cast<OpKind>(st.kind);
           double start = now, end = now;
@@ -689,8 +702,8 @@ class AnalyticEngine final : public Engine {
                                     (std::bit_cast<std::uint64_t>(end) * 0x9e3779b97f4a7c15ull);
             ++result.transfers;
             const std::size_t peer = slot(st.peer, ch);
-            if (!queued[peer]) {
-              queued[peer] = 1;
+            if (!slot_state[peer].queued) {
+              slot_state[peer].queued = true;
               work.push_back({st.peer, ch});
             }
           } else if (kind == OpKind::Recv || kind == OpKind::RecvReduce) {
@@ -723,7 +736,7 @@ class AnalyticEngine final : public Engine {
       }
       for (int r = 0; r < p; ++r)
         for (int ch = 0; ch < K; ++ch)
-          if (next[slot(r, ch)] < steps[static_cast<std::size_t>(r)][static_cast<std::size_t>(ch)].size())
+          if (slot_state[slot(r, ch)].next < slot_state[slot(r, ch)].size)
             throw ScheduleError(
                 fmt::format("the schedule does not complete: rank {} channel {} waits forever (run `topocoll verify`)",
                             r, ch),
