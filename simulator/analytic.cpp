@@ -38,6 +38,7 @@
 #include <functional>
 #include <limits>
 #include <map>
+#include <memory>
 #include <optional>
 #include <queue>
 #include <unordered_map>
@@ -56,12 +57,43 @@ namespace {
 using algo::Op;
 using algo::OpKind;
 
+// A FIFO of doubles that keeps its storage: emptied, it starts again at the front, so a pass
+// allocates only while a flow's backlog grows (a std::deque allocated and freed its blocks as
+// messages came and went, in the engine's inner loop).
+class TimeFifo {
+ public:
+  bool empty() const { return head_ == items_.size(); }
+  double front() const { return items_[head_]; }
+  double back() const { return items_.back(); }
+  void push_back(double v) {
+    if (empty()) {
+      items_.clear();
+      head_ = 0;
+    }
+    items_.push_back(v);
+  }
+  void pop_front() { ++head_; }
+  void clear() {
+    items_.clear();
+    head_ = 0;
+  }
+
+ private:
+  std::vector<double> items_;
+  std::size_t head_ = 0;
+};
+
 struct Flow {
   const Route* route = nullptr;
   double bw_bytes_per_s = 0.0;
   double latency_s = 0.0;
-  std::deque<double> arrivals;  // FIFO of arrival times of sent messages
-  double free_at = 0.0;         // when the flow's last message has left the sender
+  TimeFifo arrivals;  // FIFO of arrival times of sent messages
+  // In the pass (beside the flow's other state: one cache line less per send): when its first
+  // message started and its last one's last byte left, and a signature of its messages' (start,
+  // end) times: flows whose signatures are equal transfer at exactly the same moments.
+  double first_send = 0.0, last_send = 0.0;
+  std::uint64_t rhythm = 0;
+  double free_at = 0.0;  // when the flow's last message has left the sender
 };
 
 // One operation of a (rank, channel), compacted: 16 bytes instead of a 48-byte Op.
@@ -310,30 +342,108 @@ class IslandWalk {
   }
 };
 
+// What a run prepares from the schedule and the topology alone: each rank's program compacted
+// into steps, the flows and their routes, and which flows use each link direction. Runs of one
+// schedule under several calibrations (the protocols of a point) share it; a schedule with switch
+// groups also holds its switch plan, which depends on the calibration (it is prepared per run).
+struct Prepared {
+  int p = 0, K = 0;
+  std::unique_ptr<Router> router;
+  std::optional<SwitchPlan> plan;
+  Steps steps;
+  std::vector<algo::Connections::Key> flow_keys;
+  std::uint32_t sw_base = 0;             // flows from sw_base on are the switch plan's
+  std::vector<const Route*> routes;      // per flow
+  std::vector<double> switch_latency_s;  // per switch flow: its path's latency
+  std::vector<Route> switch_routes;      // per plan path
+  using LinkDir = std::pair<topo::Edge, bool>;
+  std::map<LinkDir, std::vector<std::uint32_t>> users;  // flows per link direction
+  // Reduction ports of the NVSwitch: a resource like a link direction, for the up flows of reducing groups.
+  std::vector<std::vector<std::uint32_t>> port_users;
+};
+
+// One run's answer. With `walk` set, `result` is pass 1 (an upper bound of the time), `lower` a
+// lower bound, and walk() computes the exact result (the dynamic-sharing walk, left for the
+// caller to run only when it can change the answer: AnalyticEngine::run_fastest).
+struct Outcome {
+  SimResult result;
+  double lower = 0.0;
+  std::function<SimResult()> walk;
+};
+
 class AnalyticEngine final : public Engine {
  public:
   std::string name() const override { return "analytic"; }
 
   SimResult run(const topo::Topology& t, const algo::Schedule& s, const Calibration& calibration,
                 const SimOptions& o) override {
-    const Calibration c = calibration.for_schedule(s);  // the schedule's block cap (calibration.hpp)
+    Prepared pr = prepare(t, s, calibration.for_schedule(s));
+    return solve(t, s, pr, calibration, o, /*defer_walk=*/false).result;
+  }
+
+  // The schedule prepared once for every calibration; each run's passes as run() does them,
+  // and a run that needs the dynamic-sharing walk (IslandWalk) walks only when its lower bound
+  // does not exceed the best exact time found: such a run cannot be the fastest (its exact time
+  // lies at or above that bound). Same answer as run() per calibration.
+  SimResult run_fastest(const topo::Topology& t, const algo::Schedule& s, const std::vector<const Calibration*>& cs,
+                        const SimOptions& o, std::size_t& won) override {
+    if (s.uses_switch() || o.trace || cs.size() < 2) return Engine::run_fastest(t, s, cs, o, won);
+    Prepared pr = prepare(t, s, cs.front()->for_schedule(s));
+    std::vector<Outcome> outs;
+    outs.reserve(cs.size());
+    for (const Calibration* c : cs) outs.push_back(solve(t, s, pr, *c, o, /*defer_walk=*/true));
+    double best = std::numeric_limits<double>::infinity();
+    for (const Outcome& x : outs)
+      if (!x.walk) best = std::min(best, x.result.time_s);
+    // Walks in increasing lower bound (the likeliest winner first), each skipped when its
+    // lower bound lies above the best exact time (by more than a rounding: 1e-9 relative).
+    std::vector<std::size_t> order;
+    for (std::size_t i = 0; i < outs.size(); ++i)
+      if (outs[i].walk) order.push_back(i);
+    std::stable_sort(order.begin(), order.end(),
+                     [&](std::size_t a, std::size_t b) { return outs[a].lower < outs[b].lower; });
+    std::vector<char> exact(outs.size(), 1);
+    for (std::size_t i : order) {
+      if (outs[i].lower > best * (1 + 1e-9)) {
+        exact[i] = 0;
+        continue;
+      }
+      outs[i].result = outs[i].walk();
+      outs[i].walk = nullptr;
+      best = std::min(best, outs[i].result.time_s);
+    }
+    bool any = false;
+    for (std::size_t i = 0; i < outs.size(); ++i)
+      if (exact[i] && (!any || outs[i].result.time_s < outs[won].result.time_s)) {
+        won = i;
+        any = true;
+      }
+    SimResult r = std::move(outs[won].result);
+    r.runs_skipped = static_cast<std::uint32_t>(std::count(exact.begin(), exact.end(), 0));
+    return r;
+  }
+
+ private:
+  static Prepared prepare(const topo::Topology& t, const algo::Schedule& s, const Calibration& c) {
     if (s.num_ranks() != t.num_ranks())
       throw InputError(
           fmt::format("the schedule has {} ranks but the topology has {} GPUs", s.num_ranks(), t.num_ranks()));
-    const int p = s.num_ranks(), K = s.num_channels();
+    Prepared pr;
+    const int p = pr.p = s.num_ranks(), K = pr.K = s.num_channels();
     const std::size_t elem = algo::size_of(s.args().dtype);
-    Router router(t);
-    const auto& g = t.graph();
+    pr.router = std::make_unique<Router>(t);
+    Router& router = *pr.router;
     // Switch groups (switch_plan.hpp): their flows follow the point-to-point ones; a switch op's
     // step holds its plan flow.
-    std::optional<SwitchPlan> plan;
+    std::optional<SwitchPlan>& plan = pr.plan;
     if (s.uses_switch()) plan.emplace(t, s, c, router);
 
     // Each rank's program, checked (algo::ProgramIndex) and compacted per channel into 16-byte
     // steps that index their flow (a 48-byte Op otherwise; programs are generated one rank at a
     // time and dropped). A flow is a connection (source, destination, channel).
     algo::Connections connections(p, K);
-    std::vector<std::vector<std::vector<Step>>> steps(static_cast<std::size_t>(p));
+    Steps& steps = pr.steps;
+    steps.resize(static_cast<std::size_t>(p));
     for (int r = 0; r < p; ++r) {
       const algo::ProgramIndex index(s, r, /*by_channel=*/false);  // checked; the steps split it per channel
       auto& chans = steps[static_cast<std::size_t>(r)];
@@ -353,40 +463,60 @@ class AnalyticEngine final : public Engine {
       }
     }
     connections.forget_lookup();
-    const std::vector<algo::Connections::Key>& flow_keys = connections.keys();
-    const auto sw_base = static_cast<std::uint32_t>(flow_keys.size());
-    std::vector<Flow> flows(flow_keys.size() + (plan ? plan->flows().size() : 0));
+    pr.flow_keys = connections.keys();
+    const std::vector<algo::Connections::Key>& flow_keys = pr.flow_keys;
+    const auto sw_base = pr.sw_base = static_cast<std::uint32_t>(flow_keys.size());
+    const std::size_t flows = flow_keys.size() + (plan ? plan->flows().size() : 0);
 
     // Link sharing: max-min fair shares (progressive filling), as SimGrid's flow model shares
     // a link: every flow gets the same rate on a link unless it is held lower elsewhere (another
     // link, its channel cap), and what it leaves goes to the others. A constraint is a link
     // direction and the set of flows that use it at once; pass 1 takes every flow of the link as
     // active at once (one constraint per link direction).
-    using LinkDir = std::pair<topo::Edge, bool>;
-    std::map<LinkDir, std::vector<std::uint32_t>> users;  // flows per link direction
-    std::vector<Route> switch_routes;                     // per plan path
     if (plan)
       for (const SwitchPath& path : plan->paths()) {
         Route r;
         r.links = path.links;
         r.forward = path.forward;
-        switch_routes.push_back(std::move(r));
+        pr.switch_routes.push_back(std::move(r));
       }
-    // Reduction ports of the NVSwitch: a resource like a link direction, for the up flows of reducing groups.
-    std::vector<std::vector<std::uint32_t>> port_users(plan ? plan->reduce_ports().size() : 0);
-    for (std::size_t f = 0; f < flows.size(); ++f) {
+    pr.port_users.resize(plan ? plan->reduce_ports().size() : 0);
+    pr.routes.resize(flows);
+    for (std::size_t f = 0; f < flows; ++f) {
       if (f >= sw_base) {
         const SwitchPath& path = plan->paths()[plan->flows()[f - sw_base].path];
-        flows[f].route = &switch_routes[plan->flows()[f - sw_base].path];
-        flows[f].latency_s = path.latency_s;
+        pr.routes[f] = &pr.switch_routes[plan->flows()[f - sw_base].path];
+        pr.switch_latency_s.push_back(path.latency_s);
         if (path.reduce_port >= 0)
-          port_users[static_cast<std::size_t>(path.reduce_port)].push_back(static_cast<std::uint32_t>(f));
+          pr.port_users[static_cast<std::size_t>(path.reduce_port)].push_back(static_cast<std::uint32_t>(f));
       } else {
-        flows[f].route = &router.route(flow_keys[f].src, flow_keys[f].dst, flow_keys[f].channel);
-        flows[f].latency_s = c.route_latency_s(g, flows[f].route->links);
+        pr.routes[f] = &router.route(flow_keys[f].src, flow_keys[f].dst, flow_keys[f].channel);
       }
-      for (std::size_t k = 0; k < flows[f].route->links.size(); ++k)
-        users[{flows[f].route->links[k], flows[f].route->forward[k]}].push_back(static_cast<std::uint32_t>(f));
+      for (std::size_t k = 0; k < pr.routes[f]->links.size(); ++k)
+        pr.users[{pr.routes[f]->links[k], pr.routes[f]->forward[k]}].push_back(static_cast<std::uint32_t>(f));
+    }
+    return pr;
+  }
+
+  // The passes of one run under `calibration` on the prepared schedule (the file's header).
+  // defer_walk: when the walk is needed, return the bounds and the walk instead of walking.
+  Outcome solve(const topo::Topology& t, const algo::Schedule& s, Prepared& pr, const Calibration& calibration,
+                const SimOptions& o, bool defer_walk) {
+    const Calibration c = calibration.for_schedule(s);  // the schedule's block cap (calibration.hpp)
+    const int p = pr.p, K = pr.K;
+    const Steps& steps = pr.steps;
+    const std::vector<algo::Connections::Key>& flow_keys = pr.flow_keys;
+    const std::optional<SwitchPlan>& plan = pr.plan;
+    const auto sw_base = pr.sw_base;
+    const auto& users = pr.users;
+    const auto& port_users = pr.port_users;
+    Router& router = *pr.router;
+    const auto& g = t.graph();
+    std::vector<Flow> flows(pr.routes.size());
+    for (std::size_t f = 0; f < flows.size(); ++f) {
+      flows[f].route = pr.routes[f];
+      flows[f].latency_s =
+          f >= sw_base ? pr.switch_latency_s[f - sw_base] : c.route_latency_s(g, flows[f].route->links);
     }
     // Every flow on an island (islands.hpp: the channels of one GPU pair on a path of their own,
     // a PXN route beside NVLink routes, ...)? Then the dynamic sharing has a closed form and
@@ -399,7 +529,7 @@ class AnalyticEngine final : public Engine {
     const bool all_on_islands = !plan && std::none_of(islands.island.begin(), islands.island.end(),
                                                       [](std::uint32_t i) { return i == kNoIsland; });
     if (all_on_islands && o.trace)  // a trace shows every operation's times: the exact ones
-      return IslandWalk(steps, p, K, flow_keys, flows, std::move(islands), c, &o).run(name());
+      return {IslandWalk(steps, p, K, flow_keys, flows, std::move(islands), c, &o).run(name())};
     struct Constraint {
       double capacity;  // bytes/s
       std::vector<std::uint32_t> members;
@@ -465,10 +595,6 @@ class AnalyticEngine final : public Engine {
     auto local_time = [&](std::uint64_t bytes) {
       return c.reduce_gbps > 0 ? static_cast<double>(bytes) / (c.reduce_gbps * 1e9) : 0.0;
     };
-    std::vector<double> first_send(flows.size()), last_send(flows.size());
-    // Per flow, a signature of its messages' (start, end) times in the pass: flows whose
-    // signatures are equal transfer at exactly the same moments.
-    std::vector<std::uint64_t> rhythm(flows.size());
 
     // One pass of the event loop: advance every (rank, channel) while it can, as the verifier does.
     auto run_pass = [&](bool trace) {
@@ -477,13 +603,25 @@ class AnalyticEngine final : public Engine {
       for (Flow& f : flows) {
         f.arrivals.clear();
         f.free_at = 0.0;
+        f.first_send = std::numeric_limits<double>::infinity();
+        f.last_send = 0.0;
+        f.rhythm = 0;
       }
-      std::fill(first_send.begin(), first_send.end(), std::numeric_limits<double>::infinity());
-      std::fill(last_send.begin(), last_send.end(), 0.0);
-      std::fill(rhythm.begin(), rhythm.end(), 0);
-      std::vector<std::size_t> next(slots, 0);
-      std::vector<double> clock(slots, launch_s);
-      std::vector<char> queued(slots, 1);
+      // Per (rank, channel): its steps, the next one, its clock, whether it is in `work`
+      // (together: one cache line when the loop comes to a slot).
+      struct SlotState {
+        const Step* steps;
+        std::size_t size;
+        std::size_t next;
+        double clock;
+        bool queued;
+      };
+      std::vector<SlotState> slot_state(slots);
+      for (int r = 0; r < p; ++r)
+        for (int ch = 0; ch < K; ++ch) {
+          const auto& list = steps[static_cast<std::size_t>(r)][static_cast<std::size_t>(ch)];
+          slot_state[slot(r, ch)] = {list.data(), list.size(), 0, launch_s, true};
+        }
       std::deque<std::pair<int, int>> work;
       std::optional<SwitchInstances> instances;
       if (plan) instances.emplace(*plan);
@@ -492,8 +630,8 @@ class AnalyticEngine final : public Engine {
         Flow& fl = flows[f];
         const double start = std::max(ready, fl.free_at);
         fl.free_at = start + static_cast<double>(bytes) / fl.bw_bytes_per_s;
-        first_send[f] = std::min(first_send[f], start);
-        last_send[f] = std::max(last_send[f], fl.free_at);
+        flows[f].first_send = std::min(flows[f].first_send, start);
+        flows[f].last_send = std::max(flows[f].last_send, fl.free_at);
         result.time_s = std::max(result.time_s, fl.free_at);
         ++result.transfers;
         return fl.free_at + fl.latency_s;
@@ -509,8 +647,8 @@ class AnalyticEngine final : public Engine {
           flows[f].arrivals.push_back(push_message(f, at, bytes));
           result.time_s = std::max(result.time_s, flows[f].arrivals.back());
           const std::size_t peer = slot(sg.receivers[k], rz.channel);
-          if (!queued[peer]) {
-            queued[peer] = 1;
+          if (!slot_state[peer].queued) {
+            slot_state[peer].queued = true;
             work.push_back({sg.receivers[k], rz.channel});
           }
         };
@@ -543,11 +681,12 @@ class AnalyticEngine final : public Engine {
         auto [r, ch] = work.front();
         work.pop_front();
         const std::size_t me = slot(r, ch);
-        queued[me] = 0;
-        const auto& list = steps[static_cast<std::size_t>(r)][static_cast<std::size_t>(ch)];
-        std::size_t& i = next[me];
-        double& now = clock[me];
-        while (i < list.size()) {
+        SlotState& sl = slot_state[me];
+        sl.queued = false;
+        const Step* const list = sl.steps;
+        std::size_t& i = sl.next;
+        double& now = sl.clock;
+        while (i < sl.size) {
           const Step& st = list[i];
           const OpKind kind = static_cast<OpKind>(st.kind);
           double start = now, end = now;
@@ -557,14 +696,14 @@ class AnalyticEngine final : public Engine {
             f.free_at = start + static_cast<double>(st.bytes) / f.bw_bytes_per_s;
             end = f.free_at;
             f.arrivals.push_back(f.free_at + f.latency_s);
-            first_send[st.flow] = std::min(first_send[st.flow], start);
-            last_send[st.flow] = std::max(last_send[st.flow], end);
-            rhythm[st.flow] = (rhythm[st.flow] * 1099511628211ull) ^ std::bit_cast<std::uint64_t>(start) ^
-                              (std::bit_cast<std::uint64_t>(end) * 0x9e3779b97f4a7c15ull);
+            flows[st.flow].first_send = std::min(flows[st.flow].first_send, start);
+            flows[st.flow].last_send = std::max(flows[st.flow].last_send, end);
+            flows[st.flow].rhythm = (flows[st.flow].rhythm * 1099511628211ull) ^ std::bit_cast<std::uint64_t>(start) ^
+                                    (std::bit_cast<std::uint64_t>(end) * 0x9e3779b97f4a7c15ull);
             ++result.transfers;
             const std::size_t peer = slot(st.peer, ch);
-            if (!queued[peer]) {
-              queued[peer] = 1;
+            if (!slot_state[peer].queued) {
+              slot_state[peer].queued = true;
               work.push_back({st.peer, ch});
             }
           } else if (kind == OpKind::Recv || kind == OpKind::RecvReduce) {
@@ -597,7 +736,7 @@ class AnalyticEngine final : public Engine {
       }
       for (int r = 0; r < p; ++r)
         for (int ch = 0; ch < K; ++ch)
-          if (next[slot(r, ch)] < steps[static_cast<std::size_t>(r)][static_cast<std::size_t>(ch)].size())
+          if (slot_state[slot(r, ch)].next < slot_state[slot(r, ch)].size)
             throw ScheduleError(
                 fmt::format("the schedule does not complete: rank {} channel {} waits forever (run `topocoll verify`)",
                             r, ch),
@@ -618,10 +757,10 @@ class AnalyticEngine final : public Engine {
       std::vector<char> seen(islands.islands.size(), 0);
       for (std::size_t f = 0; f < flows.size() && lockstep; ++f) {
         const std::uint32_t i = islands.island[f];
-        if (!seen[i]) seen[i] = 1, island_rhythm[i] = rhythm[f];
-        lockstep = island_rhythm[i] == rhythm[f];
+        if (!seen[i]) seen[i] = 1, island_rhythm[i] = flows[f].rhythm;
+        lockstep = island_rhythm[i] == flows[f].rhythm;
       }
-      if (lockstep) return result;
+      if (lockstep) return {std::move(result)};
       const std::vector<Flow> shared = flows;
       for (Flow& flow : flows) {
         double bw = std::numeric_limits<double>::infinity();
@@ -630,8 +769,12 @@ class AnalyticEngine final : public Engine {
         flow.bw_bytes_per_s = bw;
       }
       const double alone = run_pass(false).time_s;
-      if (alone >= result.time_s) return result;  // the bounds meet (alone <= pass 1 always)
-      return IslandWalk(steps, p, K, flow_keys, shared, std::move(islands), c, nullptr).run(name());
+      if (alone >= result.time_s) return {std::move(result)};  // the bounds meet (alone <= pass 1 always)
+      if (!defer_walk) return {IslandWalk(steps, p, K, flow_keys, shared, std::move(islands), c, nullptr).run(name())};
+      return {std::move(result), alone,
+              [this, &steps, p, K, &flow_keys, shared = std::move(shared), islands = std::move(islands), c]() mutable {
+                return IslandWalk(steps, p, K, flow_keys, shared, std::move(islands), c, nullptr).run(name());
+              }};
     }
     // Pass 2: a link constrains together only the flows whose active spans (first to last byte
     // sent, in pass 1) overlap: one constraint per maximal set of spans that overlap at one
@@ -650,9 +793,9 @@ class AnalyticEngine final : public Engine {
         const std::vector<std::uint32_t>& us = *users_of;
         events.clear();
         for (std::uint32_t f : us) {
-          if (first_send[f] > last_send[f]) continue;  // sends nothing (not in the schedule's pass)
-          events.push_back({first_send[f], 1 + static_cast<std::int64_t>(f)});
-          events.push_back({last_send[f], -(1 + static_cast<std::int64_t>(f))});
+          if (flows[f].first_send > flows[f].last_send) continue;  // sends nothing (not in the schedule's pass)
+          events.push_back({flows[f].first_send, 1 + static_cast<std::int64_t>(f)});
+          events.push_back({flows[f].last_send, -(1 + static_cast<std::int64_t>(f))});
         }
         std::sort(events.begin(), events.end());  // at equal times ends first: touching spans do not overlap
         active.clear();
@@ -670,8 +813,7 @@ class AnalyticEngine final : public Engine {
       }
       max_min(cons);
     }
-    result = run_pass(o.trace);
-    return result;
+    return {run_pass(o.trace)};
   }
 };
 

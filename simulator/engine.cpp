@@ -18,6 +18,20 @@ std::map<std::string, EngineFactory>& registered() {
 
 }  // namespace
 
+SimResult Engine::run_fastest(const topo::Topology& t, const algo::Schedule& s,
+                              const std::vector<const Calibration*>& cs, const SimOptions& o, std::size_t& won) {
+  TOPOCOLL_ASSERT(!cs.empty(), "Engine::run_fastest: no calibration");
+  SimResult best;
+  for (std::size_t i = 0; i < cs.size(); ++i) {
+    SimResult ri = run(t, s, *cs[i], o);
+    if (i == 0 || ri.time_s < best.time_s) {
+      best = std::move(ri);
+      won = i;
+    }
+  }
+  return best;
+}
+
 void register_engine(const std::string& name, EngineFactory factory) {
   TOPOCOLL_ASSERT(factory != nullptr, fmt::format("engine '{}' registered without a factory", name));
   registered()[name] = factory;

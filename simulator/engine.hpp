@@ -49,6 +49,7 @@ struct SimResult {
   double time_s = 0.0;                 // simulated completion time of the collective
   std::uint64_t transfers = 0;         // point-to-point transfers simulated
   std::uint64_t island_transfers = 0;  // simgrid: of those, computed on islands (simgrid_engine.cpp, "Speed")
+  std::uint32_t runs_skipped = 0;      // run_fastest: runs left unfinished, as they could not be the fastest
   std::vector<TraceEvent> trace;       // when SimOptions::trace
   std::string engine;
 };
@@ -60,6 +61,13 @@ class Engine {
   // Rank r of the schedule runs on t.rank(r).gpu.
   virtual SimResult run(const topo::Topology& t, const algo::Schedule& s, const Calibration& c,
                         const SimOptions& o) = 0;
+  // Runs s under each calibration of cs and returns the fastest result, the first of cs on a
+  // tie, with its index in `won`: what run() under each and keeping the fastest returns (this
+  // default does that). An engine may share work between the runs and skip what cannot change
+  // the answer (the analytic engine prepares the schedule once and skips the exact walk of a
+  // run whose lower bound exceeds another's exact time: analytic.cpp). cs is not empty.
+  virtual SimResult run_fastest(const topo::Topology& t, const algo::Schedule& s,
+                                const std::vector<const Calibration*>& cs, const SimOptions& o, std::size_t& won);
 };
 
 std::unique_ptr<Engine> make_analytic_engine();

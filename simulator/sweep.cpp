@@ -62,17 +62,16 @@ SimulatedPoint simulate_point(Engine& engine, const topo::Topology& t, const alg
         fmt::format("{}: in-network reduction runs the Simple protocol only (as NCCL's NVLS and "
                     "CollNet); the protocols asked exclude it",
                     algorithm));
-  std::size_t won = 0;
-  bool any = false;
+  std::vector<const Calibration*> runs;
+  std::vector<std::size_t> index;  // of each run in protocols
   for (std::size_t i = 0; i < protocols.calibrations.size(); ++i) {
     if (simple_only && protocols.protocols[i] != Protocol::Simple) continue;
-    SimResult ri = engine.run(t, schedule, protocols.calibrations[i], options);
-    if (!any || ri.time_s < p.result.time_s) {
-      p.result = std::move(ri);
-      won = i;
-      any = true;
-    }
+    runs.push_back(&protocols.calibrations[i]);
+    index.push_back(i);
   }
+  std::size_t run_won = 0;
+  p.result = engine.run_fastest(t, schedule, runs, options, run_won);
+  const std::size_t won = index[run_won];
   const algo::Collective collective = schedule.args().collective;
   const double factor = algo::busbw_factor(collective, t.num_ranks());
   records::Record& rec = p.record;
