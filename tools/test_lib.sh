@@ -26,6 +26,14 @@ summary() {
 bench_backends() {
   mpi=(mpirun --oversubscribe --allow-run-as-root)
   [ "$(id -u)" = 0 ] || mpi=(mpirun --oversubscribe)
+  # The ASan job (scripts/test-sanitizers asan sets detect_leaks=1): the ranks keep ASan and UBSan
+  # but not LeakSanitizer's exit-time check, whose tracer (GCC 12's libsanitizer) crashes now and
+  # then in one of 8 oversubscribed ranks ("Tracer caught signal 11" at a small address, then
+  # "LeakSanitizer has encountered a fatal error"), failing a run that found nothing. Leaks stay
+  # checked in every test that does not start ranks through here.
+  if [[ "${ASAN_OPTIONS:-}" == *detect_leaks=1* ]]; then
+    mpi+=(-x "ASAN_OPTIONS=${ASAN_OPTIONS//detect_leaks=1/detect_leaks=0}")
+  fi
   backends=(mpi)
   "$1" --backend ucx --algorithm nosuch >/dev/null 2>"$tmp/backend-err"
   grep -q "built without UCX" "$tmp/backend-err" || backends+=(ucx)
