@@ -306,11 +306,12 @@ fi
 
 # --- engine real: a tiny measured run (needs topocoll-bench and mpirun) ------------------------
 if [ -x "$1/topocoll-bench" ] && command -v mpirun >/dev/null; then
+  mpi_launcher
   mkdir -p "$tmp/real"
-  cat >"$tmp/real/experiment.yaml" <<'EOF'
+  cat >"$tmp/real/experiment.yaml" <<EOF
 engine: real
 grid: {ranks: [2], algorithms: [ring, mpi], sizes: {min: 8, max: 1K, factor: 8}, channels: [2]}
-real: {backend: mpi, iters: 2, warmup: 1}
+real: {backend: mpi, iters: 2, warmup: 1, mpirun: $(mpi_yaml)}
 EOF
   # 1 ranks value x 2 algorithms x 3 sizes x (out of place, in place) = 12 points.
   "$bin" exp run "$tmp/real/experiment.yaml" >"$tmp/out" 2>"$tmp/err"
@@ -324,11 +325,11 @@ EOF
   check 'grep -q "12 points, 12 already in" "$tmp/err"' "real rerun: not skipped: $(cat "$tmp/err")"
   # All-to-allv: one mpirun with --sizes per matrix, each on its rank count; the symmetric 4-rank
   # matrix in and out of place, the asymmetric 8-rank one out of place only.
-  cat >"$tmp/a2av/real.yaml" <<'EOF'
+  cat >"$tmp/a2av/real.yaml" <<EOF
 engine: real
 collective: alltoallv
 grid: {ranks: [4, 8], algorithms: [alltoallv-pairwise], matrices: [sym-4.csv, moe-8.csv], channels: [2]}
-real: {backend: mpi, iters: 2, warmup: 1}
+real: {backend: mpi, iters: 2, warmup: 1, mpirun: $(mpi_yaml)}
 EOF
   "$bin" exp run "$tmp/a2av/real.yaml" >"$tmp/out" 2>"$tmp/err"
   rc=$?
@@ -340,10 +341,10 @@ EOF
   check 'grep -q "3 points, 3 already in" "$tmp/err"' "real alltoallv rerun: not skipped: $(cat "$tmp/err")"
   check 'grep -qF "\"point\":\"local|ranks=4|backend=mpi|dtype=float|channels=2|alltoallv-pairwise|sizes=sym-4.csv|in-place|rep=0\"" "$r"' \
     "real alltoallv: point key"
-  cat >"$tmp/real/experiment.yaml" <<'EOF'
+  cat >"$tmp/real/experiment.yaml" <<EOF
 engine: real
 grid: {ranks: [2], algorithms: [ring], sizes: {min: 8, max: 1K, factor: 8}, channels: [2]}
-real: {backend: carrier-pigeon, iters: 2, warmup: 1}
+real: {backend: carrier-pigeon, iters: 2, warmup: 1, mpirun: $(mpi_yaml)}
 EOF
   "$bin" exp run "$tmp/real/experiment.yaml" -o "$tmp/real2" >"$tmp/out" 2>"$tmp/err"
   rc=$?

@@ -19,7 +19,7 @@ here="$(cd "$(dirname "$0")" && pwd)"
 TEST_LIB_VERBOSE=1
 # shellcheck source=tools/test_lib.sh
 source "$here/test_lib.sh"
-mpi=(mpirun --oversubscribe)
+mpi_launcher
 [ "$(id -u)" = 0 ] && mpi+=(--allow-run-as-root)
 bench="$bindir/topocoll-bench"
 timeout_s=3

@@ -11,8 +11,7 @@ set -u
 bin="$1/topocoll-bench"
 # shellcheck source=tools/test_lib.sh
 source "$(dirname "$0")/test_lib.sh"
-mpi=(mpirun --oversubscribe --allow-run-as-root)
-[ "$(id -u)" = 0 ] || mpi=(mpirun --oversubscribe)
+mpi_launcher
 ucx_pml=(--mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any -x UCX_TLS=self,sm,tcp -x UCX_WARN_UNUSED_ENV_VARS=n)
 
 # Blocks of `-a all`: every registered allreduce algorithm, and mpi.

@@ -11,8 +11,7 @@ bench="$1/topocoll-bench"
 parsers="$(cd "$2" && pwd)/tools/testdata/nccl-tests-parsers"
 # shellcheck source=tools/test_lib.sh
 source "$(dirname "$0")/test_lib.sh"
-mpi=(mpirun --oversubscribe --allow-run-as-root)
-[ "$(id -u)" = 0 ] || mpi=(mpirun --oversubscribe)
+mpi_launcher
 
 # aws LOG: the rows nccl_to_csv.py finds ("Found N performance data points"), run in $tmp.
 aws() { (cd "$tmp" && python3 "$parsers/nccl_to_csv.py" "$1") | sed -n 's/^Found \([0-9]*\) performance data points$/\1/p'; }

@@ -134,8 +134,7 @@ fi
 
 # --- `topocoll-bench --format jsonl` (when built, under mpirun) ------------------------------
 if [ -x "$1/topocoll-bench" ] && command -v mpirun >/dev/null; then
-  mpi=(mpirun --oversubscribe --allow-run-as-root)
-  [ "$(id -u)" = 0 ] || mpi=(mpirun --oversubscribe)
+  mpi_launcher
   if timeout 60 "${mpi[@]}" -np 2 "$1/topocoll-bench" --algorithm ring,dbt,mpi -b 8 -e 1K -f 8 -n 1 -w 0 --format jsonl \
       -O "$tmp/bench.jsonl" >"$tmp/out" 2>"$tmp/err"; then
     validate "$tmp/bench.jsonl" "topocoll-bench"

@@ -32,15 +32,21 @@ int run_logged(const std::vector<std::string>& argv, const std::string& log) {
   return run_process(argv, log).status;
 }
 
+// The line of a failed run's log to quote: the first "error:" line (ours, topocoll-bench's), else
+// the first that names an error or a sanitizer's report (ASan, LSan, mpirun's "ERROR"), else the
+// last line that is not one of mpirun's rules of dashes.
 std::string error_line(const std::string& log) {
   std::ifstream f(log);
-  std::string line, found, last;
+  std::string line, found, named, last;
   while (std::getline(f, line)) {
-    if (line.empty()) continue;
+    if (line.find_first_not_of("- \t") == std::string::npos) continue;
     last = line;
     if (found.empty() && line.find("error:") != std::string::npos) found = line;
+    if (named.empty() && (line.find("ERROR") != std::string::npos || line.find("Sanitizer") != std::string::npos ||
+                          line.find("error") != std::string::npos))
+      named = line;
   }
-  return found.empty() ? last : found;
+  return !found.empty() ? found : !named.empty() ? named : last;
 }
 
 }  // namespace
