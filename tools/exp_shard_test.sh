@@ -141,7 +141,6 @@ same_as_one "$tmp/mixed" "--fresh shards"
 # --- mpirun -np 2 topocoll exp run ---------------------------------------------------------------
 if command -v mpirun >/dev/null; then
   mpi_launcher
-  [ "$(id -u)" = 0 ] && mpi+=(--allow-run-as-root)
   "${mpi[@]}" -np 2 "$bin" exp run "$spec" -o "$tmp/mpirun" -q >"$tmp/out" 2>"$tmp/err"
   check '[ $? -eq 0 ] && grep -q "merged 2 shards: 40 records" "$tmp/out"' "mpirun -np 2: $(cat "$tmp/out" "$tmp/err" | head -c 400)"
   same_as_one "$tmp/mpirun" "mpirun -np 2"

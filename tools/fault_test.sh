@@ -20,7 +20,6 @@ TEST_LIB_VERBOSE=1
 # shellcheck source=tools/test_lib.sh
 source "$here/test_lib.sh"
 mpi_launcher
-[ "$(id -u)" = 0 ] && mpi+=(--allow-run-as-root)
 bench="$bindir/topocoll-bench"
 timeout_s=3
 budget=$((timeout_s + 10))
