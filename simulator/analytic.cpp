@@ -30,6 +30,18 @@
 // overlap, so phases that do not overlap (a tree's up and down waves) stop slowing each other
 // down; an approximation of SimGrid's dynamic sharing, compared in the tests and
 // docs/validation.md.
+//
+// Symmetry. When shifting every rank by d (r -> r + d mod p, d a divisor of p) maps every
+// program onto another (same steps, same sizes, peers shifted by d) and every flow onto one with
+// the same latency, rate, rate alone and island shape, then ranks r and r + d have the same
+// times in every pass and in the walk: each depends only on its own steps and on what its flows
+// deliver, and those are equal step for step (induction on the events). The passes then run
+// only ranks 0..d-1 (the quotient): a flow stands for its orbit, whose representative is the
+// member sent by one of those ranks, and a send wakes the receiver's representative (its rank
+// mod d). The smallest such d is taken; the checks are exact (equal doubles), so the answer is
+// the full run's (`topocoll sim --no-symmetry` runs every rank, for comparison; a test does so
+// over the registry). A NCCL ring on a rail fat tree shifts by the ranks under one leaf, a
+// single-switch cluster's by one node; a tree has no such shift and runs in full.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -360,6 +372,52 @@ struct Prepared {
   std::map<LinkDir, std::vector<std::uint32_t>> users;  // flows per link direction
   // Reduction ports of the NVSwitch: a resource like a link direction, for the up flows of reducing groups.
   std::vector<std::vector<std::uint32_t>> port_users;
+  // Symmetry (the file's header): the smallest shift d that maps the programs onto themselves
+  // (p: none), each flow's id by (src, dst, channel), and the quotient programs per shift used.
+  int step_period = 0;
+  std::unordered_map<std::uint64_t, std::uint32_t> flow_of_key;
+  std::map<int, Steps> quotient_steps;
+  std::uint64_t key_of(int src, int dst, int ch) const {
+    return (static_cast<std::uint64_t>(src) * static_cast<std::uint64_t>(p) + static_cast<std::uint64_t>(dst)) *
+               static_cast<std::uint64_t>(K) +
+           static_cast<std::uint64_t>(ch);
+  }
+};
+
+// Whether shifting every rank by d maps each program onto the shifted rank's: equal steps, sizes
+// and kinds, transfer peers shifted by d (the flows then map too: a flow is its two ranks and
+// channel). Stops at the first difference.
+bool programs_shift_by(const Steps& steps, int p, int d) {
+  for (int r = 0; r < p; ++r) {
+    const auto& a = steps[static_cast<std::size_t>(r)];
+    const auto& b = steps[static_cast<std::size_t>((r + d) % p)];
+    for (std::size_t ch = 0; ch < a.size(); ++ch) {
+      const std::vector<Step>& x = a[ch];
+      const std::vector<Step>& y = b[ch];
+      if (x.size() != y.size()) return false;
+      for (std::size_t i = 0; i < x.size(); ++i) {
+        if (x[i].bytes != y[i].bytes || x[i].kind != y[i].kind) return false;
+        const bool transfer = algo::is_transfer(static_cast<OpKind>(x[i].kind));
+        if (transfer ? (x[i].peer + d) % p != y[i].peer : x[i].peer != y[i].peer) return false;
+      }
+    }
+  }
+  return true;
+}
+
+// The smallest divisor d < p of p by which the programs shift onto themselves; p when none.
+int smallest_step_period(const Steps& steps, int p) {
+  for (int d = 1; d < p; ++d)
+    if (p % d == 0 && programs_shift_by(steps, p, d)) return d;
+  return p;
+}
+
+// The quotient of a run by the shift d: per flow its orbit's representative (the member whose
+// source is below d), and the programs of ranks 0..d-1 over representatives.
+struct Quotient {
+  int d = 0;                       // 0: no quotient, every rank runs
+  std::vector<std::uint32_t> rep;  // per flow
+  const Steps* steps = nullptr;    // ranks 0..d-1
 };
 
 // One run's answer. With `walk` set, `result` is pass 1 (an upper bound of the time), `lower` a
@@ -495,7 +553,71 @@ class AnalyticEngine final : public Engine {
       for (std::size_t k = 0; k < pr.routes[f]->links.size(); ++k)
         pr.users[{pr.routes[f]->links[k], pr.routes[f]->forward[k]}].push_back(static_cast<std::uint32_t>(f));
     }
+    pr.step_period = plan ? p : smallest_step_period(steps, p);
+    if (pr.step_period < p)
+      for (std::uint32_t f = 0; f < flow_keys.size(); ++f)
+        pr.flow_of_key.emplace(pr.key_of(flow_keys[f].src, flow_keys[f].dst, flow_keys[f].channel), f);
     return pr;
+  }
+
+  // The quotient by the shift d (the file's header, "Symmetry") when every flow's latency, rate,
+  // rate alone and island shape equal its representative's; else d = 0. The quotient programs
+  // are made once per d and kept in pr.
+  static Quotient quotient_by(Prepared& pr, int d, const std::vector<Flow>& flows, const std::vector<double>& alone,
+                              const IslandMap& islands) {
+    const int p = pr.p;
+    Quotient q;
+    q.rep.resize(flows.size());
+    std::vector<std::uint32_t> island_image(islands.islands.size(), kNoIsland);
+    std::vector<std::vector<std::uint32_t>> group_image(islands.islands.size());
+    for (std::uint32_t f = 0; f < pr.flow_keys.size(); ++f) {
+      const algo::Connections::Key& k = pr.flow_keys[f];
+      const int shift = k.src / d * d;
+      const auto it = pr.flow_of_key.find(pr.key_of(k.src - shift, ((k.dst - shift) % p + p) % p, k.channel));
+      if (it == pr.flow_of_key.end()) return {};
+      const std::uint32_t r = q.rep[f] = it->second;
+      if (flows[f].latency_s != flows[r].latency_s || flows[f].bw_bytes_per_s != flows[r].bw_bytes_per_s ||
+          alone[f] != alone[r])
+        return {};
+      // Islands: f's island must be the image of one island holding representatives only, with
+      // the same links' rates, and its groups map onto that island's one to one (their order
+      // may differ).
+      const std::uint32_t i = islands.island[f], j = islands.island[r];
+      if ((i == kNoIsland) != (j == kNoIsland)) return {};
+      if (i == kNoIsland) continue;
+      const Island& a = islands.islands[i];
+      const Island& b = islands.islands[j];
+      if (island_image[i] == kNoIsland) {
+        if (a.hub != b.hub || a.groups.size() != b.groups.size()) return {};
+        island_image[i] = j;
+        group_image[i].assign(a.groups.size(), kNoIsland);
+      }
+      std::uint32_t& gi = group_image[i][islands.group[f]];
+      if (gi == kNoIsland) gi = islands.group[r];
+      if (island_image[i] != j || gi != islands.group[r]) return {};
+      if (a.groups[islands.group[f]].own != b.groups[gi].own || a.groups[islands.group[f]].cap != b.groups[gi].cap)
+        return {};
+    }
+    // A representative's island holds representatives only: an island that is its own image
+    // holds no other flow (the quotient would drop its transfers from the sharing).
+    for (std::uint32_t f = 0; f < pr.flow_keys.size(); ++f)
+      if (const std::uint32_t i = islands.island[f]; i != kNoIsland && island_image[i] == i && pr.flow_keys[f].src >= d)
+        return {};
+    auto [it, made] = pr.quotient_steps.try_emplace(d);
+    if (made) {
+      Steps& qs = it->second;
+      qs.assign(pr.steps.begin(), pr.steps.begin() + d);
+      for (auto& chans : qs)
+        for (auto& list : chans)
+          for (Step& st : list) {
+            if (!algo::is_transfer(static_cast<OpKind>(st.kind))) continue;
+            st.flow = q.rep[st.flow];
+            if (static_cast<OpKind>(st.kind) == OpKind::Send) st.peer %= d;  // the receiver's representative
+          }
+    }
+    q.steps = &it->second;
+    q.d = d;
+    return q;
   }
 
   // The passes of one run under `calibration` on the prepared schedule (the file's header).
@@ -587,6 +709,38 @@ class AnalyticEngine final : public Engine {
         if (!port_users[k].empty()) cons.push_back({plan->reduce_ports()[k].rate, port_users[k]});
       max_min(cons);
     }
+    // Each flow's rate alone (its narrowest link, its channel cap): the upper bound's pass below.
+    std::vector<double> alone_bw(flows.size());
+    for (std::size_t f = 0; f < flows.size(); ++f) {
+      double bw = std::numeric_limits<double>::infinity();
+      for (topo::Edge e : flows[f].route->links) bw = std::min(bw, c.rate_bytes_per_s(g, e));
+      if (const double cap = c.channel_cap_bytes_per_s(g, flows[f].route->links); cap > 0) bw = std::min(bw, cap);
+      alone_bw[f] = bw;
+    }
+    // Symmetry (the file's header): the smallest shift of the programs under which the flows'
+    // parameters are equal too; the passes then run its quotient.
+    Quotient q;
+    if (o.symmetry && !o.trace && !plan && pr.step_period < p)
+      for (int d = pr.step_period; d < p && q.d == 0; d += pr.step_period)
+        if (p % d == 0) q = quotient_by(pr, d, flows, alone_bw, islands);
+    const int run_p = q.d ? q.d : p;
+    const Steps& run_steps = q.d ? *q.steps : steps;
+    const std::uint64_t orbit = static_cast<std::uint64_t>(p / run_p);
+    // After a quotient pass: every flow takes its representative's pass figures.
+    auto expand = [&] {
+      if (!q.d) return;
+      for (std::size_t f = 0; f < flows.size(); ++f)
+        if (const std::uint32_t r = q.rep[f]; r != f) {
+          flows[f].first_send = flows[r].first_send;
+          flows[f].last_send = flows[r].last_send;
+          flows[f].rhythm = flows[r].rhythm;
+        }
+    };
+    auto rates_symmetric = [&] {
+      for (std::size_t f = 0; f < flows.size(); ++f)
+        if (flows[f].bw_bytes_per_s != flows[q.rep[f]].bw_bytes_per_s) return false;
+      return true;
+    };
     const double launch_s = c.launch_overhead_us * 1e-6;
     const std::size_t slots = static_cast<std::size_t>(p) * static_cast<std::size_t>(K);
     auto slot = [K](int r, int ch) {
@@ -597,7 +751,9 @@ class AnalyticEngine final : public Engine {
     };
 
     // One pass of the event loop: advance every (rank, channel) while it can, as the verifier does.
-    auto run_pass = [&](bool trace) {
+    auto run_pass = [&](bool trace, bool quotient) {
+      const int np = quotient ? run_p : p;
+      const Steps& st_of = quotient ? run_steps : steps;
       SimResult result;
       result.engine = name();
       for (Flow& f : flows) {
@@ -617,9 +773,9 @@ class AnalyticEngine final : public Engine {
         bool queued;
       };
       std::vector<SlotState> slot_state(slots);
-      for (int r = 0; r < p; ++r)
+      for (int r = 0; r < np; ++r)
         for (int ch = 0; ch < K; ++ch) {
-          const auto& list = steps[static_cast<std::size_t>(r)][static_cast<std::size_t>(ch)];
+          const auto& list = st_of[static_cast<std::size_t>(r)][static_cast<std::size_t>(ch)];
           slot_state[slot(r, ch)] = {list.data(), list.size(), 0, launch_s, true};
         }
       std::deque<std::pair<int, int>> work;
@@ -675,7 +831,7 @@ class AnalyticEngine final : public Engine {
         double root_ready = 0.0;
         if (instances->stream_landed(rv, a, landed, root_ready)) deliver(rv, root_ready, bytes);
       };
-      for (int r = 0; r < p; ++r)
+      for (int r = 0; r < np; ++r)
         for (int ch = 0; ch < K; ++ch) work.push_back({r, ch});
       while (!work.empty()) {
         auto [r, ch] = work.front();
@@ -734,17 +890,22 @@ class AnalyticEngine final : public Engine {
           ++i;
         }
       }
-      for (int r = 0; r < p; ++r)
+      for (int r = 0; r < np; ++r)
         for (int ch = 0; ch < K; ++ch)
           if (slot_state[slot(r, ch)].next < slot_state[slot(r, ch)].size)
             throw ScheduleError(
                 fmt::format("the schedule does not complete: rank {} channel {} waits forever (run `topocoll verify`)",
                             r, ch),
                 r, ch);
+      if (quotient) {
+        result.transfers *= orbit;
+        expand();
+      }
+      result.ranks_simulated = static_cast<std::uint32_t>(np);
       return result;
     };
 
-    SimResult result = run_pass(false);
+    SimResult result = run_pass(false, q.d != 0);
     if (all_on_islands) {
       // Pass 1 is exact when on every island all flows transfer at the same moments (their
       // shares are then the dynamic ones at every instant: hierarchical's stages, a ring whose
@@ -762,19 +923,20 @@ class AnalyticEngine final : public Engine {
       }
       if (lockstep) return {std::move(result)};
       const std::vector<Flow> shared = flows;
-      for (Flow& flow : flows) {
-        double bw = std::numeric_limits<double>::infinity();
-        for (topo::Edge e : flow.route->links) bw = std::min(bw, c.rate_bytes_per_s(g, e));
-        if (const double cap = c.channel_cap_bytes_per_s(g, flow.route->links); cap > 0) bw = std::min(bw, cap);
-        flow.bw_bytes_per_s = bw;
-      }
-      const double alone = run_pass(false).time_s;
+      for (std::size_t f = 0; f < flows.size(); ++f) flows[f].bw_bytes_per_s = alone_bw[f];
+      const double alone = run_pass(false, q.d != 0).time_s;
       if (alone >= result.time_s) return {std::move(result)};  // the bounds meet (alone <= pass 1 always)
-      if (!defer_walk) return {IslandWalk(steps, p, K, flow_keys, shared, std::move(islands), c, nullptr).run(name())};
-      return {std::move(result), alone,
-              [this, &steps, p, K, &flow_keys, shared = std::move(shared), islands = std::move(islands), c]() mutable {
-                return IslandWalk(steps, p, K, flow_keys, shared, std::move(islands), c, nullptr).run(name());
-              }};
+      // The walk on the quotient: ranks 0..run_p-1 over representative flows, whose islands hold
+      // only representatives (quotient_by checked it).
+      auto walk = [this, &run_steps, run_p, orbit, K, &flow_keys, shared = std::move(shared),
+                   islands = std::move(islands), c]() mutable {
+        SimResult r = IslandWalk(run_steps, run_p, K, flow_keys, shared, std::move(islands), c, nullptr).run(name());
+        r.transfers *= orbit;
+        r.ranks_simulated = static_cast<std::uint32_t>(run_p);
+        return r;
+      };
+      if (!defer_walk) return {walk()};
+      return {std::move(result), alone, std::move(walk)};
     }
     // Pass 2: a link constrains together only the flows whose active spans (first to last byte
     // sent, in pass 1) overlap: one constraint per maximal set of spans that overlap at one
@@ -813,7 +975,7 @@ class AnalyticEngine final : public Engine {
       }
       max_min(cons);
     }
-    return {run_pass(o.trace)};
+    return {run_pass(o.trace, q.d != 0 && rates_symmetric())};
   }
 };
 

@@ -43,6 +43,10 @@ struct SimOptions {
   // false runs every transfer through SimGrid as shipped, for checking (`topocoll sim
   // --simgrid-plain`).
   bool simgrid_fast_paths = true;
+  // Analytic engine: when shifting the ranks maps the run onto itself, simulate one rank of each
+  // orbit (analytic.cpp, "Symmetry"). Same results; false runs every rank (`topocoll sim
+  // --no-symmetry`).
+  bool symmetry = true;
 };
 
 struct SimResult {
@@ -50,6 +54,7 @@ struct SimResult {
   std::uint64_t transfers = 0;         // point-to-point transfers simulated
   std::uint64_t island_transfers = 0;  // simgrid: of those, computed on islands (simgrid_engine.cpp, "Speed")
   std::uint32_t runs_skipped = 0;      // run_fastest: runs left unfinished, as they could not be the fastest
+  std::uint32_t ranks_simulated = 0;   // analytic: ranks whose programs ran (fewer than the schedule's: a quotient)
   std::vector<TraceEvent> trace;       // when SimOptions::trace
   std::string engine;
 };

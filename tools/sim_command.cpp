@@ -416,6 +416,7 @@ int sim_command(const SimArgs& a, std::ostream& out) {
       so.trace = !a.trace.empty() && !traced && alg->name == trace_algorithm && bytes == trace_bytes;
       so.trace_ranks = trace_ranks;
       so.simgrid_fast_paths = !a.simgrid_plain;
+      so.symmetry = !a.no_symmetry;
       sim::SimulatedPoint p =
           sim::simulate_point(*engine, t, sched, protocols, base, alg->name, bytes, args.count, dtype, so);
       if (file) p.record.slice_bytes = 0;  // a schedule file slices as it says, not by --slice

@@ -49,6 +49,7 @@ struct SimArgs {
   std::string nccl_version = "2.28.9";
   std::vector<std::string> nccl_env;
   bool simgrid_plain = false;  // SimOptions::simgrid_fast_paths off
+  bool no_symmetry = false;    // SimOptions::symmetry off
   // Schedule files run beside (or, without --algorithm, instead of) the registry's algorithms
   // (algorithms/schedule_file.hpp); verified on the topology first unless no_verify.
   std::vector<std::string> schedules;

@@ -272,6 +272,8 @@ The trace covers one run: the first algorithm at the largest size.)";
                    "NCCL_MAX_NCHANNELS, NCCL_NVLS_ENABLE, NCCL_COLLNET_ENABLE; also read from the environment)");
   simc->add_flag("--simgrid-plain", sim_args.simgrid_plain,
                  "simgrid engine: every transfer through SimGrid as shipped, no fast paths (same results, slower)");
+  simc->add_flag("--no-symmetry", sim_args.no_symmetry,
+                 "analytic engine: simulate every rank, not one per orbit of a rank shift (same results, slower)");
   simc->add_option("--schedule", sim_args.schedules,
                    "schedule file to simulate (topocoll JSON or MSCCL XML), repeatable; alone, it replaces "
                    "--algorithm's default");

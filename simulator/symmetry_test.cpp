@@ -1,0 +1,98 @@
+// The analytic engine's symmetric quotient (analytic.cpp, "Symmetry"): simulating one rank per
+// orbit of a rank shift gives the full run's time to the bit, over the registry, every
+// collective, on clusters with and without leaf boundaries, under every protocol.
+#include <doctest/doctest.h>
+#include <fmt/format.h>
+
+#include "algorithms/registry.hpp"
+#include "simulator/engine.hpp"
+#include "simulator/nccl_model.hpp"
+#include "simulator/sweep.hpp"
+#include "simulator/testing.hpp"
+
+using namespace topocoll;
+
+TEST_CASE("symmetry: the quotient run equals the full run, over the registry") {
+  struct Case {
+    const char* preset;
+    int nodes;
+    topo::FabricKind fabric;
+  };
+  // (A cluster wider than one leaf: the next test case.)
+  const Case cases[] = {{"pcie-8gpu", 1, topo::FabricKind::SingleSwitch},
+                        {"dgx-a100", 2, topo::FabricKind::RailFatTree},
+                        {"dgx-h100", 4, topo::FabricKind::RailFatTree},
+                        {"dgx-h100", 4, topo::FabricKind::FatTree}};
+  const std::unique_ptr<sim::Engine> engine = sim::make_engine("analytic");
+  std::uint64_t compared = 0, reduced = 0, reduced_multi_node = 0;
+  sim::SimOptions full;
+  full.symmetry = false;
+  for (const Case& k : cases) {
+    const topo::Topology t = sim::testing::load(k.preset, k.nodes, k.fabric);
+    const algo::Layout layout = algo::layout_of(t);
+    const sim::NcclGraphEstimate nccl = sim::estimate_nccl_graph(t, {});
+    const sim::ProtocolSet protocols = sim::protocol_set(nccl, sim::base_calibration(), "auto", "--protocol");
+    for (algo::Collective coll : algo::kAllCollectives) {
+      if (coll == algo::Collective::AllToAllV) continue;  // a size matrix: no rank shift maps it onto itself in general
+      for (const algo::Algorithm* alg : algo::select_algorithms("all", coll))
+        for (int channels : {2, 8})
+          for (std::uint64_t bytes : {std::uint64_t{4096}, std::uint64_t{3} << 20, (std::uint64_t{64} << 20) + 4}) {
+            algo::Tuning tuning;
+            tuning.channels = channels;
+            tuning.slice_bytes = 512 * 1024;
+            const algo::CollectiveArgs args =
+                algo::nccl_tests_args(coll, bytes, algo::DataType::Float32, algo::ReduceOp::Sum, t.num_ranks());
+            if (!alg->supports(layout, args, tuning).ok) continue;
+            const algo::Schedule s = alg->generate(layout, args, tuning);
+            for (const sim::Calibration& c : protocols.calibrations) {
+              CAPTURE(fmt::format("{} x{} {} {} ch {} {} B", k.preset, k.nodes, alg->name, to_string(coll), channels,
+                                  bytes));
+              const sim::SimResult a = engine->run(t, s, c, {});
+              const sim::SimResult b = engine->run(t, s, c, full);
+              CHECK(a.time_s == b.time_s);  // bit for bit
+              CHECK(a.transfers == b.transfers);
+              CHECK(b.ranks_simulated == static_cast<std::uint32_t>(t.num_ranks()));
+              ++compared;
+              if (a.ranks_simulated < b.ranks_simulated) {
+                ++reduced;
+                if (k.nodes > 1) ++reduced_multi_node;
+              }
+            }
+            // run_fastest shares the quotient between protocols.
+            std::vector<const sim::Calibration*> cs;
+            for (const sim::Calibration& c : protocols.calibrations) cs.push_back(&c);
+            std::size_t won_a = 0, won_b = 0;
+            CHECK(engine->run_fastest(t, s, cs, {}, won_a).time_s == engine->run_fastest(t, s, cs, full, won_b).time_s);
+            CHECK(won_a == won_b);
+          }
+    }
+  }
+  MESSAGE(fmt::format("{} runs compared, {} of them on a quotient ({} on more than one node)", compared, reduced,
+                      reduced_multi_node));
+  CHECK(compared > 300);
+  // The quotient is taken, also across nodes (not only the trivial cases).
+  CHECK(reduced > compared / 4);
+  CHECK(reduced_multi_node > 20);
+}
+
+TEST_CASE("symmetry: a ring's quotient across leaves shifts by the ranks under one leaf") {
+  // 64 x DGX-H100 on a rail fat tree, 32 nodes under each leaf. The ring's programs shift onto
+  // themselves by one node (8 ranks), but its flows do not: the hops from the last node of a
+  // leaf to the first of the next cross a spine and take longer. The smallest shift whose flows
+  // are equal is one leaf's 256 ranks, half of the 512.
+  const topo::Topology t = sim::testing::load("dgx-h100", 64, topo::FabricKind::RailFatTree);
+  algo::Tuning tuning;
+  tuning.channels = 2;
+  tuning.slice_bytes = 512 * 1024;
+  const algo::CollectiveArgs args = algo::nccl_tests_args(algo::Collective::AllReduce, std::uint64_t{1} << 20,
+                                                          algo::DataType::Float32, algo::ReduceOp::Sum, t.num_ranks());
+  const algo::Schedule s = algo::find_algorithm("ring").generate(algo::layout_of(t), args, tuning);
+  const std::unique_ptr<sim::Engine> engine = sim::make_engine("analytic");
+  sim::SimOptions full;
+  full.symmetry = false;
+  const sim::SimResult a = engine->run(t, s, sim::base_calibration(), {});
+  const sim::SimResult b = engine->run(t, s, sim::base_calibration(), full);
+  CHECK(a.time_s == b.time_s);
+  CHECK(a.ranks_simulated == 256);
+  CHECK(b.ranks_simulated == 512);
+}
