@@ -145,6 +145,7 @@ class IslandWalk {
 
   SimResult run(const std::string& engine) {
     result_.engine = engine;
+    result_.ranks_simulated = static_cast<std::uint32_t>(slot_.size() / static_cast<std::size_t>(K_));
     const double launch_s = c_.launch_overhead_us * 1e-6;
     for (std::uint32_t id = 0; id < slot_.size(); ++id) events_.push({launch_s, 0, id, 0, EventKind::Resume});
     // The events due at the earliest time, a batch at a time; the memory each will touch is
@@ -412,6 +413,42 @@ int smallest_step_period(const Steps& steps, int p) {
   return p;
 }
 
+// The representatives (rank mod d) of the ranks a trace covers, as ranges.
+std::vector<std::pair<int, int>> representatives_of(const SimOptions& o, int p, int d) {
+  std::vector<char> wanted(static_cast<std::size_t>(d), 0);
+  for (int r = 0; r < p; ++r)
+    if (o.traces(r)) wanted[static_cast<std::size_t>(r % d)] = 1;
+  std::vector<std::pair<int, int>> ranges;
+  for (int r = 0; r < d; ++r) {
+    if (!wanted[static_cast<std::size_t>(r)]) continue;
+    if (!ranges.empty() && ranges.back().second == r - 1)
+      ranges.back().second = r;
+    else
+      ranges.emplace_back(r, r);
+  }
+  if (ranges.empty()) ranges.emplace_back(0, -1);  // nothing (an empty list would mean every rank)
+  return ranges;
+}
+
+// The traced ranks' events from their representatives' on the quotient by d: rank r's are
+// rank (r mod d)'s with the rank and the transfer peers shifted by r - r mod d.
+std::vector<TraceEvent> expand_trace(const std::vector<TraceEvent>& events, const SimOptions& o, int p, int d) {
+  std::vector<std::vector<std::size_t>> of_rep(static_cast<std::size_t>(d));
+  for (std::size_t i = 0; i < events.size(); ++i) of_rep[static_cast<std::size_t>(events[i].rank)].push_back(i);
+  std::vector<TraceEvent> out;
+  for (int r = 0; r < p; ++r) {
+    if (!o.traces(r)) continue;
+    const int shift = r - r % d;
+    for (std::size_t i : of_rep[static_cast<std::size_t>(r % d)]) {
+      TraceEvent e = events[i];
+      e.rank = r;
+      if (algo::is_transfer(e.kind)) e.peer = (e.peer + shift) % p;
+      out.push_back(e);
+    }
+  }
+  return out;
+}
+
 // The quotient of a run by the shift d: per flow its orbit's representative (the member whose
 // source is below d), and the programs of ranks 0..d-1 over representatives.
 struct Quotient {
@@ -609,11 +646,8 @@ class AnalyticEngine final : public Engine {
       qs.assign(pr.steps.begin(), pr.steps.begin() + d);
       for (auto& chans : qs)
         for (auto& list : chans)
-          for (Step& st : list) {
-            if (!algo::is_transfer(static_cast<OpKind>(st.kind))) continue;
-            st.flow = q.rep[st.flow];
-            if (static_cast<OpKind>(st.kind) == OpKind::Send) st.peer %= d;  // the receiver's representative
-          }
+          for (Step& st : list)
+            if (algo::is_transfer(static_cast<OpKind>(st.kind))) st.flow = q.rep[st.flow];
     }
     q.steps = &it->second;
     q.d = d;
@@ -650,8 +684,6 @@ class AnalyticEngine final : public Engine {
     // (Switch flows are on no island: the engine then shares every link max-min below.)
     const bool all_on_islands = !plan && std::none_of(islands.island.begin(), islands.island.end(),
                                                       [](std::uint32_t i) { return i == kNoIsland; });
-    if (all_on_islands && o.trace)  // a trace shows every operation's times: the exact ones
-      return {IslandWalk(steps, p, K, flow_keys, flows, std::move(islands), c, &o).run(name())};
     struct Constraint {
       double capacity;  // bytes/s
       std::vector<std::uint32_t> members;
@@ -720,7 +752,7 @@ class AnalyticEngine final : public Engine {
     // Symmetry (the file's header): the smallest shift of the programs under which the flows'
     // parameters are equal too; the passes then run its quotient.
     Quotient q;
-    if (o.symmetry && !o.trace && !plan && pr.step_period < p)
+    if (o.symmetry && !plan && pr.step_period < p)
       for (int d = pr.step_period; d < p && q.d == 0; d += pr.step_period)
         if (p % d == 0) q = quotient_by(pr, d, flows, alone_bw, islands);
     const int run_p = q.d ? q.d : p;
@@ -736,6 +768,17 @@ class AnalyticEngine final : public Engine {
           flows[f].rhythm = flows[r].rhythm;
         }
     };
+    // A trace on the quotient records the traced ranks' representatives; their events, shifted,
+    // are the traced ranks' (expand_trace).
+    SimOptions rep_trace = o;
+    if (q.d && o.trace) rep_trace.trace_ranks = representatives_of(o, p, q.d);
+    if (all_on_islands && o.trace) {  // a trace shows every operation's times: the exact ones
+      if (!q.d) return {IslandWalk(steps, p, K, flow_keys, flows, std::move(islands), c, &o).run(name())};
+      SimResult r = IslandWalk(run_steps, run_p, K, flow_keys, flows, std::move(islands), c, &rep_trace).run(name());
+      r.transfers *= orbit;
+      r.trace = expand_trace(r.trace, o, p, q.d);
+      return {std::move(r)};
+    }
     auto rates_symmetric = [&] {
       for (std::size_t f = 0; f < flows.size(); ++f)
         if (flows[f].bw_bytes_per_s != flows[q.rep[f]].bw_bytes_per_s) return false;
@@ -857,10 +900,11 @@ class AnalyticEngine final : public Engine {
             flows[st.flow].rhythm = (flows[st.flow].rhythm * 1099511628211ull) ^ std::bit_cast<std::uint64_t>(start) ^
                                     (std::bit_cast<std::uint64_t>(end) * 0x9e3779b97f4a7c15ull);
             ++result.transfers;
-            const std::size_t peer = slot(st.peer, ch);
+            const int to = quotient ? st.peer % np : st.peer;  // the receiver (its representative)
+            const std::size_t peer = slot(to, ch);
             if (!slot_state[peer].queued) {
               slot_state[peer].queued = true;
-              work.push_back({st.peer, ch});
+              work.push_back({to, ch});
             }
           } else if (kind == OpKind::Recv || kind == OpKind::RecvReduce) {
             Flow& f = flows[st.flow];
@@ -885,7 +929,8 @@ class AnalyticEngine final : public Engine {
             now = start + local_time(st.bytes);
             end = now;
           }
-          if (trace && o.traces(r)) result.trace.push_back({r, ch, kind, st.peer, st.bytes, start, end});
+          if (trace && (quotient ? rep_trace : o).traces(r))
+            result.trace.push_back({r, ch, kind, st.peer, st.bytes, start, end});
           result.time_s = std::max(result.time_s, end);
           ++i;
         }
@@ -900,6 +945,7 @@ class AnalyticEngine final : public Engine {
       if (quotient) {
         result.transfers *= orbit;
         expand();
+        if (trace) result.trace = expand_trace(result.trace, o, p, run_p);
       }
       result.ranks_simulated = static_cast<std::uint32_t>(np);
       return result;
@@ -932,7 +978,6 @@ class AnalyticEngine final : public Engine {
                    islands = std::move(islands), c]() mutable {
         SimResult r = IslandWalk(run_steps, run_p, K, flow_keys, shared, std::move(islands), c, nullptr).run(name());
         r.transfers *= orbit;
-        r.ranks_simulated = static_cast<std::uint32_t>(run_p);
         return r;
       };
       if (!defer_walk) return {walk()};
