@@ -46,6 +46,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cmath>
 #include <deque>
 #include <functional>
 #include <limits>
@@ -482,12 +483,13 @@ class AnalyticEngine final : public Engine {
   // lies at or above that bound). Same answer as run() per calibration.
   SimResult run_fastest(const topo::Topology& t, const algo::Schedule& s, const std::vector<const Calibration*>& cs,
                         const SimOptions& o, std::size_t& won) override {
-    if (s.uses_switch() || o.trace || cs.size() < 2) return Engine::run_fastest(t, s, cs, o, won);
+    if (s.uses_switch() || o.trace || (cs.size() < 2 && !std::isfinite(o.faster_than_s)))
+      return Engine::run_fastest(t, s, cs, o, won);
     Prepared pr = prepare(t, s, cs.front()->for_schedule(s));
     std::vector<Outcome> outs;
     outs.reserve(cs.size());
     for (const Calibration* c : cs) outs.push_back(solve(t, s, pr, *c, o, /*defer_walk=*/true));
-    double best = std::numeric_limits<double>::infinity();
+    double best = o.faster_than_s;  // another run's exact time, else infinity
     for (const Outcome& x : outs)
       if (!x.walk) best = std::min(best, x.result.time_s);
     // Walks in increasing lower bound (the likeliest winner first), each skipped when its
@@ -513,6 +515,14 @@ class AnalyticEngine final : public Engine {
         won = i;
         any = true;
       }
+    if (!any) {  // every run lies above faster_than_s
+      won = 0;
+      SimResult none;
+      none.engine = name();
+      none.time_s = std::numeric_limits<double>::infinity();
+      none.runs_skipped = static_cast<std::uint32_t>(outs.size());
+      return none;
+    }
     SimResult r = std::move(outs[won].result);
     r.runs_skipped = static_cast<std::uint32_t>(std::count(exact.begin(), exact.end(), 0));
     return r;

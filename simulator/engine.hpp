@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <string>
 #include <utility>
@@ -47,6 +48,10 @@ struct SimOptions {
   // orbit (analytic.cpp, "Symmetry"). Same results; false runs every rank (`topocoll sim
   // --no-symmetry`).
   bool symmetry = true;
+  // run_fastest: an exact time the caller already has from another run of the same point. An
+  // engine may leave unfinished a run whose lower bound lies above it, as it cannot be the
+  // fastest; when that leaves none, the result's time_s is +infinity. Infinity: no such time.
+  double faster_than_s = std::numeric_limits<double>::infinity();
 };
 
 struct SimResult {

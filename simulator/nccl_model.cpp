@@ -1202,6 +1202,69 @@ double nccl_algo_time_us(const NcclGraphEstimate& g, const NcclTuneResult& m, Nc
   return lat + static_cast<double>(bytes) / (1000.0 * bw);
 }
 
+namespace {
+
+// comm->nChannels: ncclTopoPostset's doubled ring channels, at most MAXCHANNELS.
+int comm_channels_of(const NcclGraphEstimate& g) {
+  return g.comm_channels > 0 ? g.comm_channels
+                             : std::min(nccl_tuning_tables(g.options.version).max_channels, 2 * g.channels);
+}
+
+// comm->maxThreads[a][p] as ncclTopoTuneModel sets it without NCCL_NTHREADS / NCCL_LL128_NTHREADS:
+// NCCL_SIMPLE_MAX_NTHREADS 512 for Tree/Simple, and for Ring/Simple unless the ring graph's
+// bwIntra * nChannels <= PCI_BW (12 GB/s, topo.h), then 256; NCCL_LL_MAX_NTHREADS 512 and
+// NCCL_LL128_MAX_NTHREADS 640 for Ring and Tree; NCCL_MAX_NTHREADS 640 for CollNet and NVLS
+// Simple; 0 where tuning.cc sets nothing (PAT, LL / LL128 of the others; comm is zeroed).
+int nccl_max_threads(const NcclGraphEstimate& g, NcclAlgo a, NcclProto p) {
+  const bool ring_or_tree = a == NcclAlgo::Ring || a == NcclAlgo::Tree;
+  switch (p) {
+    case NcclProto::LL:
+      return ring_or_tree ? 512 : 0;
+    case NcclProto::LL128:
+      return ring_or_tree ? 640 : 0;
+    case NcclProto::Simple:
+      if (a == NcclAlgo::Ring) return g.bw_intra_gbps * g.channels <= 12.0 ? 256 : 512;
+      if (a == NcclAlgo::Tree) return 512;
+      return a == NcclAlgo::Pat ? 0 : 640;
+  }
+  return 0;
+}
+
+// comm->threadThresholds[a][p]: NCCL_LL_THREAD_THRESHOLD 8 (times nRanks for Ring/LL),
+// NCCL_LL128_THREAD_THRESHOLD 8, NCCL_SIMPLE_THREAD_THRESHOLD 64 (comm.h); 512 for CollNet
+// Direct and Chain Simple (tuning.cc).
+std::int64_t nccl_thread_threshold(const NcclGraphEstimate& g, NcclAlgo a, NcclProto p) {
+  if (p == NcclProto::LL) return a == NcclAlgo::Ring ? 8 * static_cast<std::int64_t>(g.ranks) : 8;
+  if (p == NcclProto::LL128) return 8;
+  return a == NcclAlgo::CollNetDirect || a == NcclAlgo::CollNetChain ? 512 : 64;
+}
+
+}  // namespace
+
+int nccl_call_channels(const NcclGraphEstimate& g, NcclAlgo a, NcclProto p, std::uint64_t bytes) {
+  if (g.ranks <= 1) return 1;
+  if (a == NcclAlgo::Nvls || a == NcclAlgo::NvlsTree) return g.nvls_channels;
+  // NCCL multiplies in int; 64 bits here, which NCCL's int matches wherever it does not overflow.
+  const std::int64_t nt = nccl_max_threads(g, a, p);
+  std::int64_t threshold = nccl_thread_threshold(g, a, p);
+  const auto n = static_cast<std::int64_t>(std::min<std::uint64_t>(bytes, std::uint64_t{1} << 62));
+  int nc = comm_channels_of(g);
+  if (a == NcclAlgo::CollNetDirect) {
+    // CollNet channel tuning: steps of 16, 8, 4, 2, 1; the threshold halves at 1.5 x a step.
+    const std::int64_t heads = std::max(1, g.collnet_direct_channels);
+    bool more = true;
+    for (int step = 16; step >= 1 && more; step /= 2) {
+      while ((more = n < nc * nt * heads * threshold) && nc > step) {
+        if (nc == step + step / 2) threshold /= 2;
+        --nc;
+      }
+    }
+    return nc;
+  }
+  while (nc >= 2 && n < nc * nt * threshold) --nc;
+  return nc;
+}
+
 std::vector<NcclPrediction> nccl_predictions(const NcclGraphEstimate& g, std::uint64_t bytes, algo::Collective coll,
                                              algo::ReduceOp op) {
   const NcclTuneResult m = nccl_tune_model(g, coll, op);
@@ -1212,19 +1275,15 @@ std::vector<NcclPrediction> nccl_predictions(const NcclGraphEstimate& g, std::ui
     if (time_us <= 0.0 || g.ranks <= 1) return 0.0;
     return static_cast<double>(bytes) / (time_us * 1e3) * factor;
   };
-  const int comm_channels = g.comm_channels > 0
-                                ? g.comm_channels
-                                : std::min(nccl_tuning_tables(g.options.version).max_channels, 2 * g.channels);
   for (int ai = 0; ai < kNcclNumAlgos; ++ai)
     for (NcclProto p : {NcclProto::LL, NcclProto::LL128, NcclProto::Simple}) {
       const NcclAlgo a = static_cast<NcclAlgo>(ai);
       const double time = nccl_algo_time_us(g, m, a, p, bytes);
       if (time < 0.0) continue;
-      // topoGetAlgoInfo: NVLS / NVLSTree run on comm->nvlsChannels, the others on comm->nChannels.
-      const int channels = g.ranks <= 1                                       ? 1
-                           : (a == NcclAlgo::Nvls || a == NcclAlgo::NvlsTree) ? g.nvls_channels
-                                                                              : comm_channels;
-      out.push_back({std::string(to_string(a)), std::string(to_string(p)), time, busbw(time), channels});
+      // The time is NCCL's prediction, made for the full width; the call then runs on fewer
+      // channels when it is small (topoGetAlgoInfo, after the choice).
+      out.push_back({std::string(to_string(a)), std::string(to_string(p)), time, busbw(time),
+                     nccl_call_channels(g, a, p, bytes)});
     }
   return out;
 }

@@ -133,7 +133,7 @@ struct NcclPrediction {
   std::string protocol;     // "LL" | "LL128" | "Simple" (NCCL's ncclProtoStr)
   double time_us = 0.0;     // NCCL's predicted time
   double busbw_gbps = 0.0;  // nccl-tests busbw of that time: bytes / time * busbw_factor(collective, n)
-  int channels = 0;         // channels NCCL runs it with: comm->nChannels (Ring, Tree) or comm->nvlsChannels
+  int channels = 0;         // channels NCCL runs this call with (nccl_call_channels: fewer when small)
 };
 
 // NCCL's predicted time for each enabled (algorithm, protocol) of collective `c`, in NCCL's order
@@ -152,6 +152,17 @@ std::vector<NcclPrediction> nccl_predictions(const NcclGraphEstimate& g, std::ui
 // InputError when NCCL_ALGO / NCCL_PROTO leave nothing (NCCL: "no algorithm/protocol available").
 NcclPrediction nccl_choice(const NcclGraphEstimate& g, std::uint64_t bytes,
                            algo::Collective c = algo::Collective::AllReduce, algo::ReduceOp op = algo::ReduceOp::Sum);
+
+// The channels NCCL runs one call of algorithm `a` and protocol `p` with, for nBytes = `bytes`
+// (as nccl_predictions takes it): topoGetAlgoInfo in enqueue.cc (2.22.3 and 2.28.9 alike). NVLS
+// and NVLSTree run on comm->nvlsChannels. Ring, Tree and CollNet Chain start at comm->nChannels
+// and drop one channel at a time while nBytes < nc * nt * threadThreshold, down to 1; CollNet
+// Direct steps down 16, 8, 4, 2, 1 with its heads counted. nt is comm->maxThreads[a][p] and
+// threadThreshold comm->threadThresholds[a][p] (tuning.cc, defaults: see nccl_model.cpp). PAT
+// keeps comm->nChannels: tuning.cc sets no maxThreads for it, so the loop never runs. So a 1 KiB
+// Ring/Simple call runs on one channel, and full width needs 32 KiB per channel (Simple), 5 KiB
+// (LL128), 4 KiB times the rank count (Ring/LL). One rank: 1.
+int nccl_call_channels(const NcclGraphEstimate& g, NcclAlgo a, NcclProto p, std::uint64_t bytes);
 
 // --- The model's parts, exposed for tests and for tools that explain a choice ------------
 

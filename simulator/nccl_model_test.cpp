@@ -569,6 +569,51 @@ TEST_CASE("nccl_model: NCCL_MIN_NCHANNELS / NCCL_MAX_NCHANNELS bound comm->nChan
         find(nccl_predictions(all, 2 * kKiB), "Ring", "Simple").time_us);
 }
 
+TEST_CASE("nccl_model: a small call runs on fewer channels, as topoGetAlgoInfo lowers nc") {
+  // One DGX H100 (comm->nChannels 24, ring graph 12 x 30 GB/s > PCI_BW: Ring/Simple nt 512).
+  // nc drops while nBytes < nc * nt * threadThreshold: Simple 512 * 64 = 32 KiB per channel,
+  // LL128 640 * 8 = 5 KiB, Tree/LL 512 * 8 = 4 KiB, Ring/LL 512 * 8 * nRanks = 32 KiB on 8 ranks.
+  const NcclGraphEstimate g = estimate_nccl_graph(preset("dgx-h100", 1));
+  REQUIRE(g.comm_channels == 24);
+  CHECK(nccl_call_channels(g, NcclAlgo::Ring, NcclProto::Simple, 1 * kKiB) == 1);
+  CHECK(nccl_call_channels(g, NcclAlgo::Ring, NcclProto::Simple, 64 * kKiB - 1) == 1);
+  CHECK(nccl_call_channels(g, NcclAlgo::Ring, NcclProto::Simple, 64 * kKiB) == 2);
+  CHECK(nccl_call_channels(g, NcclAlgo::Ring, NcclProto::Simple, 320 * kKiB) == 10);
+  CHECK(nccl_call_channels(g, NcclAlgo::Ring, NcclProto::Simple, 24 * 32 * kKiB) == 24);
+  CHECK(nccl_call_channels(g, NcclAlgo::Ring, NcclProto::Simple, kGiB) == 24);
+  CHECK(nccl_call_channels(g, NcclAlgo::Ring, NcclProto::LL128, 50 * kKiB) == 10);
+  CHECK(nccl_call_channels(g, NcclAlgo::Tree, NcclProto::LL128, 50 * kKiB) == 10);
+  CHECK(nccl_call_channels(g, NcclAlgo::Ring, NcclProto::LL, 320 * kKiB) == 10);
+  CHECK(nccl_call_channels(g, NcclAlgo::Tree, NcclProto::LL, 40 * kKiB) == 10);
+  CHECK(nccl_call_channels(g, NcclAlgo::Tree, NcclProto::Simple, 320 * kKiB) == 10);
+  // NVLS keeps comm->nvlsChannels; PAT has no maxThreads entry, so it keeps comm->nChannels.
+  CHECK(nccl_call_channels(g, NcclAlgo::Nvls, NcclProto::Simple, 1 * kKiB) == g.nvls_channels);
+  CHECK(nccl_call_channels(g, NcclAlgo::Pat, NcclProto::Simple, 1 * kKiB) == 24);
+  // Ring/LL's threshold grows with the ranks: 128 x DGX H100 (1024 ranks, 16 channels) needs
+  // 512 * 8 * 1024 = 4 MiB per channel.
+  const NcclGraphEstimate big = estimate_nccl_graph(preset("dgx-h100", 128));
+  REQUIRE(big.comm_channels == 16);
+  CHECK(nccl_call_channels(big, NcclAlgo::Ring, NcclProto::LL, 4 * kMiB) == 1);
+  CHECK(nccl_call_channels(big, NcclAlgo::Ring, NcclProto::LL, 32 * kMiB) == 8);
+  CHECK(nccl_call_channels(big, NcclAlgo::Ring, NcclProto::LL, 64 * kMiB) == 16);
+  CHECK(nccl_call_channels(big, NcclAlgo::Tree, NcclProto::LL, 64 * kKiB) == 16);
+  // A PCIe box: ring graph bwIntra * nChannels <= 12 GB/s gives Ring/Simple 256 threads, so
+  // 16 KiB per channel.
+  NcclGraphEstimate pcie = g;
+  pcie.channels = 2;
+  pcie.bw_intra_gbps = 6.0;
+  pcie.comm_channels = 4;
+  CHECK(nccl_call_channels(pcie, NcclAlgo::Ring, NcclProto::Simple, 48 * kKiB) == 3);
+  CHECK(nccl_call_channels(pcie, NcclAlgo::Tree, NcclProto::Simple, 48 * kKiB) == 1);
+  // The NCCL model's predictions carry the count; the predicted time is NCCL's, full width.
+  CHECK(find(nccl_predictions(g, 64 * kKiB), "Ring", "Simple").channels == 2);
+  CHECK(find(nccl_predictions(g, kGiB), "Ring", "Simple").channels == 24);
+  // One rank: 1.
+  NcclGraphEstimate one = g;
+  one.ranks = 1;
+  CHECK(nccl_call_channels(one, NcclAlgo::Ring, NcclProto::Simple, kGiB) == 1);
+}
+
 TEST_CASE("nccl_model: bad NCCL environment and versions are input errors naming the value") {
   NcclModelOptions o;
   CHECK_THROWS_WITH_AS(set_nccl_env(o, "NCCL_MIN_NCHANNELS", "abc", "--nccl-env"),

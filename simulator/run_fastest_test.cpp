@@ -3,6 +3,8 @@
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 
+#include <cmath>
+
 #include "algorithms/registry.hpp"
 #include "simulator/engine.hpp"
 #include "simulator/nccl_model.hpp"
@@ -21,7 +23,7 @@ TEST_CASE("run_fastest: the analytic engine's reused path equals run() per proto
                         {"dgx-a100", 2, topo::FabricKind::RailFatTree},
                         {"dgx-h100", 4, topo::FabricKind::RailFatTree}};
   const std::unique_ptr<sim::Engine> engine = sim::make_engine("analytic");
-  std::uint64_t compared = 0, skipped = 0;
+  std::uint64_t compared = 0, skipped = 0, none_left = 0;
   for (const Case& k : cases) {
     const topo::Topology t = sim::testing::load(k.preset, k.nodes, k.fabric);
     const algo::Layout layout = algo::layout_of(t);
@@ -56,9 +58,22 @@ TEST_CASE("run_fastest: the analytic engine's reused path equals run() per proto
           CHECK(fast.transfers == plain.transfers);
           ++compared;
           skipped += fast.runs_skipped;
+          // Told the fastest's own time (another run's exact time, SimOptions::faster_than_s):
+          // the same answer. Told half of it: never an answer below the true one; runs that
+          // needed the walk may be left, and when none is left the time is infinite.
+          sim::SimOptions told;
+          told.faster_than_s = plain.time_s;
+          std::size_t won_told = cs.size();
+          CHECK(engine->run_fastest(t, s, cs, told, won_told).time_s == plain.time_s);
+          CHECK(won_told == plain_won);
+          told.faster_than_s = plain.time_s * 0.5;
+          const sim::SimResult half = engine->run_fastest(t, s, cs, told, won_told);
+          CHECK(half.time_s >= plain.time_s);
+          if (!std::isfinite(half.time_s)) ++none_left;
         }
   }
   CHECK(compared > 50);
   // The cases include runs that need the walk and cannot win: the skipping path is exercised.
   CHECK(skipped > 0);
+  CHECK(none_left > 0);
 }

@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
+#include <optional>
 #include <utility>
 
 #include "algorithms/registry.hpp"
@@ -46,32 +48,48 @@ records::Record simulated_base(const topo::Topology& t, const std::string& engin
   return base;
 }
 
-SimulatedPoint simulate_point(Engine& engine, const topo::Topology& t, const algo::Schedule& schedule,
-                              const ProtocolSet& protocols, const records::Record& base, const std::string& algorithm,
-                              std::uint64_t bytes, std::uint64_t count, algo::DataType dtype,
-                              const SimOptions& options) {
-  SimulatedPoint p;
-  // Every protocol; the fastest wins (the first in LL, LL128, Simple order on a tie). Schedules
-  // with in-network reduction run Simple only, as NCCL's NVLS, NVLSTree and CollNet do
-  // (tuning.cc: those algorithms get no LL / LL128 entry; the multimem and SHARP paths move
-  // whole buffers, not flagged lines).
-  const bool simple_only = schedule.uses_switch();
-  if (simple_only &&
+namespace {
+
+// Schedules with in-network reduction run Simple only, as NCCL's NVLS, NVLSTree and CollNet do
+// (tuning.cc: those algorithms get no LL / LL128 entry; the multimem and SHARP paths move whole
+// buffers, not flagged lines). InputError when the protocols asked exclude Simple.
+void check_switch_protocols(const algo::Schedule& schedule, const ProtocolSet& protocols,
+                            const std::string& algorithm) {
+  if (schedule.uses_switch() &&
       std::find(protocols.protocols.begin(), protocols.protocols.end(), Protocol::Simple) == protocols.protocols.end())
     throw InputError(
         fmt::format("{}: in-network reduction runs the Simple protocol only (as NCCL's NVLS and "
                     "CollNet); the protocols asked exclude it",
                     algorithm));
+}
+
+// Runs `schedule` under the protocols of `protocols` that `take` admits (indices into it); the
+// fastest's index in protocols goes to `won`.
+SimResult run_protocols(Engine& engine, const topo::Topology& t, const algo::Schedule& schedule,
+                        const ProtocolSet& protocols, const std::vector<std::size_t>& take, const SimOptions& options,
+                        std::size_t& won) {
   std::vector<const Calibration*> runs;
-  std::vector<std::size_t> index;  // of each run in protocols
-  for (std::size_t i = 0; i < protocols.calibrations.size(); ++i) {
-    if (simple_only && protocols.protocols[i] != Protocol::Simple) continue;
-    runs.push_back(&protocols.calibrations[i]);
-    index.push_back(i);
-  }
+  for (std::size_t i : take) runs.push_back(&protocols.calibrations[i]);
   std::size_t run_won = 0;
-  p.result = engine.run_fastest(t, schedule, runs, options, run_won);
-  const std::size_t won = index[run_won];
+  SimResult r = engine.run_fastest(t, schedule, runs, options, run_won);
+  won = take[run_won];
+  return r;
+}
+
+// The protocols a schedule runs under: all, or Simple alone for in-network reduction.
+std::vector<std::size_t> admitted(const algo::Schedule& schedule, const ProtocolSet& protocols) {
+  std::vector<std::size_t> take;
+  for (std::size_t i = 0; i < protocols.protocols.size(); ++i)
+    if (!schedule.uses_switch() || protocols.protocols[i] == Protocol::Simple) take.push_back(i);
+  return take;
+}
+
+// The record of a point from its fastest run (protocol `won` of protocols).
+SimulatedPoint finish_point(SimResult result, std::size_t won, const algo::Schedule& schedule, const topo::Topology& t,
+                            const ProtocolSet& protocols, const records::Record& base, const std::string& algorithm,
+                            std::uint64_t bytes, std::uint64_t count, algo::DataType dtype) {
+  SimulatedPoint p;
+  p.result = std::move(result);
   const algo::Collective collective = schedule.args().collective;
   const double factor = algo::busbw_factor(collective, t.num_ranks());
   records::Record& rec = p.record;
@@ -91,6 +109,70 @@ SimulatedPoint simulate_point(Engine& engine, const topo::Topology& t, const alg
   rec.busbw_gbps = rec.algbw_gbps * factor;
   rec.protocol = std::string(to_string(protocols.protocols[won]));
   return p;
+}
+
+}  // namespace
+
+SimulatedPoint simulate_point(Engine& engine, const topo::Topology& t, const algo::Schedule& schedule,
+                              const ProtocolSet& protocols, const records::Record& base, const std::string& algorithm,
+                              std::uint64_t bytes, std::uint64_t count, algo::DataType dtype,
+                              const SimOptions& options) {
+  // Every protocol; the fastest wins (the first in LL, LL128, Simple order on a tie).
+  check_switch_protocols(schedule, protocols, algorithm);
+  std::size_t won = 0;
+  SimResult r = run_protocols(engine, t, schedule, protocols, admitted(schedule, protocols), options, won);
+  return finish_point(std::move(r), won, schedule, t, protocols, base, algorithm, bytes, count, dtype);
+}
+
+std::vector<int> protocol_channels(const NcclGraphEstimate& nccl, const ProtocolSet& protocols, const algo::Schedule& s,
+                                   const ChannelRule& rule, std::uint64_t bytes) {
+  std::vector<int> out(protocols.protocols.size(), rule.channels);
+  if (!rule.per_call || s.uses_switch()) return out;
+  bool tree = s.num_channels() > 0;
+  for (int c = 0; c < s.num_channels(); ++c) tree = tree && s.pattern(c) == algo::ChannelPattern::Tree;
+  const NcclAlgo a = tree ? NcclAlgo::Tree : NcclAlgo::Ring;
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    const auto p = static_cast<NcclProto>(static_cast<int>(protocols.protocols[i]));
+    out[i] = std::clamp(nccl_call_channels(nccl, a, p, bytes), 1, rule.channels);
+  }
+  return out;
+}
+
+SimulatedPoint simulate_point(Engine& engine, const topo::Topology& t, const ScheduleMaker& make,
+                              const ChannelRule& rule, const NcclGraphEstimate& nccl, const ProtocolSet& protocols,
+                              const records::Record& base, const std::string& algorithm, std::uint64_t bytes,
+                              std::uint64_t count, algo::DataType dtype, const SimOptions& options) {
+  const algo::Schedule full = make(rule.channels);
+  if (!rule.per_call) return simulate_point(engine, t, full, protocols, base, algorithm, bytes, count, dtype, options);
+  check_switch_protocols(full, protocols, algorithm);
+  const std::vector<int> channels = protocol_channels(nccl, protocols, full, rule, bytes);
+  const std::vector<std::size_t> take = admitted(full, protocols);
+  // One run per distinct channel count, widest first; a tie goes to the earlier protocol.
+  std::vector<int> counts;
+  for (std::size_t i : take)
+    if (std::find(counts.begin(), counts.end(), channels[i]) == counts.end()) counts.push_back(channels[i]);
+  std::sort(counts.rbegin(), counts.rend());
+  std::optional<algo::Schedule> best_schedule;
+  SimResult best;
+  std::size_t best_won = 0;
+  for (int nc : counts) {
+    std::vector<std::size_t> group;
+    for (std::size_t i : take)
+      if (channels[i] == nc) group.push_back(i);
+    algo::Schedule s = nc == rule.channels ? full : make(nc);
+    // A group whose runs all lie above the best so far need not finish (SimOptions).
+    SimOptions o = options;
+    if (best_schedule) o.faster_than_s = best.time_s;
+    std::size_t won = 0;
+    SimResult r = run_protocols(engine, t, s, protocols, group, o, won);
+    if (!std::isfinite(r.time_s)) continue;
+    if (!best_schedule || r.time_s < best.time_s || (r.time_s == best.time_s && won < best_won)) {
+      best = std::move(r);
+      best_won = won;
+      best_schedule = std::move(s);
+    }
+  }
+  return finish_point(std::move(best), best_won, *best_schedule, t, protocols, base, algorithm, bytes, count, dtype);
 }
 
 records::Record nccl_model_point(const NcclGraphEstimate& nccl, const records::Record& base, std::uint64_t bytes,

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -49,6 +50,34 @@ SimulatedPoint simulate_point(Engine& engine, const topo::Topology& t, const alg
                               const ProtocolSet& protocols, const records::Record& base, const std::string& algorithm,
                               std::uint64_t bytes, std::uint64_t count, algo::DataType dtype,
                               const SimOptions& options = {});
+
+// How many channels a point's schedule gets: `channels` for every call, or, with per_call (what
+// `--channels nccl` asks), for each protocol the count NCCL gives a call of that size and
+// protocol (nccl_call_channels: Ring's rule for pipeline schedules, Tree's when every channel of
+// the schedule is a tree), at most `channels`. Schedules with in-network reduction keep
+// `channels`.
+struct ChannelRule {
+  int channels = 2;
+  bool per_call = false;
+};
+
+// The schedule of the point's algorithm at a channel count (the caller's generator with its
+// layout, call and tuning, the channels replaced).
+using ScheduleMaker = std::function<algo::Schedule(int channels)>;
+
+// simulate_point for a generated algorithm: make(rule.channels) alone when the rule is fixed;
+// with per_call, one schedule per distinct channel count of the protocols (the full one reused),
+// each run under its protocols, the fastest kept (the first in LL, LL128, Simple order on a tie).
+// The record's channels are the winning run's.
+SimulatedPoint simulate_point(Engine& engine, const topo::Topology& t, const ScheduleMaker& make,
+                              const ChannelRule& rule, const NcclGraphEstimate& nccl, const ProtocolSet& protocols,
+                              const records::Record& base, const std::string& algorithm, std::uint64_t bytes,
+                              std::uint64_t count, algo::DataType dtype, const SimOptions& options = {});
+
+// The channels each protocol of `protocols` runs `s` with under `rule` for a call of `bytes`
+// (the rule above; s is the schedule at rule.channels).
+std::vector<int> protocol_channels(const NcclGraphEstimate& nccl, const ProtocolSet& protocols, const algo::Schedule& s,
+                                   const ChannelRule& rule, std::uint64_t bytes);
 
 // Stock NCCL's choice for the call nccl-tests runs at `-b bytes` of `collective` (sizes and counts
 // by algo::nccl_tests_args: the record's size_bytes is nccl_tests_bytes of it) by its own tuning

@@ -76,6 +76,63 @@ TEST_CASE("sweep: simulate_point gives the record `topocoll sim` prints for one 
   CHECK(pt.result.time_s == fastest);
 }
 
+TEST_CASE("sweep: per-call channels give each protocol NCCL's count for the call, the fastest kept") {
+  // One DGX H100 (comm->nChannels 24): a 64 KiB ring runs LL on 2 channels (512 * 8 * 8 ranks
+  // = 32 KiB per channel), LL128 on 12 (5 KiB), Simple on 2 (32 KiB); a dbt is a tree (LL on 16,
+  // 4 KiB). Each run equals the schedule at that count simulated alone.
+  topo::TopologyOptions o;
+  o.topology = "dgx-h100";
+  o.merge_nvswitch_planes = true;  // as `topocoll sim`
+  const topo::Topology t = topo::load_topology(o);
+  const sim::NcclGraphEstimate nccl = sim::estimate_nccl_graph(t);
+  const sim::Calibration calib = sim::base_calibration();
+  const sim::ProtocolSet protocols = sim::protocol_set(nccl, calib, "", "--protocol");
+  REQUIRE(protocols.protocols.size() == 3);
+  const records::Record base = sim::simulated_base(t, "analytic", "dgx-h100", algo::ReduceOp::Sum, 512 * 1024, "");
+  const std::unique_ptr<sim::Engine> engine = sim::make_engine("analytic");
+  const sim::ChannelRule rule{sim::nccl_channels(nccl), true};
+  REQUIRE(rule.channels == 24);
+  const std::uint64_t bytes = 64 * 1024;
+  const algo::CollectiveArgs args =
+      algo::CollectiveArgs::allreduce(bytes / 4, algo::DataType::Float32, algo::ReduceOp::Sum, t.num_ranks());
+  for (const char* name : {"ring", "dbt"}) {
+    CAPTURE(name);
+    const algo::Algorithm& alg = algo::find_algorithm(name);
+    int made = 0;
+    const sim::ScheduleMaker make = [&](int channels) {
+      ++made;
+      algo::Tuning tuning;
+      tuning.channels = channels;
+      tuning.slice_bytes = 512 * 1024;
+      return alg.generate(algo::layout_of(t), args, tuning);
+    };
+    const std::vector<int> channels = sim::protocol_channels(nccl, protocols, make(24), rule, bytes);
+    const std::vector<int> expected =
+        std::string(name) == "ring" ? std::vector<int>{2, 12, 2} : std::vector<int>{16, 12, 2};
+    CHECK(channels == expected);
+    made = 0;
+    const sim::SimulatedPoint pt = sim::simulate_point(*engine, t, make, rule, nccl, protocols, base, name, bytes,
+                                                       args.count, algo::DataType::Float32);
+    CHECK(made == (std::string(name) == "ring" ? 3 : 4));  // 24 (for its pattern), then each count below
+    double fastest = 0.0;
+    int fastest_channels = 0;
+    for (std::size_t i = 0; i < protocols.protocols.size(); ++i) {
+      const double ti = engine->run(t, make(channels[i]), protocols.calibrations[i], {}).time_s;
+      if (i == 0 || ti < fastest) {
+        fastest = ti;
+        fastest_channels = channels[i];
+      }
+    }
+    CHECK(pt.result.time_s == fastest);
+    CHECK(pt.record.channels == fastest_channels);
+    // A fixed rule runs every protocol on the full width, as before.
+    const sim::SimulatedPoint fixed =
+        sim::simulate_point(*engine, t, make, sim::ChannelRule{24, false}, nccl, protocols, base, name, bytes,
+                            args.count, algo::DataType::Float32);
+    CHECK(fixed.record.channels == 24);
+  }
+}
+
 TEST_CASE("sweep: nccl_model_point is stock NCCL's choice as a model record") {
   Pcie8 p;
   const records::Record r = sim::nccl_model_point(p.nccl, p.base, 2097152, algo::DataType::Float32);

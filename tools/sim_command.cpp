@@ -230,6 +230,12 @@ int sim_command(const SimArgs& a, std::ostream& out) {
   const bool nccl_rows = nccl && collective != algo::Collective::AllToAll && collective != algo::Collective::AllToAllV;
   if (nccl_rows) (void)sim::nccl_tune_model(*nccl, collective, op);
   tuning.channels = channels_option(a.channels, nccl_estimate);
+  // --channels nccl: each call on the channels NCCL gives a call of its size and protocol (at
+  // most tuning.channels); a number: that many for every call.
+  const sim::ChannelRule channel_rule{tuning.channels, a.channels == "nccl"};
+  const std::string channels_note = channel_rule.per_call
+                                        ? fmt::format("channels per call as NCCL's, at most {}", tuning.channels)
+                                        : fmt::format("channels {}", tuning.channels);
 
   // Protocols: --protocol, else the calibration file's "protocol", else "auto": every protocol
   // NCCL would enable on this topology (LL and Simple always; LL128 by NCCL's own rule, see
@@ -384,12 +390,12 @@ int sim_command(const SimArgs& a, std::ostream& out) {
       *sink << fmt::format("#\n# {}: {} ({})\n#{:>12} {:>12} {:>8} {:>6} {:>12} {:>10} {:>10} {:>7}\n", alg->name,
                            alg->description,
                            file_of(alg) ? std::string("channels and slices as the file gives them")
-                                        : fmt::format("channels {}, slice {} B", tuning.channels, tuning.slice_bytes),
+                                        : fmt::format("{}, slice {} B", channels_note, tuning.slice_bytes),
                            "size", "count", "type", "redop", "time(us)", "algbw", "busbw", "proto");
     if (tables)
       tables->begin(alg->name, file_of(alg) ? alg->description + ", channels and slices as the file gives them"
-                                            : fmt::format("{}, channels {}, slice {} B", alg->description,
-                                                          tuning.channels, tuning.slice_bytes));
+                                            : fmt::format("{}, {}, slice {} B", alg->description, channels_note,
+                                                          tuning.slice_bytes));
     for (const algo::CollectiveArgs& args : points) {
       const std::uint64_t bytes = algo::nccl_tests_bytes(args);
       const algo::Support s = alg->supports(layout, args, tuning);
@@ -409,7 +415,6 @@ int sim_command(const SimArgs& a, std::ostream& out) {
         progress.add(1);
         continue;
       }
-      const algo::Schedule sched = alg->generate(layout, args, tuning);
       sim::SimOptions so;
       // The trace covers one run: --trace-algorithm (default the first) at --trace-size
       // (default the largest).
@@ -417,8 +422,15 @@ int sim_command(const SimArgs& a, std::ostream& out) {
       so.trace_ranks = trace_ranks;
       so.simgrid_fast_paths = !a.simgrid_plain;
       so.symmetry = !a.no_symmetry;
-      sim::SimulatedPoint p =
-          sim::simulate_point(*engine, t, sched, protocols, base, alg->name, bytes, args.count, dtype, so);
+      // A schedule file keeps its channels; a generated algorithm gets channel_rule's.
+      const sim::ChannelRule rule = file ? sim::ChannelRule{tuning.channels, false} : channel_rule;
+      const sim::ScheduleMaker make = [&](int channels) {
+        algo::Tuning at = tuning;
+        at.channels = channels;
+        return alg->generate(layout, args, at);
+      };
+      sim::SimulatedPoint p = sim::simulate_point(*engine, t, make, rule, nccl_estimate, protocols, base, alg->name,
+                                                  bytes, args.count, dtype, so);
       if (file) p.record.slice_bytes = 0;  // a schedule file slices as it says, not by --slice
       if (so.trace) {
         trace = std::move(p.result.trace);

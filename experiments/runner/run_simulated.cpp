@@ -94,8 +94,10 @@ void run_simulated(const ExpSpec& s, const std::string& commit, const Existing& 
           };
           for (const std::string& ch : s.channels) {
             algo::Tuning tuning;
-            // "nccl": the channels stock NCCL runs with on this topology, as scripts/validate uses.
+            // "nccl": each call on the channels stock NCCL gives a call of its size and protocol on
+            // this topology (at most comm->nChannels), as `topocoll sim --channels nccl`.
             tuning.channels = ch == "nccl" ? sim::nccl_channels(nccl) : std::stoi(ch);
+            const sim::ChannelRule rule{tuning.channels, ch == "nccl"};
             tuning.slice_bytes = slice;
             for (const std::string& a : s.run_names()) {
               const algo::Algorithm* file_alg = s.file_algorithm(a);
@@ -120,10 +122,18 @@ void run_simulated(const ExpSpec& s, const std::string& commit, const Existing& 
                     continue;
                   }
                   // Simulated engines are deterministic: the repetitions of a point share one run.
-                  if (!simulated)
-                    simulated = sim::simulate_point(*engine, t, alg.generate(layout, args, tuning), protocols, base, a,
-                                                    bytes, args.count, dtype)
+                  if (!simulated) {
+                    const sim::ScheduleMaker make = [&](int channels) {
+                      algo::Tuning at = tuning;
+                      at.channels = channels;
+                      return alg.generate(layout, args, at);
+                    };
+                    // A schedule file keeps its own channels.
+                    const sim::ChannelRule point_rule = file_alg ? sim::ChannelRule{tuning.channels, false} : rule;
+                    simulated = sim::simulate_point(*engine, t, make, point_rule, nccl, protocols, base, a, bytes,
+                                                    args.count, dtype)
                                     .record;
+                  }
                   records::Record rec = *simulated;
                   if (file_alg) rec.slice_bytes = 0;  // a schedule file slices as it says
                   rec.repetition = rep;
