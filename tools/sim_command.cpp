@@ -14,6 +14,7 @@
 
 #include "algorithms/registry.hpp"
 #include "algorithms/schedule_file.hpp"
+#include "common/build_info.hpp"
 #include "common/cli_io.hpp"
 #include "common/errors.hpp"
 #include "common/nccl_tests_table.hpp"
@@ -351,6 +352,7 @@ int sim_command(const SimArgs& a, std::ostream& out) {
   std::map<std::uint64_t, std::pair<std::string, double>> best;  // size (nccl-tests') -> (algorithm, time)
   std::vector<sim::TraceEvent> trace;
   bool traced = false;
+  std::string trace_run;  // the traced run's protocol and channels: "Simple x16"
   std::string trace_algorithm;
   std::uint64_t trace_bytes = 0;
   if (!a.trace.empty()) {
@@ -435,6 +437,7 @@ int sim_command(const SimArgs& a, std::ostream& out) {
       if (so.trace) {
         trace = std::move(p.result.trace);
         traced = true;
+        trace_run = fmt::format("{} x{}", *p.record.protocol, p.record.channels);
       }
       const records::Record& rec = p.record;
       auto& b = best[bytes];
@@ -521,7 +524,9 @@ int sim_command(const SimArgs& a, std::ostream& out) {
                    {"ranks", std::to_string(t.num_ranks())},
                    {"engine", engine->name()},
                    {"calibration", calib.source},
-                   {"topocoll_version", base.version}};
+                   {"topocoll_version", base.version},
+                   {"commit", std::string(build_commit())},
+                   {"protocol_channels", trace_run}};
     std::string written;
     for (const auto& [lo, hi] : trace_ranks)
       written += (written.empty() ? "" : ",") + (lo == hi ? std::to_string(lo) : fmt::format("{}-{}", lo, hi));

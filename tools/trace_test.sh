@@ -44,6 +44,10 @@ if traced ring-meta -- -t pcie-8gpu --algorithm ring -b 64K -e 64K --channels 2 
   check '[ $rc -eq 0 ] && [ "$sends" -gt 0 ]' "ring flows: $(cat "$tmp/check") ($sends sends)"
   check 'grep -q "\"otherData\": {\"algorithm\":\"ring\"" "$tmp/ring-meta.json" && grep -q "\"engine\":\"analytic\"" "$tmp/ring-meta.json" && grep -q "\"size_bytes\":\"65536\"" "$tmp/ring-meta.json"' \
     "trace metadata: $(head -c 300 "$tmp/ring-meta.json")"
+  # The build's commit (12 hex digits, or "unknown" outside a checkout) and the traced run's
+  # protocol and channels.
+  check 'grep -Eq "\"commit\":\"([0-9a-f]{12}(\+uncommitted changes)?|unknown)\"" "$tmp/ring-meta.json" && grep -Eq "\"protocol_channels\":\"(LL|LL128|Simple) x2\"" "$tmp/ring-meta.json"' \
+    "trace metadata commit and protocol: $(head -c 400 "$tmp/ring-meta.json")"
 fi
 # --trace-algorithm / --trace-size: the second algorithm at the smallest size.
 if traced choose -- -t pcie-8gpu --algorithm ring,dbt -b 1K -e 64K --trace-algorithm dbt --trace-size 1K; then
