@@ -147,11 +147,12 @@ SimulatedPoint simulate_point(Engine& engine, const topo::Topology& t, const Sch
   check_switch_protocols(full, protocols, algorithm);
   const std::vector<int> channels = protocol_channels(nccl, protocols, full, rule, bytes);
   const std::vector<std::size_t> take = admitted(full, protocols);
-  // One run per distinct channel count, widest first; a tie goes to the earlier protocol.
+  // One run per distinct channel count, narrowest (cheapest) first, so that its exact time
+  // bounds the wider counts' walks; a tie goes to the earlier protocol.
   std::vector<int> counts;
   for (std::size_t i : take)
     if (std::find(counts.begin(), counts.end(), channels[i]) == counts.end()) counts.push_back(channels[i]);
-  std::sort(counts.rbegin(), counts.rend());
+  std::sort(counts.begin(), counts.end());
   std::optional<algo::Schedule> best_schedule;
   SimResult best;
   std::size_t best_won = 0;
