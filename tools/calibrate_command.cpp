@@ -4,10 +4,12 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <fstream>
 #include <iostream>
 #include <limits>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 
@@ -73,6 +75,9 @@ class Cluster {
     tuning_.slice_bytes = cli::parse_size(slice, "--slice");
     if (tuning_.slice_bytes == 0) throw InputError("--slice 0: expected at least 1 byte");
     tuning_.channels = channels_option(channels, nccl_);
+    // As `sim`: --channels nccl gives each call and protocol NCCL's count for it.
+    rule_ = sim::ChannelRule{tuning_.channels, channels == "nccl"};
+    const sim::ProtocolSet ps = sim::protocol_set(nccl_, sim::base_calibration(), "auto", "--protocol");
     engine_ = sim::make_engine("analytic");
     const algo::Layout layout = algo::layout_of(*t_);
     const std::string list = !algorithm_list.empty()            ? algorithm_list
@@ -89,7 +94,19 @@ class Cluster {
       counts_.push_back(args.count);
       for (const algo::Algorithm* alg : algo::select_algorithms(list, c)) {
         if (args.count == 0 || !alg->supports(layout, args, tuning_).ok) continue;
-        schedules_[i].push_back({alg->name, alg->generate(layout, args, tuning_)});
+        Generated g{alg->name, {}, {}};
+        const algo::Schedule full = alg->generate(layout, args, tuning_);
+        const std::vector<int> per = sim::protocol_channels(nccl_, ps, full, rule_, sizes[i]);
+        g.by_channels.emplace(tuning_.channels, full);  // simulate_point reads the full width's pattern
+        for (std::size_t j = 0; j < ps.protocols.size(); ++j) {
+          g.channels[static_cast<std::size_t>(ps.protocols[j])] = per[j];
+          if (!g.by_channels.count(per[j])) {
+            algo::Tuning at = tuning_;
+            at.channels = per[j];
+            g.by_channels.emplace(per[j], alg->generate(layout, args, at));
+          }
+        }
+        schedules_[i].push_back(std::move(g));
       }
       if (schedules_[i].empty())
         throw InputError(
@@ -109,9 +126,11 @@ class Cluster {
     std::vector<double> out(sizes_.size(), std::numeric_limits<double>::infinity());
     if (winner) winner->assign(sizes_.size(), "");
     for (std::size_t i = 0; i < sizes_.size(); ++i)
-      for (const auto& [name, s] : schedules_[i]) {
-        const sim::SimulatedPoint p =
-            sim::simulate_point(*engine_, *t_, s, ps, base_, name, sizes_[i], counts_[i], algo::DataType::Float32);
+      for (const Generated& g : schedules_[i]) {
+        const sim::ScheduleMaker make = [&](int c) { return g.by_channels.at(c); };
+        const sim::SimulatedPoint p = sim::simulate_point(*engine_, *t_, make, rule_, nccl_, ps, base_, g.name,
+                                                          sizes_[i], counts_[i], algo::DataType::Float32);
+        const std::string& name = g.name;
         if (p.record.time_us < out[i]) {
           out[i] = p.record.time_us;
           if (winner) (*winner)[i] = name + "/" + p.record.protocol.value_or("");
@@ -129,7 +148,8 @@ class Cluster {
       std::vector<std::pair<double, Candidate>> all;
       for (std::size_t k = 0; k < schedules_[i].size(); ++k)
         for (std::size_t j = 0; j < ps.protocols.size(); ++j) {
-          if (schedules_[i][k].second.uses_switch() && ps.protocols[j] != sim::Protocol::Simple) continue;
+          if (schedules_[i][k].by_channels.begin()->second.uses_switch() && ps.protocols[j] != sim::Protocol::Simple)
+            continue;
           all.push_back({device_time(k, i, ps.protocols[j], ps.calibrations[j]), {k, ps.protocols[j]}});
         }
       double best = std::numeric_limits<double>::infinity();
@@ -157,9 +177,10 @@ class Cluster {
     one.protocols = {p};
     one.calibrations = {c};
     one.calibrations[0].host_call_us = 0.0;
-    const auto& [name, s] = schedules_[i][k];
+    const Generated& g = schedules_[i][k];
+    const algo::Schedule& s = g.by_channels.at(g.channels[static_cast<std::size_t>(p)]);
     const sim::SimulatedPoint r =
-        sim::simulate_point(*engine_, *t_, s, one, base_, name, sizes_[i], counts_[i], algo::DataType::Float32);
+        sim::simulate_point(*engine_, *t_, s, one, base_, g.name, sizes_[i], counts_[i], algo::DataType::Float32);
     return r.record.device_time_us.value_or(r.record.time_us);
   }
 
@@ -172,7 +193,14 @@ class Cluster {
   std::unique_ptr<sim::Engine> engine_;
   records::Record base_;
   std::vector<std::string> names_;
-  std::vector<std::vector<std::pair<std::string, algo::Schedule>>> schedules_;
+  // A candidate algorithm at one size: its schedule at each channel count a protocol runs it with.
+  struct Generated {
+    std::string name;
+    std::map<int, algo::Schedule> by_channels;
+    std::array<int, 3> channels{};  // by sim::Protocol
+  };
+  sim::ChannelRule rule_;
+  std::vector<std::vector<Generated>> schedules_;
 };
 
 sim::Calibration with_params(sim::Calibration c, const FitParams& p) {
