@@ -282,4 +282,18 @@ print("%.3f" % (t["ring"] / t["nvls"]))' "$tmp/out")
   fi
 done
 
+# --- --jobs: points run ahead on several threads, the output as with one -----------------
+# Every algorithm of the registry (one not supported here prints its line), each format but
+# jsonl (its records carry the date), and an error mid-sweep.
+for fmt in table csv nccl-tests; do
+  "$bin" sim --topology dgx-a100 --nodes 2 --algorithm all -b 1K -e 64M -f 8 --format "$fmt" -j 1 >"$tmp/j1" 2>/dev/null
+  rc1=$?
+  "$bin" sim --topology dgx-a100 --nodes 2 --algorithm all -b 1K -e 64M -f 8 --format "$fmt" -j 3 >"$tmp/j3" 2>/dev/null
+  rc3=$?
+  check '[ $rc1 -eq 0 ] && [ $rc3 -eq 0 ] && [ -s "$tmp/j1" ] && cmp -s "$tmp/j1" "$tmp/j3"' \
+    "sim --format $fmt: -j 1 (exit $rc1) and -j 3 (exit $rc3) differ: $(diff "$tmp/j1" "$tmp/j3" | head -5)"
+done
+expect_error "--jobs -1: expected 0 (the machine's threads) or more" sim --topology dgx-h100 -b 1M -e 1M -j -1
+expect_error "nvls is not supported on dgx-a100" sim --topology dgx-a100 --nodes 2 --algorithm ring,nvls -b 1K -e 1M -j 2
+
 summary cli

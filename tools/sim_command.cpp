@@ -8,9 +8,11 @@
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <map>
 #include <set>
+#include <thread>
 
 #include "algorithms/registry.hpp"
 #include "algorithms/schedule_file.hpp"
@@ -18,6 +20,7 @@
 #include "common/cli_io.hpp"
 #include "common/errors.hpp"
 #include "common/nccl_tests_table.hpp"
+#include "common/ordered_pool.hpp"
 #include "common/progress.hpp"
 #include "common/records.hpp"
 #include "simulator/engine.hpp"
@@ -351,7 +354,6 @@ int sim_command(const SimArgs& a, std::ostream& out) {
   const int row_root = algo::rooted(collective) ? root : -1;
   std::map<std::uint64_t, std::pair<std::string, double>> best;  // size (nccl-tests') -> (algorithm, time)
   std::vector<sim::TraceEvent> trace;
-  bool traced = false;
   std::string trace_run;  // the traced run's protocol and channels: "Simple x16"
   std::string trace_algorithm;
   std::uint64_t trace_bytes = 0;
@@ -383,6 +385,54 @@ int sim_command(const SimArgs& a, std::ostream& out) {
   const std::vector<std::pair<int, int>> trace_ranks = a.trace_ranks.empty()
                                                            ? sim::default_trace_ranks(t.num_ranks())
                                                            : sim::parse_rank_ranges(a.trace_ranks, t.num_ranks());
+  // The points to simulate, in the order they are printed: each supported (algorithm, size). The
+  // trace covers one run: --trace-algorithm (default the first) at --trace-size (default the
+  // largest).
+  struct Task {
+    const algo::Algorithm* alg;
+    const algo::CollectiveArgs* args;
+    bool trace;
+  };
+  std::vector<Task> tasks;
+  for (const algo::Algorithm* alg : algorithms)
+    for (const algo::CollectiveArgs& args : points)
+      if (alg->supports(layout, args, tuning).ok) {
+        const bool trace = !a.trace.empty() && alg->name == trace_algorithm &&
+                           algo::nccl_tests_bytes(args) == trace_bytes &&
+                           std::none_of(tasks.begin(), tasks.end(), [](const Task& k) { return k.trace; });
+        tasks.push_back({alg, &args, trace});
+      }
+  // They run ahead on --jobs workers (the analytic engine; default the machine's hardware
+  // threads), each with an engine of its own; the loop below takes each result in order, so the
+  // output is the same for any --jobs. SimGrid runs one point at a time (its runs fork).
+  if (a.jobs < 0) throw InputError(fmt::format("--jobs {}: expected 0 (the machine's threads) or more", a.jobs));
+  const int jobs = a.engine != "analytic" ? 1
+                   : a.jobs > 0           ? a.jobs
+                                          : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  std::vector<std::unique_ptr<sim::Engine>> engines;
+  engines.push_back(std::move(engine));
+  for (int w = 1; w < jobs; ++w) engines.push_back(sim::make_engine(a.engine));
+  const std::function<sim::SimulatedPoint(std::size_t, int)> simulate_task = [&](std::size_t i, int worker) {
+    const Task& k = tasks[i];
+    const algo::Algorithm* alg = k.alg;
+    const algo::CollectiveArgs& args = *k.args;
+    sim::SimOptions so;
+    so.trace = k.trace;
+    so.trace_ranks = trace_ranks;
+    so.simgrid_fast_paths = !a.simgrid_plain;
+    so.symmetry = !a.no_symmetry;
+    // A schedule file keeps its channels; a generated algorithm gets channel_rule's.
+    const sim::ChannelRule rule = file_of(alg) ? sim::ChannelRule{tuning.channels, false} : channel_rule;
+    const sim::ScheduleMaker make = [&](int channels) {
+      algo::Tuning at = tuning;
+      at.channels = channels;
+      return alg->generate(layout, args, at);
+    };
+    return sim::simulate_point(*engines[static_cast<std::size_t>(worker)], t, make, rule, nccl_estimate, protocols,
+                               base, alg->name, algo::nccl_tests_bytes(args), args.count, dtype, so);
+  };
+  OrderedPool<sim::SimulatedPoint> pool(tasks.size(), jobs, simulate_task);
+  std::size_t next_task = 0;
   // Progress on stderr for a long sweep (nothing for one that ends within 5 s, or
   // TOPOCOLL_PROGRESS_AFTER seconds; --quiet: never).
   cli::Progress progress("sim", "points", algorithms.size() * points.size(), 0, a.quiet, cli::progress_delay());
@@ -417,26 +467,13 @@ int sim_command(const SimArgs& a, std::ostream& out) {
         progress.add(1);
         continue;
       }
-      sim::SimOptions so;
-      // The trace covers one run: --trace-algorithm (default the first) at --trace-size
-      // (default the largest).
-      so.trace = !a.trace.empty() && !traced && alg->name == trace_algorithm && bytes == trace_bytes;
-      so.trace_ranks = trace_ranks;
-      so.simgrid_fast_paths = !a.simgrid_plain;
-      so.symmetry = !a.no_symmetry;
-      // A schedule file keeps its channels; a generated algorithm gets channel_rule's.
-      const sim::ChannelRule rule = file ? sim::ChannelRule{tuning.channels, false} : channel_rule;
-      const sim::ScheduleMaker make = [&](int channels) {
-        algo::Tuning at = tuning;
-        at.channels = channels;
-        return alg->generate(layout, args, at);
-      };
-      sim::SimulatedPoint p = sim::simulate_point(*engine, t, make, rule, nccl_estimate, protocols, base, alg->name,
-                                                  bytes, args.count, dtype, so);
+      TOPOCOLL_ASSERT(next_task < tasks.size() && tasks[next_task].alg == alg && tasks[next_task].args == &args,
+                      "sim: the points printed and the points simulated differ");
+      const bool traced_here = tasks[next_task].trace;
+      sim::SimulatedPoint p = pool.get(next_task++);
       if (file) p.record.slice_bytes = 0;  // a schedule file slices as it says, not by --slice
-      if (so.trace) {
+      if (traced_here) {
         trace = std::move(p.result.trace);
-        traced = true;
         trace_run = fmt::format("{} x{}", *p.record.protocol, p.record.channels);
       }
       const records::Record& rec = p.record;
@@ -522,7 +559,7 @@ int sim_command(const SimArgs& a, std::ostream& out) {
                    {"collective", std::string(algo::to_string(collective))},
                    {"topology", fmt::format("{} x {}", a.topo.topology, t.nodes())},
                    {"ranks", std::to_string(t.num_ranks())},
-                   {"engine", engine->name()},
+                   {"engine", engines.front()->name()},
                    {"calibration", calib.source},
                    {"topocoll_version", base.version},
                    {"commit", std::string(build_commit())},

@@ -42,6 +42,7 @@ struct SimArgs {
   // What --trace covers: the algorithm (default the first), the size in bytes as the sweep names
   // it (default the largest), the ranks (sim::parse_rank_ranges; default sim::default_trace_ranks).
   std::string trace_algorithm, trace_size, trace_ranks;
+  int jobs = 0;        // points simulated at once (analytic engine); 0: the machine's hardware threads
   bool quiet = false;  // no progress on stderr (which a sweep longer than 5 s prints)
   bool no_nccl_model = false;
   // The stock-NCCL model: its release and NCCL environment (NCCL_ALGO=..., also read from the
