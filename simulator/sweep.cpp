@@ -124,6 +124,15 @@ SimulatedPoint simulate_point(Engine& engine, const topo::Topology& t, const alg
   return finish_point(std::move(r), won, schedule, t, protocols, base, algorithm, bytes, count, dtype);
 }
 
+ScheduleMaker schedule_maker(const algo::Algorithm& alg, const algo::Layout& layout, const algo::CollectiveArgs& args,
+                             const algo::Tuning& tuning) {
+  return [&alg, &layout, &args, &tuning](int channels) {
+    algo::Tuning at = tuning;
+    at.channels = channels;
+    return alg.generate(layout, args, at);
+  };
+}
+
 std::vector<int> protocol_channels(const NcclGraphEstimate& nccl, const ProtocolSet& protocols, const algo::Schedule& s,
                                    const ChannelRule& rule, std::uint64_t bytes) {
   std::vector<int> out(protocols.protocols.size(), rule.channels);

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "algorithms/ir/schedule.hpp"
+#include "algorithms/registry.hpp"
 #include "common/records.hpp"
 #include "simulator/calibration.hpp"
 #include "simulator/engine.hpp"
@@ -64,6 +65,11 @@ struct ChannelRule {
 // The schedule of the point's algorithm at a channel count (the caller's generator with its
 // layout, call and tuning, the channels replaced).
 using ScheduleMaker = std::function<algo::Schedule(int channels)>;
+
+// The maker of a registered algorithm's schedules for one call: alg.generate(layout, args, tuning)
+// with tuning.channels replaced. It refers to its arguments, which must outlive it.
+ScheduleMaker schedule_maker(const algo::Algorithm& alg, const algo::Layout& layout, const algo::CollectiveArgs& args,
+                             const algo::Tuning& tuning);
 
 // simulate_point for a generated algorithm: make(rule.channels) alone when the rule is fixed;
 // with per_call, one schedule per distinct channel count of the protocols (the full one reused),

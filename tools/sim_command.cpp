@@ -423,13 +423,9 @@ int sim_command(const SimArgs& a, std::ostream& out) {
     so.symmetry = !a.no_symmetry;
     // A schedule file keeps its channels; a generated algorithm gets channel_rule's.
     const sim::ChannelRule rule = file_of(alg) ? sim::ChannelRule{tuning.channels, false} : channel_rule;
-    const sim::ScheduleMaker make = [&](int channels) {
-      algo::Tuning at = tuning;
-      at.channels = channels;
-      return alg->generate(layout, args, at);
-    };
-    return sim::simulate_point(*engines[static_cast<std::size_t>(worker)], t, make, rule, nccl_estimate, protocols,
-                               base, alg->name, algo::nccl_tests_bytes(args), args.count, dtype, so);
+    return sim::simulate_point(*engines[static_cast<std::size_t>(worker)], t,
+                               sim::schedule_maker(*alg, layout, args, tuning), rule, nccl_estimate, protocols, base,
+                               alg->name, algo::nccl_tests_bytes(args), args.count, dtype, so);
   };
   OrderedPool<sim::SimulatedPoint> pool(tasks.size(), jobs, simulate_task);
   std::size_t next_task = 0;

@@ -123,15 +123,10 @@ void run_simulated(const ExpSpec& s, const std::string& commit, const Existing& 
                   }
                   // Simulated engines are deterministic: the repetitions of a point share one run.
                   if (!simulated) {
-                    const sim::ScheduleMaker make = [&](int channels) {
-                      algo::Tuning at = tuning;
-                      at.channels = channels;
-                      return alg.generate(layout, args, at);
-                    };
                     // A schedule file keeps its own channels.
                     const sim::ChannelRule point_rule = file_alg ? sim::ChannelRule{tuning.channels, false} : rule;
-                    simulated = sim::simulate_point(*engine, t, make, point_rule, nccl, protocols, base, a, bytes,
-                                                    args.count, dtype)
+                    simulated = sim::simulate_point(*engine, t, sim::schedule_maker(alg, layout, args, tuning),
+                                                    point_rule, nccl, protocols, base, a, bytes, args.count, dtype)
                                     .record;
                   }
                   records::Record rec = *simulated;
