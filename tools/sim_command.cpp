@@ -394,14 +394,18 @@ int sim_command(const SimArgs& a, std::ostream& out) {
     bool trace;
   };
   std::vector<Task> tasks;
+  std::vector<algo::Support> support;  // of every (algorithm, size), in the printing order
+  bool trace_taken = false;
   for (const algo::Algorithm* alg : algorithms)
-    for (const algo::CollectiveArgs& args : points)
-      if (alg->supports(layout, args, tuning).ok) {
-        const bool trace = !a.trace.empty() && alg->name == trace_algorithm &&
-                           algo::nccl_tests_bytes(args) == trace_bytes &&
-                           std::none_of(tasks.begin(), tasks.end(), [](const Task& k) { return k.trace; });
-        tasks.push_back({alg, &args, trace});
-      }
+    for (const algo::CollectiveArgs& args : points) {
+      support.push_back(alg->supports(layout, args, tuning));
+      if (!support.back().ok) continue;
+      const bool trace = !a.trace.empty() && !trace_taken && alg->name == trace_algorithm &&
+                         algo::nccl_tests_bytes(args) == trace_bytes;
+      trace_taken = trace_taken || trace;
+      tasks.push_back({alg, &args, trace});
+    }
+  std::size_t next_support = 0;
   // They run ahead on --jobs workers (the analytic engine; default the machine's hardware
   // threads), each with an engine of its own; the loop below takes each result in order, so the
   // output is the same for any --jobs. SimGrid runs one point at a time (its runs fork).
@@ -446,7 +450,7 @@ int sim_command(const SimArgs& a, std::ostream& out) {
                                                           tuning.slice_bytes));
     for (const algo::CollectiveArgs& args : points) {
       const std::uint64_t bytes = algo::nccl_tests_bytes(args);
-      const algo::Support s = alg->supports(layout, args, tuning);
+      const algo::Support& s = support[next_support++];
       const algo::ScheduleFile* file = file_of(alg);
       const bool own_size_elsewhere = file && file->sits_out(bytes, dtype);
       if (!s.ok) {
