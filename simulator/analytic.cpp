@@ -42,6 +42,18 @@
 // the full run's (`topocoll sim --no-symmetry` runs every rank, for comparison; a test does so
 // over the registry). A NCCL ring on a rail fat tree shifts by the ranks under one leaf, a
 // single-switch cluster's by one node; a tree has no such shift and runs in full.
+//
+// Rotation. The shift may come with a rotation tau = (sigma, pi): sigma moves every rank one
+// place along its node's ring order (algo::Layout::node_ranks), pi permutes the channels, and
+// rank sigma(r)'s program on channel pi(c) is rank r's on channel c with the peers moved by
+// sigma (a NCCL ring's channel c enters each node at its c-th GPU: channel c + 1 is channel c
+// one GPU on). With pi^G the identity (G ranks per node) and the shift a whole number of nodes,
+// tau and the shift generate a group that moves every rank (it acts freely), so each orbit of
+// flows has one member sent by a rank in the first place of one of the first d / G nodes: the
+// quotient runs those ranks only, every channel, and a send wakes the slot its receiver's
+// group element maps it to. The checks are the shift's (flows' figures equal their
+// representatives', islands map onto islands of representatives only), so the answer is again
+// the full run's bit for bit; a trace takes the shift alone.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -56,8 +68,10 @@
 #include <queue>
 #include <unordered_map>
 
+#include "algorithms/ir/layout.hpp"
 #include "algorithms/ir/program_index.hpp"
 #include "common/errors.hpp"
+#include "common/log.hpp"
 #include "simulator/engine.hpp"
 #include "simulator/islands.hpp"
 #include "simulator/routes.hpp"
@@ -356,6 +370,29 @@ class IslandWalk {
   }
 };
 
+// The rotation of the file's header: sigma^k moves a rank k places along its node's ring order;
+// pi_inv[k][c] is pi^-k(c).
+struct Rotation {
+  int G = 0;                           // ranks per node
+  std::vector<int> node, pos;          // per rank: its node, its place in the node's ring order
+  std::vector<std::vector<int>> ring;  // per node: its ranks in ring order
+  std::vector<std::vector<int>> pi_inv;
+  int sigma(int r, int k) const {  // sigma^k(r), any k
+    const auto n = static_cast<std::size_t>(node[static_cast<std::size_t>(r)]);
+    return ring[n][static_cast<std::size_t>(((pos[static_cast<std::size_t>(r)] + k) % G + G) % G)];
+  }
+  // Whether shifting by d commutes with sigma: d whole nodes, and node n + d / G's ring order is
+  // node n's shifted by d.
+  bool commutes_with_shift(int d) const {
+    if (d % G != 0) return false;
+    const std::size_t nodes = ring.size(), dn = static_cast<std::size_t>(d / G);
+    for (std::size_t n = 0; n < nodes; ++n)
+      for (std::size_t i = 0; i < static_cast<std::size_t>(G); ++i)
+        if (ring[(n + dn) % nodes][i] != (ring[n][i] + d) % static_cast<int>(node.size())) return false;
+    return true;
+  }
+};
+
 // What a run prepares from the schedule and the topology alone: each rank's program compacted
 // into steps, the flows and their routes, and which flows use each link direction. Runs of one
 // schedule under several calibrations (the protocols of a point) share it; a schedule with switch
@@ -377,8 +414,9 @@ struct Prepared {
   // Symmetry (the file's header): the smallest shift d that maps the programs onto themselves
   // (p: none), each flow's id by (src, dst, channel), and the quotient programs per shift used.
   int step_period = 0;
+  std::optional<Rotation> rotation;  // the programs' rotation (the file's header), when they have one
   std::unordered_map<std::uint64_t, std::uint32_t> flow_of_key;
-  std::map<int, Steps> quotient_steps;
+  std::map<std::pair<int, bool>, Steps> quotient_steps;  // per (shift, rotated)
   std::uint64_t key_of(int src, int dst, int ch) const {
     return (static_cast<std::uint64_t>(src) * static_cast<std::uint64_t>(p) + static_cast<std::uint64_t>(dst)) *
                static_cast<std::uint64_t>(K) +
@@ -412,6 +450,84 @@ int smallest_step_period(const Steps& steps, int p) {
   for (int d = 1; d < p; ++d)
     if (p % d == 0 && programs_shift_by(steps, p, d)) return d;
   return p;
+}
+
+// Whether every rank r's program on channel a, its transfer peers moved by sigma, is rank
+// sigma(r)'s on channel b. Stops at the first difference.
+bool programs_rotate(const Steps& steps, const Rotation& rot, int a, int b) {
+  const int p = static_cast<int>(steps.size());
+  for (int r = 0; r < p; ++r) {
+    const std::vector<Step>& x = steps[static_cast<std::size_t>(r)][static_cast<std::size_t>(a)];
+    const std::vector<Step>& y = steps[static_cast<std::size_t>(rot.sigma(r, 1))][static_cast<std::size_t>(b)];
+    if (x.size() != y.size()) return false;
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      if (x[i].bytes != y[i].bytes || x[i].kind != y[i].kind) return false;
+      const bool transfer = algo::is_transfer(static_cast<OpKind>(x[i].kind));
+      if (transfer ? rot.sigma(x[i].peer, 1) != y[i].peer : x[i].peer != y[i].peer) return false;
+    }
+  }
+  return true;
+}
+
+// The programs' rotation (the file's header) on a topology of equal nodes of 2+ ranks numbered
+// node by node: per channel c the first channel pi(c) not yet taken onto which sigma maps it
+// (c + 1 tried first), with pi^G the identity; none when a channel has no image.
+std::optional<Rotation> find_rotation(const topo::Topology& t, const Steps& steps, int K) {
+  const algo::Layout layout = algo::layout_of(t);
+  const int p = static_cast<int>(steps.size());
+  if (!layout.uniform() || layout.nodes < 1 || layout.ranks_per_node() < 2 || K < 1) return std::nullopt;
+  Rotation rot;
+  rot.G = layout.ranks_per_node();
+  rot.ring = layout.node_ranks;
+  rot.node.assign(static_cast<std::size_t>(p), -1);
+  rot.pos.assign(static_cast<std::size_t>(p), -1);
+  for (std::size_t n = 0; n < rot.ring.size(); ++n)
+    for (std::size_t i = 0; i < rot.ring[n].size(); ++i) {
+      const int r = rot.ring[n][i];
+      if (r < 0 || r >= p || r / rot.G != static_cast<int>(n)) return std::nullopt;  // not node by node
+      rot.node[static_cast<std::size_t>(r)] = static_cast<int>(n);
+      rot.pos[static_cast<std::size_t>(r)] = static_cast<int>(i);
+    }
+  // pi in cycles whose lengths divide G (so that pi^G is the identity): from the first channel
+  // not in one, each next the first untaken channel its last maps onto, closing as soon as the
+  // last maps back onto the first at a length dividing G.
+  std::vector<int> pi(static_cast<std::size_t>(K), -1);
+  std::vector<char> taken(static_cast<std::size_t>(K), 0);
+  for (int first = 0; first < K; ++first) {
+    if (taken[static_cast<std::size_t>(first)]) continue;
+    taken[static_cast<std::size_t>(first)] = 1;
+    int last = first;
+    for (int length = 1;; ++length) {
+      if (rot.G % length == 0 && programs_rotate(steps, rot, last, first)) {
+        pi[static_cast<std::size_t>(last)] = first;
+        break;
+      }
+      if (length >= rot.G) return std::nullopt;
+      int next = -1;
+      for (int j = 1; j < K && next < 0; ++j) {
+        const int b = (last + j) % K;
+        if (!taken[static_cast<std::size_t>(b)] && programs_rotate(steps, rot, last, b)) next = b;
+      }
+      if (next < 0) return std::nullopt;
+      pi[static_cast<std::size_t>(last)] = next;
+      taken[static_cast<std::size_t>(next)] = 1;
+      last = next;
+    }
+  }
+  // pi_inv[k] = pi^-k (pi^G is the identity: else tau^G would fix the ranks and move channels).
+  std::vector<int> inv(static_cast<std::size_t>(K));
+  for (int c = 0; c < K; ++c) inv[static_cast<std::size_t>(pi[static_cast<std::size_t>(c)])] = c;
+  rot.pi_inv.assign(static_cast<std::size_t>(rot.G) + 1, {});
+  rot.pi_inv[0].resize(static_cast<std::size_t>(K));
+  for (int c = 0; c < K; ++c) rot.pi_inv[0][static_cast<std::size_t>(c)] = c;
+  for (std::size_t k = 1; k <= static_cast<std::size_t>(rot.G); ++k) {
+    rot.pi_inv[k].resize(static_cast<std::size_t>(K));
+    for (int c = 0; c < K; ++c)
+      rot.pi_inv[k][static_cast<std::size_t>(c)] =
+          inv[static_cast<std::size_t>(rot.pi_inv[k - 1][static_cast<std::size_t>(c)])];
+  }
+  rot.pi_inv.pop_back();
+  return rot;
 }
 
 // The representatives (rank mod d) of the ranks a trace covers, as ranges.
@@ -454,8 +570,23 @@ std::vector<TraceEvent> expand_trace(const std::vector<TraceEvent>& events, cons
 // source is below d), and the programs of ranks 0..d-1 over representatives.
 struct Quotient {
   int d = 0;                       // 0: no quotient, every rank runs
+  const Rotation* rot = nullptr;   // with the rotation: the ranks run are the first of nodes 0..d/G-1
   std::vector<std::uint32_t> rep;  // per flow
-  const Steps* steps = nullptr;    // ranks 0..d-1
+  const Steps* steps = nullptr;    // per rank run (its index), every channel
+  int ranks() const { return rot ? d / rot->G : d; }
+  // The index of rank r's representative among the ranks run, and of channel ch's at r.
+  int rank_of(int r) const { return rot ? rot->node[static_cast<std::size_t>(r)] % (d / rot->G) : r % d; }
+  int channel_of(int r, int ch) const {
+    return rot ? rot->pi_inv[static_cast<std::size_t>(rot->pos[static_cast<std::size_t>(r)])]
+                            [static_cast<std::size_t>(ch)]
+               : ch;
+  }
+  // The rank run as index i.
+  int rank_run(int i) const { return rot ? rot->ring[static_cast<std::size_t>(i)][0] : i; }
+  bool runs(int r) const {
+    return rot ? rot->pos[static_cast<std::size_t>(r)] == 0 && rank_of(r) == rot->node[static_cast<std::size_t>(r)]
+               : r < d;
+  }
 };
 
 // One run's answer. With `walk` set, `result` is pass 1 (an upper bound of the time), `lower` a
@@ -601,7 +732,8 @@ class AnalyticEngine final : public Engine {
         pr.users[{pr.routes[f]->links[k], pr.routes[f]->forward[k]}].push_back(static_cast<std::uint32_t>(f));
     }
     pr.step_period = plan ? p : smallest_step_period(steps, p);
-    if (pr.step_period < p)
+    if (!plan) pr.rotation = find_rotation(t, steps, K);
+    if (pr.step_period < p || pr.rotation)
       for (std::uint32_t f = 0; f < flow_keys.size(); ++f)
         pr.flow_of_key.emplace(pr.key_of(flow_keys[f].src, flow_keys[f].dst, flow_keys[f].channel), f);
     return pr;
@@ -610,17 +742,27 @@ class AnalyticEngine final : public Engine {
   // The quotient by the shift d (the file's header, "Symmetry") when every flow's latency, rate,
   // rate alone and island shape equal its representative's; else d = 0. The quotient programs
   // are made once per d and kept in pr.
-  static Quotient quotient_by(Prepared& pr, int d, const std::vector<Flow>& flows, const std::vector<double>& alone,
-                              const IslandMap& islands) {
+  static Quotient quotient_by(Prepared& pr, int d, const Rotation* rot, const std::vector<Flow>& flows,
+                              const std::vector<double>& alone, const IslandMap& islands) {
     const int p = pr.p;
     Quotient q;
+    q.d = d;
+    q.rot = rot;
     q.rep.resize(flows.size());
     std::vector<std::uint32_t> island_image(islands.islands.size(), kNoIsland);
     std::vector<std::vector<std::uint32_t>> group_image(islands.islands.size());
     for (std::uint32_t f = 0; f < pr.flow_keys.size(); ++f) {
       const algo::Connections::Key& k = pr.flow_keys[f];
-      const int shift = k.src / d * d;
-      const auto it = pr.flow_of_key.find(pr.key_of(k.src - shift, ((k.dst - shift) % p + p) % p, k.channel));
+      // The group element that takes the source to a rank run: tau^-pos, then the shift.
+      int src = k.src, dst = k.dst, ch = k.channel;
+      if (rot) {
+        const int back = rot->pos[static_cast<std::size_t>(src)];
+        ch = q.channel_of(src, ch);
+        src = rot->sigma(src, -back);
+        dst = rot->sigma(dst, -back);
+      }
+      const int shift = src / d * d;
+      const auto it = pr.flow_of_key.find(pr.key_of(src - shift, ((dst - shift) % p + p) % p, ch));
       if (it == pr.flow_of_key.end()) return {};
       const std::uint32_t r = q.rep[f] = it->second;
       if (flows[f].latency_s != flows[r].latency_s || flows[f].bw_bytes_per_s != flows[r].bw_bytes_per_s ||
@@ -648,19 +790,19 @@ class AnalyticEngine final : public Engine {
     // A representative's island holds representatives only: an island that is its own image
     // holds no other flow (the quotient would drop its transfers from the sharing).
     for (std::uint32_t f = 0; f < pr.flow_keys.size(); ++f)
-      if (const std::uint32_t i = islands.island[f]; i != kNoIsland && island_image[i] == i && pr.flow_keys[f].src >= d)
+      if (const std::uint32_t i = islands.island[f];
+          i != kNoIsland && island_image[i] == i && !q.runs(pr.flow_keys[f].src))
         return {};
-    auto [it, made] = pr.quotient_steps.try_emplace(d);
+    auto [it, made] = pr.quotient_steps.try_emplace(std::pair(d, rot != nullptr));
     if (made) {
       Steps& qs = it->second;
-      qs.assign(pr.steps.begin(), pr.steps.begin() + d);
+      for (int i = 0; i < q.ranks(); ++i) qs.push_back(pr.steps[static_cast<std::size_t>(q.rank_run(i))]);
       for (auto& chans : qs)
         for (auto& list : chans)
           for (Step& st : list)
             if (algo::is_transfer(static_cast<OpKind>(st.kind))) st.flow = q.rep[st.flow];
     }
     q.steps = &it->second;
-    q.d = d;
     return q;
   }
 
@@ -761,11 +903,20 @@ class AnalyticEngine final : public Engine {
     }
     // Symmetry (the file's header): the smallest shift of the programs under which the flows'
     // parameters are equal too; the passes then run its quotient.
+    // With the rotation first (the file's header: G times fewer ranks), on shifts of whole nodes
+    // (p: none); a trace takes the shift alone (expand_trace).
     Quotient q;
+    if (o.symmetry && !plan && pr.rotation && !o.trace)
+      for (int d = pr.step_period; d <= p && q.d == 0; d += pr.step_period)
+        if (p % d == 0 && pr.rotation->commutes_with_shift(d))
+          q = quotient_by(pr, d, &*pr.rotation, flows, alone_bw, islands);
     if (o.symmetry && !plan && pr.step_period < p)
       for (int d = pr.step_period; d < p && q.d == 0; d += pr.step_period)
-        if (p % d == 0) q = quotient_by(pr, d, flows, alone_bw, islands);
-    const int run_p = q.d ? q.d : p;
+        if (p % d == 0) q = quotient_by(pr, d, nullptr, flows, alone_bw, islands);
+    const int run_p = q.d ? q.ranks() : p;
+    TC_LOG_DEBUG("analytic", "{} ranks, {} channels: {} of them run (shift {}{}; programs shift by {}, {})", p, K,
+                 run_p, q.d ? q.d : p, q.rot ? ", rotated" : "", pr.step_period,
+                 pr.rotation ? "rotate" : "do not rotate");
     const Steps& run_steps = q.d ? *q.steps : steps;
     const std::uint64_t orbit = static_cast<std::uint64_t>(p / run_p);
     // After a quotient pass: every flow takes its representative's pass figures.
@@ -910,11 +1061,13 @@ class AnalyticEngine final : public Engine {
             flows[st.flow].rhythm = (flows[st.flow].rhythm * 1099511628211ull) ^ std::bit_cast<std::uint64_t>(start) ^
                                     (std::bit_cast<std::uint64_t>(end) * 0x9e3779b97f4a7c15ull);
             ++result.transfers;
-            const int to = quotient ? st.peer % np : st.peer;  // the receiver (its representative)
-            const std::size_t peer = slot(to, ch);
+            // The receiver (its representative's slot).
+            const int to = quotient ? q.rank_of(st.peer) : st.peer;
+            const int to_ch = quotient ? q.channel_of(st.peer, ch) : ch;
+            const std::size_t peer = slot(to, to_ch);
             if (!slot_state[peer].queued) {
               slot_state[peer].queued = true;
-              work.push_back({to, ch});
+              work.push_back({to, to_ch});
             }
           } else if (kind == OpKind::Recv || kind == OpKind::RecvReduce) {
             Flow& f = flows[st.flow];

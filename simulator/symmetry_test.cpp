@@ -27,7 +27,7 @@ TEST_CASE("symmetry: the quotient run equals the full run, over the registry") {
                         {"dgx-h100", 4, topo::FabricKind::RailFatTree},
                         {"dgx-h100", 4, topo::FabricKind::FatTree}};
   const std::unique_ptr<sim::Engine> engine = sim::make_engine("analytic");
-  std::uint64_t compared = 0, reduced = 0, reduced_multi_node = 0;
+  std::uint64_t compared = 0, reduced = 0, reduced_multi_node = 0, rotated = 0;
   sim::SimOptions full;
   full.symmetry = false;
   for (const Case& k : cases) {
@@ -59,6 +59,8 @@ TEST_CASE("symmetry: the quotient run equals the full run, over the registry") {
               if (a.ranks_simulated < b.ranks_simulated) {
                 ++reduced;
                 if (k.nodes > 1) ++reduced_multi_node;
+                // Fewer ranks than one node's run: the rotation's quotient (a shift moves whole nodes there).
+                if (k.nodes > 1 && a.ranks_simulated < static_cast<std::uint32_t>(t.num_ranks() / k.nodes)) ++rotated;
               }
             }
             // run_fastest shares the quotient between protocols.
@@ -70,12 +72,13 @@ TEST_CASE("symmetry: the quotient run equals the full run, over the registry") {
           }
     }
   }
-  MESSAGE(fmt::format("{} runs compared, {} of them on a quotient ({} on more than one node)", compared, reduced,
-                      reduced_multi_node));
+  MESSAGE(fmt::format("{} runs compared, {} of them on a quotient ({} on more than one node, {} of those rotated)",
+                      compared, reduced, reduced_multi_node, rotated));
   CHECK(compared > 300);
   // The quotient is taken, also across nodes (not only the trivial cases).
   CHECK(reduced > compared / 4);
   CHECK(reduced_multi_node > 20);
+  CHECK(rotated > 10);
 }
 
 TEST_CASE("symmetry: a ring's quotient across leaves shifts by the ranks under one leaf") {
@@ -98,6 +101,33 @@ TEST_CASE("symmetry: a ring's quotient across leaves shifts by the ranks under o
   CHECK(a.time_s == b.time_s);
   CHECK(a.ranks_simulated == 256);
   CHECK(b.ranks_simulated == 512);
+}
+
+TEST_CASE("symmetry: with 16 channels a ring's quotient across leaves also rotates the GPUs of each node") {
+  // The same cluster and ring on 16 channels: channel c enters every node at its GPU c mod 8, so
+  // moving every rank one GPU on along its node maps channel c onto channel c + 1 (7 onto 0, 15
+  // onto 8). With the shift by one leaf, one rank per node of the first leaf runs: 32 of 512.
+  const topo::Topology t = sim::testing::load("dgx-h100", 64, topo::FabricKind::RailFatTree);
+  algo::Tuning tuning;
+  tuning.channels = 16;
+  tuning.slice_bytes = 512 * 1024;
+  const algo::CollectiveArgs args = algo::nccl_tests_args(algo::Collective::AllReduce, std::uint64_t{4} << 20,
+                                                          algo::DataType::Float32, algo::ReduceOp::Sum, t.num_ranks());
+  const algo::Schedule s = algo::find_algorithm("ring").generate(algo::layout_of(t), args, tuning);
+  const std::unique_ptr<sim::Engine> engine = sim::make_engine("analytic");
+  sim::SimOptions full;
+  full.symmetry = false;
+  const sim::ProtocolSet protocols =
+      sim::protocol_set(sim::estimate_nccl_graph(t, {}), sim::base_calibration(), "Simple", "--protocol");
+  REQUIRE(protocols.calibrations.size() == 1);
+  for (const sim::Calibration& c : protocols.calibrations) {
+    const sim::SimResult a = engine->run(t, s, c, {});
+    const sim::SimResult b = engine->run(t, s, c, full);
+    CHECK(a.time_s == b.time_s);
+    CHECK(a.transfers == b.transfers);
+    CHECK(a.ranks_simulated == 32);
+    CHECK(b.ranks_simulated == 512);
+  }
 }
 
 TEST_CASE("symmetry: a trace on the quotient is the full run's trace") {
