@@ -66,10 +66,12 @@
 #include <memory>
 #include <optional>
 #include <queue>
+#include <tuple>
 #include <unordered_map>
 
 #include "algorithms/ir/layout.hpp"
 #include "algorithms/ir/program_index.hpp"
+#include "algorithms/ir/symmetry.hpp"
 #include "common/errors.hpp"
 #include "common/log.hpp"
 #include "simulator/engine.hpp"
@@ -415,6 +417,18 @@ struct Prepared {
   // (p: none), each flow's id by (src, dst, channel), and the quotient programs per shift used.
   int step_period = 0;
   std::optional<Rotation> rotation;  // the programs' rotation (the file's header), when they have one
+  // Declared (the schedule's algo::ProgramSymmetry, the file's header): only the representatives'
+  // programs are generated (rep_steps, per representative index; a transfer step's `flow` is the
+  // index of its connection in rep_conns[index][channel]); `steps` stays empty, and a run that
+  // needs every rank's programs asks for them (NeedEveryRank).
+  const algo::ProgramSymmetry* declared = nullptr;
+  Steps rep_steps;
+  struct Conn {
+    bool send;
+    int peer;
+  };
+  std::vector<std::vector<std::vector<Conn>>> rep_conns;
+  std::vector<int> rep_index;  // per rank: its representative's index in rep_steps
   std::unordered_map<std::uint64_t, std::uint32_t> flow_of_key;
   std::map<std::pair<int, bool>, Steps> quotient_steps;  // per (shift, rotated)
   std::uint64_t key_of(int src, int dst, int ch) const {
@@ -422,7 +436,59 @@ struct Prepared {
                static_cast<std::uint64_t>(K) +
            static_cast<std::uint64_t>(ch);
   }
+  // Rank r's steps: its own, or (declared) its representative's moved by g_r: channel c's on
+  // channel g_r(c), transfer peers moved, each connection's flow looked up once.
+  std::vector<std::vector<Step>> rank_steps(int r) const {
+    if (!declared) return steps[static_cast<std::size_t>(r)];
+    const algo::ProgramSymmetry& sym = *declared;
+    const auto idx = static_cast<std::size_t>(rep_index[static_cast<std::size_t>(r)]);
+    std::vector<std::vector<Step>> out(static_cast<std::size_t>(K));
+    std::vector<std::uint32_t> flow_of;
+    for (int c = 0; c < K; ++c) {
+      const int mc = sym.move_channel(c, r);
+      flow_of.clear();
+      for (const Conn& k : rep_conns[idx][static_cast<std::size_t>(c)]) {
+        const int q = sym.move(k.peer, r);
+        flow_of.push_back(flow_of_key.at(k.send ? key_of(r, q, mc) : key_of(q, r, mc)));
+      }
+      std::vector<Step>& list = out[static_cast<std::size_t>(mc)];
+      list = rep_steps[idx][static_cast<std::size_t>(c)];
+      for (Step& st : list)
+        if (algo::is_transfer(static_cast<OpKind>(st.kind))) {
+          st.peer = sym.move(st.peer, r);
+          st.flow = flow_of[st.flow];
+        }
+    }
+    return out;
+  }
 };
+
+// A run on a declared symmetry that needs every rank's programs (no quotient of its flows, or
+// rates that differ within an orbit): the caller prepares them all and runs again.
+struct NeedEveryRank {};
+
+// Flow ids in (source, destination, channel) order, the same however the programs were
+// generated (every rank's, or the representatives' moved): keys sorted, and the steps' flows
+// renumbered.
+void number_flows_in_key_order(std::vector<algo::Connections::Key>& keys, Steps& steps) {
+  auto less = [](const algo::Connections::Key& a, const algo::Connections::Key& b) {
+    return std::tie(a.src, a.dst, a.channel) < std::tie(b.src, b.dst, b.channel);
+  };
+  std::vector<std::uint32_t> order(keys.size());
+  for (std::uint32_t f = 0; f < order.size(); ++f) order[f] = f;
+  std::sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) { return less(keys[a], keys[b]); });
+  std::vector<std::uint32_t> renumber(keys.size());
+  std::vector<algo::Connections::Key> sorted(keys.size());
+  for (std::uint32_t i = 0; i < order.size(); ++i) {
+    renumber[order[i]] = i;
+    sorted[i] = keys[order[i]];
+  }
+  keys = std::move(sorted);
+  for (auto& chans : steps)
+    for (auto& list : chans)
+      for (Step& st : list)
+        if (algo::is_transfer(static_cast<OpKind>(st.kind))) st.flow = renumber[st.flow];
+}
 
 // Whether shifting every rank by d maps each program onto the shifted rank's: equal steps, sizes
 // and kinds, transfer peers shifted by d (the flows then map too: a flow is its two ranks and
@@ -604,8 +670,13 @@ class AnalyticEngine final : public Engine {
 
   SimResult run(const topo::Topology& t, const algo::Schedule& s, const Calibration& calibration,
                 const SimOptions& o) override {
-    Prepared pr = prepare(t, s, calibration.for_schedule(s));
-    return solve(t, s, pr, calibration, o, /*defer_walk=*/false).result;
+    try {
+      Prepared pr = prepare(t, s, calibration.for_schedule(s), /*every_rank=*/!o.symmetry || o.trace);
+      return solve(t, s, pr, calibration, o, /*defer_walk=*/false).result;
+    } catch (const NeedEveryRank&) {
+      Prepared pr = prepare(t, s, calibration.for_schedule(s), /*every_rank=*/true);
+      return solve(t, s, pr, calibration, o, /*defer_walk=*/false).result;
+    }
   }
 
   // The schedule prepared once for every calibration; each run's passes as run() does them,
@@ -616,10 +687,16 @@ class AnalyticEngine final : public Engine {
                         const SimOptions& o, std::size_t& won) override {
     if (s.uses_switch() || o.trace || (cs.size() < 2 && !std::isfinite(o.faster_than_s)))
       return Engine::run_fastest(t, s, cs, o, won);
-    Prepared pr = prepare(t, s, cs.front()->for_schedule(s));
+    auto pr = std::make_unique<Prepared>(prepare(t, s, cs.front()->for_schedule(s), /*every_rank=*/!o.symmetry));
     std::vector<Outcome> outs;
     outs.reserve(cs.size());
-    for (const Calibration* c : cs) outs.push_back(solve(t, s, pr, *c, o, /*defer_walk=*/true));
+    try {
+      for (const Calibration* c : cs) outs.push_back(solve(t, s, *pr, *c, o, /*defer_walk=*/true));
+    } catch (const NeedEveryRank&) {
+      outs.clear();
+      pr = std::make_unique<Prepared>(prepare(t, s, cs.front()->for_schedule(s), /*every_rank=*/true));
+      for (const Calibration* c : cs) outs.push_back(solve(t, s, *pr, *c, o, /*defer_walk=*/true));
+    }
     double best = o.faster_than_s;  // another run's exact time, else infinity
     for (const Outcome& x : outs)
       if (!x.walk) best = std::min(best, x.result.time_s);
@@ -660,7 +737,9 @@ class AnalyticEngine final : public Engine {
   }
 
  private:
-  static Prepared prepare(const topo::Topology& t, const algo::Schedule& s, const Calibration& c) {
+  // `every_rank` false: where the schedule declares its symmetry, the representatives' programs
+  // only (Prepared::declared).
+  static Prepared prepare(const topo::Topology& t, const algo::Schedule& s, const Calibration& c, bool every_rank) {
     if (s.num_ranks() != t.num_ranks())
       throw InputError(
           fmt::format("the schedule has {} ranks but the topology has {} GPUs", s.num_ranks(), t.num_ranks()));
@@ -674,32 +753,37 @@ class AnalyticEngine final : public Engine {
     std::optional<SwitchPlan>& plan = pr.plan;
     if (s.uses_switch()) plan.emplace(t, s, c, router);
 
-    // Each rank's program, checked (algo::ProgramIndex) and compacted per channel into 16-byte
-    // steps that index their flow (a 48-byte Op otherwise; programs are generated one rank at a
-    // time and dropped). A flow is a connection (source, destination, channel).
-    algo::Connections connections(p, K);
-    Steps& steps = pr.steps;
-    steps.resize(static_cast<std::size_t>(p));
-    for (int r = 0; r < p; ++r) {
-      const algo::ProgramIndex index(s, r, /*by_channel=*/false);  // checked; the steps split it per channel
-      auto& chans = steps[static_cast<std::size_t>(r)];
-      chans.resize(static_cast<std::size_t>(K));
-      for (int ch = 0; ch < K; ++ch) chans[static_cast<std::size_t>(ch)].reserve(index.channel_size(ch));
-      for (const Op& op : index.program()) {
-        std::uint32_t f = algo::is_transfer(op.kind) ? connections.id_of(r, op) : 0;
-        if (op.is_switch()) {
-          if (!plan || op.peer < 0 || op.peer >= static_cast<int>(s.switch_groups().size()))
-            throw ScheduleError(fmt::format("rank {}: {} names no switch group of the schedule's {}", r,
-                                            algo::describe(op), s.switch_groups().size()),
-                                r, op.channel);
-          const std::uint32_t rv = plan->use(op.peer, op.channel);
-          f = op.kind == OpKind::SwitchSend ? plan->up_flow(rv, r) : plan->down_flow(rv, r);
+    if (!every_rank && !plan && s.symmetry() != nullptr) {
+      prepare_declared(s, pr);
+    } else {
+      // Each rank's program, checked (algo::ProgramIndex) and compacted per channel into 16-byte
+      // steps that index their flow (a 48-byte Op otherwise; programs are generated one rank at a
+      // time and dropped). A flow is a connection (source, destination, channel).
+      algo::Connections connections(p, K);
+      Steps& steps = pr.steps;
+      steps.resize(static_cast<std::size_t>(p));
+      for (int r = 0; r < p; ++r) {
+        const algo::ProgramIndex index(s, r, /*by_channel=*/false);  // checked; the steps split it per channel
+        auto& chans = steps[static_cast<std::size_t>(r)];
+        chans.resize(static_cast<std::size_t>(K));
+        for (int ch = 0; ch < K; ++ch) chans[static_cast<std::size_t>(ch)].reserve(index.channel_size(ch));
+        for (const Op& op : index.program()) {
+          std::uint32_t f = algo::is_transfer(op.kind) ? connections.id_of(r, op) : 0;
+          if (op.is_switch()) {
+            if (!plan || op.peer < 0 || op.peer >= static_cast<int>(s.switch_groups().size()))
+              throw ScheduleError(fmt::format("rank {}: {} names no switch group of the schedule's {}", r,
+                                              algo::describe(op), s.switch_groups().size()),
+                                  r, op.channel);
+            const std::uint32_t rv = plan->use(op.peer, op.channel);
+            f = op.kind == OpKind::SwitchSend ? plan->up_flow(rv, r) : plan->down_flow(rv, r);
+          }
+          chans[op.channel].push_back(Step{op.count() * elem, static_cast<std::uint64_t>(op.kind), f, op.peer});
         }
-        chans[op.channel].push_back(Step{op.count() * elem, static_cast<std::uint64_t>(op.kind), f, op.peer});
       }
+      connections.forget_lookup();
+      pr.flow_keys = connections.keys();
+      number_flows_in_key_order(pr.flow_keys, steps);
     }
-    connections.forget_lookup();
-    pr.flow_keys = connections.keys();
     const std::vector<algo::Connections::Key>& flow_keys = pr.flow_keys;
     const auto sw_base = pr.sw_base = static_cast<std::uint32_t>(flow_keys.size());
     const std::size_t flows = flow_keys.size() + (plan ? plan->flows().size() : 0);
@@ -731,12 +815,110 @@ class AnalyticEngine final : public Engine {
       for (std::size_t k = 0; k < pr.routes[f]->links.size(); ++k)
         pr.users[{pr.routes[f]->links[k], pr.routes[f]->forward[k]}].push_back(static_cast<std::uint32_t>(f));
     }
-    pr.step_period = plan ? p : smallest_step_period(steps, p);
-    if (!plan) pr.rotation = find_rotation(t, steps, K);
-    if (pr.step_period < p || pr.rotation)
+    if (pr.declared) {
+      pr.step_period = pr.declared->shift_ranks();
+      if (pr.declared->rotates()) pr.rotation = rotation_of(*pr.declared, K);
+    } else {
+      pr.step_period = plan ? p : smallest_step_period(pr.steps, p);
+      if (!plan) pr.rotation = find_rotation(t, pr.steps, K);
+    }
+    if (pr.declared || pr.step_period < p || pr.rotation)
       for (std::uint32_t f = 0; f < flow_keys.size(); ++f)
         pr.flow_of_key.emplace(pr.key_of(flow_keys[f].src, flow_keys[f].dst, flow_keys[f].channel), f);
+    if (pr.declared) spot_check(s, pr);
     return pr;
+  }
+
+  // The representatives' programs (Prepared::declared), checked and compacted, and the flows of
+  // every rank: each representative's connections moved by every g_r, in key order.
+  static void prepare_declared(const algo::Schedule& s, Prepared& pr) {
+    const algo::ProgramSymmetry& sym = *s.symmetry();
+    const int p = pr.p, K = pr.K;
+    const std::size_t elem = algo::size_of(s.args().dtype);
+    pr.declared = &sym;
+    const std::vector<int> reps = sym.representatives();
+    std::vector<int> index_of(static_cast<std::size_t>(p), -1);
+    for (std::size_t i = 0; i < reps.size(); ++i) index_of[static_cast<std::size_t>(reps[i])] = static_cast<int>(i);
+    pr.rep_index.resize(static_cast<std::size_t>(p));
+    for (int r = 0; r < p; ++r)
+      pr.rep_index[static_cast<std::size_t>(r)] = index_of[static_cast<std::size_t>(sym.representative(r))];
+    pr.rep_steps.resize(reps.size());
+    pr.rep_conns.resize(reps.size());
+    for (std::size_t i = 0; i < reps.size(); ++i) {
+      const int r = reps[i];
+      const algo::ProgramIndex index(s, r, /*by_channel=*/false);
+      auto& chans = pr.rep_steps[i];
+      auto& conns = pr.rep_conns[i];
+      chans.resize(static_cast<std::size_t>(K));
+      conns.resize(static_cast<std::size_t>(K));
+      for (int ch = 0; ch < K; ++ch) chans[static_cast<std::size_t>(ch)].reserve(index.channel_size(ch));
+      for (const Op& op : index.program()) {
+        if (op.is_switch()) throw InternalError("a declared symmetry on a schedule with switch groups");
+        std::uint32_t local = 0;
+        if (algo::is_transfer(op.kind)) {
+          auto& list = conns[op.channel];
+          const bool send = op.kind == OpKind::Send;
+          local = static_cast<std::uint32_t>(
+              std::find_if(list.begin(), list.end(),
+                           [&](const Prepared::Conn& k) { return k.send == send && k.peer == op.peer; }) -
+              list.begin());
+          if (local == list.size()) list.push_back({send, op.peer});
+        }
+        chans[op.channel].push_back(Step{op.count() * elem, static_cast<std::uint64_t>(op.kind), local, op.peer});
+      }
+    }
+    std::vector<algo::Connections::Key> keys;
+    for (int r = 0; r < p; ++r) {
+      const auto& conns = pr.rep_conns[static_cast<std::size_t>(pr.rep_index[static_cast<std::size_t>(r)])];
+      for (int c = 0; c < K; ++c) {
+        const int mc = sym.move_channel(c, r);
+        for (const Prepared::Conn& k : conns[static_cast<std::size_t>(c)]) {
+          const int q = sym.move(k.peer, r);
+          keys.push_back(k.send ? algo::Connections::Key{r, q, mc} : algo::Connections::Key{q, r, mc});
+        }
+      }
+    }
+    auto less = [](const algo::Connections::Key& a, const algo::Connections::Key& b) {
+      return std::tie(a.src, a.dst, a.channel) < std::tie(b.src, b.dst, b.channel);
+    };
+    auto same = [](const algo::Connections::Key& a, const algo::Connections::Key& b) {
+      return a.src == b.src && a.dst == b.dst && a.channel == b.channel;
+    };
+    std::sort(keys.begin(), keys.end(), less);
+    keys.erase(std::unique(keys.begin(), keys.end(), same), keys.end());
+    pr.flow_keys = std::move(keys);
+  }
+
+  // The declaration checked at a few ranks beyond the representatives (a generator's bug would
+  // otherwise give a wrong time silently; algo's symmetry test checks every rank over the registry).
+  static void spot_check(const algo::Schedule& s, const Prepared& pr) {
+    const int p = pr.p;
+    for (int r : {p - 1, p / 2 + 1, p / 3})
+      if (r >= 0 && r < p)
+        if (const std::string why = algo::symmetry_mismatch(s, r); !why.empty())
+          throw InternalError(fmt::format("schedule {}: its declared symmetry does not hold: {}", s.name(), why));
+  }
+
+  static Rotation rotation_of(const algo::ProgramSymmetry& sym, int K) {
+    Rotation rot;
+    rot.G = sym.ranks_per_node();
+    rot.ring = sym.node_ring();
+    rot.node.assign(static_cast<std::size_t>(sym.ranks()), -1);
+    rot.pos.assign(static_cast<std::size_t>(sym.ranks()), -1);
+    for (std::size_t n = 0; n < rot.ring.size(); ++n)
+      for (std::size_t i = 0; i < rot.ring[n].size(); ++i) {
+        rot.node[static_cast<std::size_t>(rot.ring[n][i])] = static_cast<int>(n);
+        rot.pos[static_cast<std::size_t>(rot.ring[n][i])] = static_cast<int>(i);
+      }
+    std::vector<int> inv(static_cast<std::size_t>(K));
+    for (int c = 0; c < K; ++c) inv[static_cast<std::size_t>(sym.pi()[static_cast<std::size_t>(c)])] = c;
+    rot.pi_inv.assign(static_cast<std::size_t>(rot.G), std::vector<int>(static_cast<std::size_t>(K)));
+    for (int c = 0; c < K; ++c) rot.pi_inv[0][static_cast<std::size_t>(c)] = c;
+    for (std::size_t k = 1; k < static_cast<std::size_t>(rot.G); ++k)
+      for (int c = 0; c < K; ++c)
+        rot.pi_inv[k][static_cast<std::size_t>(c)] =
+            inv[static_cast<std::size_t>(rot.pi_inv[k - 1][static_cast<std::size_t>(c)])];
+    return rot;
   }
 
   // The quotient by the shift d (the file's header, "Symmetry") when every flow's latency, rate,
@@ -796,7 +978,7 @@ class AnalyticEngine final : public Engine {
     auto [it, made] = pr.quotient_steps.try_emplace(std::pair(d, rot != nullptr));
     if (made) {
       Steps& qs = it->second;
-      for (int i = 0; i < q.ranks(); ++i) qs.push_back(pr.steps[static_cast<std::size_t>(q.rank_run(i))]);
+      for (int i = 0; i < q.ranks(); ++i) qs.push_back(pr.rank_steps(q.rank_run(i)));
       for (auto& chans : qs)
         for (auto& list : chans)
           for (Step& st : list)
@@ -913,6 +1095,7 @@ class AnalyticEngine final : public Engine {
     if (o.symmetry && !plan && pr.step_period < p)
       for (int d = pr.step_period; d < p && q.d == 0; d += pr.step_period)
         if (p % d == 0) q = quotient_by(pr, d, nullptr, flows, alone_bw, islands);
+    if (pr.declared && q.d == 0) throw NeedEveryRank{};
     const int run_p = q.d ? q.ranks() : p;
     TC_LOG_DEBUG("analytic", "{} ranks, {} channels: {} of them run (shift {}{}; programs shift by {}, {})", p, K,
                  run_p, q.d ? q.d : p, q.rot ? ", rotated" : "", pr.step_period,
@@ -1183,7 +1366,9 @@ class AnalyticEngine final : public Engine {
       }
       max_min(cons);
     }
-    return {run_pass(o.trace, q.d != 0 && rates_symmetric())};
+    const bool quotient = q.d != 0 && rates_symmetric();
+    if (pr.declared && !quotient) throw NeedEveryRank{};
+    return {run_pass(o.trace, quotient)};
   }
 };
 

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <memory>
+#include <optional>
 
 #include "algorithms/blocks.hpp"
 #include "algorithms/generators/generators.hpp"
@@ -39,10 +40,40 @@ GroupCost ring_cost(int members, double bytes, const Tuning&) {
   return {static_cast<std::uint64_t>(2 * (members - 1)), 2 * (n - 1) / n * bytes};
 }
 
+// The flat ring's symmetry (ProgramSymmetry), where it holds exactly: nodes of G ranks numbered
+// node by node, each node's ring order its predecessor's shifted by G, and every channel's
+// segments of one size (each channel's count a multiple of p), so that a rank's steps depend on
+// its place in the ring only through its peers. Then one node on is one G ranks on (the shift);
+// and with equal channels, K a multiple of G, channel c's ring (each node rotated by c) moved one
+// GPU on along every node is channel c + 1's (c + 1 - G at the end of a block of G: the rotation).
+// On one node in identity order the shift is one rank.
+std::optional<ProgramSymmetry> ring_symmetry(const Layout& l, const CollectiveArgs& a, int K) {
+  const int p = l.ranks;
+  if (p < 2 || !l.uniform() || l.nodes < 1 || static_cast<int>(l.node_ranks.size()) != l.nodes) return std::nullopt;
+  const int G = l.ranks_per_node();
+  for (int n = 0; n < l.nodes; ++n)
+    for (int i = 0; i < G; ++i) {
+      const int r = l.node_ranks[static_cast<std::size_t>(n)][static_cast<std::size_t>(i)];
+      if (r / G != n || r != l.node_ranks[0][static_cast<std::size_t>(i)] + n * G) return std::nullopt;
+    }
+  const auto P = static_cast<std::uint64_t>(p);
+  for (int c = 0; c < K; ++c)
+    if (channel_range(a.count, K, c).count % P != 0) return std::nullopt;
+  if (G >= 2 && K % G == 0 && a.count % static_cast<std::uint64_t>(K) == 0) {
+    std::vector<int> pi(static_cast<std::size_t>(K));
+    for (int c = 0; c < K; ++c) pi[static_cast<std::size_t>(c)] = c % G == G - 1 ? c - (G - 1) : c + 1;
+    return ProgramSymmetry::rotation(p, G, l.node_ranks, std::move(pi));
+  }
+  if (l.nodes > 1) return ProgramSymmetry::shift(p, G);
+  for (int i = 0; i < G; ++i)
+    if (l.node_ranks[0][static_cast<std::size_t>(i)] != i) return std::nullopt;
+  return ProgramSymmetry::shift(p, 1);
+}
+
 Schedule make_ring(const Layout& l, const CollectiveArgs& a, const Tuning& t) {
   const int K = ring_channels(a, t);
   auto plan = std::make_shared<const RingPlan>(RingPlan::flat(l, K));
-  return Schedule("ring", a, K, 0, [plan, a, K, t](int rank, Program& out) {
+  Schedule s("ring", a, K, 0, [plan, a, K, t](int rank, Program& out) {
     ProgramBuilder b(out);
     for (int c = 0; c < K; ++c) {
       const Range mine = channel_range(a.count, K, c);
@@ -50,6 +81,8 @@ Schedule make_ring(const Layout& l, const CollectiveArgs& a, const Tuning& t) {
       ring_emit(b, plan->ring_of(c), plan->position(c, rank), as_chunk(BufferId::Output, mine), c, a, t);
     }
   });
+  if (std::optional<ProgramSymmetry> sym = ring_symmetry(l, a, K)) s.set_symmetry(std::move(*sym));
+  return s;
 }
 
 CostSheet cost_ring(const Layout& l, const CollectiveArgs& a, const Tuning& t) {

@@ -234,6 +234,13 @@ std::uint64_t Schedule::buffer_count(BufferId b) const {
   return 0;
 }
 
+void Schedule::set_symmetry(ProgramSymmetry s) {
+  TOPOCOLL_ASSERT(s.ranks() == args_.ranks, fmt::format("a symmetry of {} ranks for {}", s.ranks(), args_.ranks));
+  TOPOCOLL_ASSERT(!s.rotates() || static_cast<int>(s.pi().size()) == channels_,
+                  fmt::format("a channel permutation of {} for {} channels", s.pi().size(), channels_));
+  symmetry_ = std::make_shared<const ProgramSymmetry>(std::move(s));
+}
+
 Program Schedule::program(int rank) const {
   TOPOCOLL_ASSERT(rank >= 0 && rank < args_.ranks, fmt::format("rank {} of {}", rank, args_.ranks));
   Program p;

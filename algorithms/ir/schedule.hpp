@@ -30,6 +30,7 @@
 #include <string_view>
 #include <vector>
 
+#include "algorithms/ir/symmetry.hpp"
 #include "algorithms/ir/types.hpp"
 
 namespace topocoll::algo {
@@ -142,6 +143,10 @@ class Schedule {
   // (O(log members); g must be a group index).
   int contributor_index(int g, int rank) const;
   int receiver_index(int g, int rank) const;
+  // The programs' symmetry as the generator declares it (symmetry.hpp); null: none declared.
+  // An engine may then generate the representatives' programs only.
+  const ProgramSymmetry* symmetry() const { return symmetry_.get(); }
+  void set_symmetry(ProgramSymmetry s);
 
  private:
   std::string name_;
@@ -151,6 +156,7 @@ class Schedule {
   Generator generator_;
   std::vector<ChannelPattern> patterns_;  // empty: every channel Pipeline
   std::vector<SwitchGroup> switch_groups_;
+  std::shared_ptr<const ProgramSymmetry> symmetry_;
   // Per group: (rank, position) sorted by rank, for contributors and for receivers.
   using MemberIndex = std::vector<std::pair<int, int>>;
   std::vector<std::pair<MemberIndex, MemberIndex>> member_index_;
