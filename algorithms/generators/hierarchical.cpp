@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <cmath>
 #include <memory>
+#include <optional>
 
 #include "algorithms/blocks.hpp"
 #include "algorithms/generators/generators.hpp"
@@ -112,6 +113,31 @@ void emit_nvls_batches(ProgramBuilder& b, const HierPlan& plan, const Hierarchic
   }
 }
 
+// `hierarchical` (rings inside and across, no switch groups) declares its symmetry
+// (ProgramSymmetry) where it holds exactly, on nodes alike (patterns/ring.hpp):
+//   the rotation, with equal channels and K a multiple of g: channel c's rings rotate each node
+//     by c, so one GPU on along every node maps channel c's node rings, and with them the rails'
+//     groups across (same positions), onto channel c + 1's;
+//   the shift by one node, when every segment of every channel splits evenly over the N nodes:
+//     each node is then position n of rings across whose steps all carry one size.
+std::optional<ProgramSymmetry> hierarchical_symmetry(const Layout& l, const CollectiveArgs& a, int K,
+                                                     const HierarchicalStages& st) {
+  if (st.inner != &ring_group() || st.nvls_intra || l.ranks < 2 || !nodes_alike(l)) return std::nullopt;
+  const int p = l.ranks, g = l.ranks_per_node(), N = l.nodes;
+  bool shift = true;
+  for (int c = 0; c < K && shift; ++c) {
+    const Range mine = channel_range(a.count, K, c);
+    for (int i = 0; i < g && shift; ++i)
+      shift = split(mine, static_cast<std::uint64_t>(g), static_cast<std::uint64_t>(i)).count %
+                  static_cast<std::uint64_t>(N) ==
+              0;
+  }
+  if (g >= 2 && K % g == 0 && a.count % static_cast<std::uint64_t>(K) == 0)
+    return ProgramSymmetry::rotation(p, shift ? g : p, l.node_ranks, rotation_channels(K, g));
+  if (shift && N > 1) return ProgramSymmetry::shift(p, g);
+  return std::nullopt;
+}
+
 Schedule make_hierarchical(const Layout& l, const CollectiveArgs& a, const Tuning& t, const HierarchicalStages& st) {
   const int K = stage_channels(st, a, t);
   const int g = l.ranks_per_node(), N = l.nodes;
@@ -167,6 +193,7 @@ Schedule make_hierarchical(const Layout& l, const CollectiveArgs& a, const Tunin
   }
   if (st.pattern != ChannelPattern::Pipeline)
     for (int c = 0; c < K; ++c) s.set_pattern(c, st.pattern);
+  if (std::optional<ProgramSymmetry> sym = hierarchical_symmetry(l, a, K, st)) s.set_symmetry(std::move(*sym));
   return s;
 }
 

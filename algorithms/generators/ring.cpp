@@ -49,20 +49,13 @@ GroupCost ring_cost(int members, double bytes, const Tuning&) {
 // On one node in identity order the shift is one rank.
 std::optional<ProgramSymmetry> ring_symmetry(const Layout& l, const CollectiveArgs& a, int K) {
   const int p = l.ranks;
-  if (p < 2 || !l.uniform() || l.nodes < 1 || static_cast<int>(l.node_ranks.size()) != l.nodes) return std::nullopt;
+  if (p < 2 || !nodes_alike(l)) return std::nullopt;
   const int G = l.ranks_per_node();
-  for (int n = 0; n < l.nodes; ++n)
-    for (int i = 0; i < G; ++i) {
-      const int r = l.node_ranks[static_cast<std::size_t>(n)][static_cast<std::size_t>(i)];
-      if (r / G != n || r != l.node_ranks[0][static_cast<std::size_t>(i)] + n * G) return std::nullopt;
-    }
   const auto P = static_cast<std::uint64_t>(p);
   for (int c = 0; c < K; ++c)
     if (channel_range(a.count, K, c).count % P != 0) return std::nullopt;
   if (G >= 2 && K % G == 0 && a.count % static_cast<std::uint64_t>(K) == 0) {
-    std::vector<int> pi(static_cast<std::size_t>(K));
-    for (int c = 0; c < K; ++c) pi[static_cast<std::size_t>(c)] = c % G == G - 1 ? c - (G - 1) : c + 1;
-    return ProgramSymmetry::rotation(p, G, l.node_ranks, std::move(pi));
+    return ProgramSymmetry::rotation(p, G, l.node_ranks, rotation_channels(K, G));
   }
   if (l.nodes > 1) return ProgramSymmetry::shift(p, G);
   for (int i = 0; i < G; ++i)

@@ -22,9 +22,9 @@ ProgramSymmetry ProgramSymmetry::rotation(int ranks, int d, std::vector<std::vec
   ProgramSymmetry s = shift(ranks, d);
   TOPOCOLL_ASSERT(!node_ring.empty() && !pi.empty(), "a rotation needs nodes and channels");
   const int G = static_cast<int>(node_ring.front().size());
-  TOPOCOLL_ASSERT(G >= 1 && static_cast<int>(node_ring.size()) * G == ranks && d % G == 0,
-                  fmt::format("a rotation of {} nodes of {} ranks with a shift by {} of {} ranks",
-                              node_ring.size(), G, d, ranks));
+  TOPOCOLL_ASSERT(
+      G >= 1 && static_cast<int>(node_ring.size()) * G == ranks && d % G == 0,
+      fmt::format("a rotation of {} nodes of {} ranks with a shift by {} of {} ranks", node_ring.size(), G, d, ranks));
   s.G_ = G;
   s.node_.assign(static_cast<std::size_t>(ranks), -1);
   s.pos_.assign(static_cast<std::size_t>(ranks), -1);
@@ -42,9 +42,9 @@ ProgramSymmetry ProgramSymmetry::rotation(int ranks, int d, std::vector<std::vec
   const std::size_t nodes = node_ring.size(), dn = static_cast<std::size_t>(d / G);
   for (std::size_t n = 0; n < nodes; ++n)
     for (std::size_t i = 0; i < static_cast<std::size_t>(G); ++i)
-      TOPOCOLL_ASSERT(node_ring[(n + dn) % nodes][i] == (node_ring[n][i] + d) % ranks,
-                      fmt::format("the shift by {} does not carry node {}'s ring order onto node {}'s", d, n,
-                                  (n + dn) % nodes));
+      TOPOCOLL_ASSERT(
+          node_ring[(n + dn) % nodes][i] == (node_ring[n][i] + d) % ranks,
+          fmt::format("the shift by {} does not carry node {}'s ring order onto node {}'s", d, n, (n + dn) % nodes));
   // pi: a permutation whose G-th power is the identity.
   const std::size_t K = pi.size();
   std::vector<char> seen(K, 0);
@@ -122,8 +122,7 @@ std::string symmetry_mismatch(const Schedule& s, int r) {
       const Op& o = *xs[i];
       const Op& q = *ys[i];
       const bool transfer = is_transfer(o.kind);
-      if (o.kind != q.kind || o.count() != q.count() ||
-          (transfer ? sym->move(o.peer, r) != q.peer : o.peer != q.peer))
+      if (o.kind != q.kind || o.count() != q.count() || (transfer ? sym->move(o.peer, r) != q.peer : o.peer != q.peer))
         return fmt::format("rank {} channel {} op {} is {}; its representative {}'s on channel {} moved gives {}", r,
                            mc, i, describe(q), rep, c, describe(o));
     }

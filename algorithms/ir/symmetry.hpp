@@ -49,8 +49,8 @@ class ProgramSymmetry {
 
  private:
   int p_ = 0, d_ = 0, G_ = 1;
-  std::vector<std::vector<int>> ring_;  // per node, with the rotation
-  std::vector<int> node_, pos_;         // per rank, with the rotation
+  std::vector<std::vector<int>> ring_;    // per node, with the rotation
+  std::vector<int> node_, pos_;           // per rank, with the rotation
   std::vector<std::vector<int>> pi_pow_;  // [k][c]: pi^k(c), k < G
   std::vector<int> pi_;
   int sigma(int x, int k) const;  // sigma^k(x), k >= 0

@@ -33,8 +33,10 @@ TEST_CASE("symmetry: every declared program symmetry holds at every rank, over t
       for (int channels : {1, 2, 3, 4, 8, 16})
         for (std::uint64_t n :
              {std::uint64_t{0}, std::uint64_t{7}, static_cast<std::uint64_t>(l.ranks * channels),
-              static_cast<std::uint64_t>(l.ranks * channels * 5), static_cast<std::uint64_t>(l.ranks * channels * 5 + 1),
-              static_cast<std::uint64_t>(l.ranks * 48 * 3)}) {
+              static_cast<std::uint64_t>(l.ranks * channels * 5),
+              static_cast<std::uint64_t>(l.ranks * channels * 5 + 1), static_cast<std::uint64_t>(l.ranks * 48 * 3),
+              // Equal channels whose node segments do not split evenly over the nodes.
+              static_cast<std::uint64_t>(channels * l.ranks_per_node() * 7)}) {
           Tuning t;
           t.channels = channels;
           t.slice_bytes = 8;

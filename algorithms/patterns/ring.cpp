@@ -6,6 +6,23 @@ Range channel_range(std::uint64_t count, int channels, int c) {
   return split(Range{0, count}, static_cast<std::uint64_t>(channels), static_cast<std::uint64_t>(c));
 }
 
+bool nodes_alike(const Layout& l) {
+  if (!l.uniform() || l.nodes < 1 || static_cast<int>(l.node_ranks.size()) != l.nodes) return false;
+  const int G = l.ranks_per_node();
+  for (int n = 0; n < l.nodes; ++n)
+    for (int i = 0; i < G; ++i) {
+      const int r = l.node_ranks[static_cast<std::size_t>(n)][static_cast<std::size_t>(i)];
+      if (r / G != n || r != l.node_ranks[0][static_cast<std::size_t>(i)] + n * G) return false;
+    }
+  return true;
+}
+
+std::vector<int> rotation_channels(int K, int G) {
+  std::vector<int> pi(static_cast<std::size_t>(K));
+  for (int c = 0; c < K; ++c) pi[static_cast<std::size_t>(c)] = c % G == G - 1 ? c - (G - 1) : c + 1;
+  return pi;
+}
+
 std::vector<int> rotate(std::span<const int> v, int by) {
   std::vector<int> out(v.size());
   const int n = static_cast<int>(v.size());

@@ -14,6 +14,13 @@ namespace topocoll::algo {
 // The elements channel c of `channels` carries: the c-th of nearly equal parts of 0..count-1.
 Range channel_range(std::uint64_t count, int channels, int c);
 
+// For declared symmetries (ir/symmetry.hpp): whether the layout's ranks are numbered node by
+// node with each node's ring order node 0's shifted by n * G (uniform nodes of G ranks), and the
+// channel permutation of rings that rotate each node by the channel (channel c + 1, c + 1 - G
+// at the end of a block of G channels; K a multiple of G).
+bool nodes_alike(const Layout& l);
+std::vector<int> rotation_channels(int K, int G);
+
 // v rotated left by `by`: out[i] = v[(i + by) mod n].
 std::vector<int> rotate(std::span<const int> v, int by);
 
