@@ -42,8 +42,8 @@ fi
 # --- bad input: flags -------------------------------------------------------------------
 expect_error "unknown topology preset 'dgx-z9'" topo show --topology dgx-z9
 expect_error "unknown fabric 'torus'" topo show --topology dgx-h100 --nodes 2 --fabric torus
-expect_error "--nodes 0: expected a node count from 1 to 2048" topo show --topology dgx-h100 --nodes 0
-expect_error "--nodes 4096: expected a node count from 1 to 2048" topo show --topology dgx-h100 --nodes 4096
+expect_error "--nodes 0: expected a node count from 1 to 16384" topo show --topology dgx-h100 --nodes 0
+expect_error "--nodes 20000: expected a node count from 1 to 16384" topo show --topology dgx-h100 --nodes 20000
 expect_error "--nodes" topo show --topology dgx-h100 --nodes -3
 expect_error "--nodes" topo show --topology dgx-h100 --nodes many
 expect_error "--oversubscription 0.5: expected a ratio >= 1" topo show --topology dgx-h100 --nodes 2 --oversubscription 0.5

@@ -193,7 +193,7 @@ bad min-over-max "-b 1M is larger than -e 1K: expected min <= max" <<'EOF'
 engine: analytic
 grid: {topologies: [dgx-h100], algorithms: [ring], sizes: {min: 1M, max: 1K}}
 EOF
-bad bad-nodes "grid.nodes 0: expected node counts from 1 to 2048" <<'EOF'
+bad bad-nodes "grid.nodes 0: expected node counts from 1 to 16384" <<'EOF'
 engine: analytic
 grid: {topologies: [dgx-h100], nodes: [0], algorithms: [ring], sizes: {min: 8, max: 1K}}
 EOF

@@ -57,7 +57,7 @@ Examples:
 void add_topology_flags(CLI::App* cmd, topocoll::tools::TopoArgs& a, bool required = true) {
   auto* t = cmd->add_option("--topology,-t", a.topology, "preset name, NCCL topology XML file or YAML cluster spec");
   if (required) t->required();
-  cmd->add_option("--nodes,-N", a.nodes, "number of nodes (1..2048); default 1 or the spec's");
+  cmd->add_option("--nodes,-N", a.nodes, "number of nodes (1..16384); default 1 or the spec's");
   cmd->add_option("--fabric", a.fabric,
                   "single-switch | rail-fat-tree | fat-tree | multi-plane | dragonfly (default rail-fat-tree)");
   cmd->add_option("--oversubscription", a.oversubscription, "leaf down:up bandwidth ratio, >= 1 (default 1)");

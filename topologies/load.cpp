@@ -204,7 +204,7 @@ ClusterSpec parse_cluster_spec(const std::string& text, const std::string& sourc
     spec.node_path = p.is_absolute() ? p.string() : (fs::path(base_dir) / p).string();
   }
   if (root["nodes"]) {
-    spec.nodes = scalar<int>(root["nodes"], source, "nodes", "an integer from 1 to 2048");
+    spec.nodes = scalar<int>(root["nodes"], source, "nodes", "an integer from 1 to 16384");  // Topology::kMaxNodes
     if (spec.nodes < 1 || spec.nodes > Topology::kMaxNodes)
       throw InputError(fmt::format("{}:{}: 'nodes: {}' must be an integer from 1 to {}", source,
                                    root["nodes"].Mark().line + 1, spec.nodes, Topology::kMaxNodes));

@@ -42,9 +42,9 @@ void check_spec_error(const std::string& yaml, const std::string& expected) {
 
 TEST_CASE("load: bad YAML specs name the file, the line and the expectation") {
   check_spec_error("node: dgx-h100\nnodes: [1\n", "spec.yaml:");
-  check_spec_error("node: dgx-h100\nnodes: 0\n", "spec.yaml:2: 'nodes: 0' must be an integer from 1 to 2048");
+  check_spec_error("node: dgx-h100\nnodes: 0\n", "spec.yaml:2: 'nodes: 0' must be an integer from 1 to 16384");
   check_spec_error("node: dgx-h100\nnodes: -4\n", "spec.yaml:2: 'nodes: -4'");
-  check_spec_error("node: dgx-h100\nnodes: many\n", "spec.yaml:2: 'nodes' must be an integer from 1 to 2048");
+  check_spec_error("node: dgx-h100\nnodes: many\n", "spec.yaml:2: 'nodes' must be an integer from 1 to 16384");
   check_spec_error("node: dgx-h100\nnodez: 4\n", "spec.yaml:2: unknown key 'nodez'");
   check_spec_error("nodes: 4\n", "missing 'node'");
   check_spec_error("node: dgx-z9\n", "spec.yaml:1: 'node: dgx-z9' is neither a preset");
@@ -62,7 +62,7 @@ TEST_CASE("load: bad YAML specs name the file, the line and the expectation") {
 TEST_CASE("load: bad command-line values") {
   TopologyOptions o{"dgx-h100"};
   o.nodes = 0;
-  CHECK_THROWS_WITH_AS(load_topology(o), doctest::Contains("--nodes 0: expected a node count from 1 to 2048"),
+  CHECK_THROWS_WITH_AS(load_topology(o), doctest::Contains("--nodes 0: expected a node count from 1 to 16384"),
                        InputError);
   o.nodes = 2;
   o.oversubscription = 0.9;
@@ -90,7 +90,7 @@ TEST_CASE("load: rates, latencies and counts of a spec within their limits (name
   check_spec_error("node: dgx-h100\n\"ra\\nil\": 1\n", "unknown key 'ra\\nil'");
   std::string many = "node: dgx-h100\nnodes: 2\nnode_overrides:\n";
   for (int i = 0; i <= Topology::kMaxNodes; ++i) many += "  - {nodes: [0], nic_gbps: 25}\n";
-  check_spec_error(many, "2049 node overrides: expected at most one per node, 2048 (the limit kMaxNodes)");
+  check_spec_error(many, "16385 node overrides: expected at most one per node, 16384 (the limit kMaxNodes)");
   TopologyOptions o{"dgx-a100"};
   o.oversubscription = 1e9;
   CHECK_THROWS_WITH_AS(load_topology(o), doctest::Contains("the limit kMaxOversubscription"), InputError);

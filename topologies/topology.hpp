@@ -164,7 +164,8 @@ class Topology {
   // Finds a vertex by its device_name; nullopt when none.
   std::optional<Vertex> find_device(std::string_view name) const;
 
-  static constexpr int kMaxNodes = 2048;
+  // 131,072 GPUs of 8: the clusters planned in 2026 (100,000 GPUs and more).
+  static constexpr int kMaxNodes = 16384;
 
  private:
   Graph graph_;

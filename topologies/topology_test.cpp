@@ -136,7 +136,7 @@ TEST_CASE("fabrics: switch and link counts") {
 TEST_CASE("topology: bad node counts and fabric parameters are input errors") {
   const NodeModel m = make_pcie_8gpu_node();
   CHECK_THROWS_WITH_AS(Topology::build(m, 0, FabricSpec{}), doctest::Contains("--nodes 0"), topocoll::InputError);
-  CHECK_THROWS_WITH_AS(Topology::build(m, 2049, FabricSpec{}), doctest::Contains("from 1 to 2048"),
+  CHECK_THROWS_WITH_AS(Topology::build(m, 16385, FabricSpec{}), doctest::Contains("from 1 to 16384"),
                        topocoll::InputError);
   CHECK_THROWS_WITH_AS(Topology::build(m, 2, FabricSpec{FabricKind::RailFatTree, 0.5}), doctest::Contains(">= 1"),
                        topocoll::InputError);

@@ -290,11 +290,11 @@ ExpSpec load_exp_spec(const std::string& path) {
   }
   if (g["nodes"]) {
     for (const std::string& n : r.list(g["nodes"], "grid.nodes")) {
-      if (const auto v = int_in(n, 1, 2048)) {
+      if (const auto v = int_in(n, 1, topo::Topology::kMaxNodes)) {
         s.nodes.emplace_back(*v);
         continue;
       }
-      r.fail(g["nodes"], fmt::format("grid.nodes {}: expected node counts from 1 to 2048", n));
+      r.fail(g["nodes"], fmt::format("grid.nodes {}: expected node counts from 1 to {}", n, topo::Topology::kMaxNodes));
     }
     if (real) r.fail(g["nodes"], "grid.nodes: engine real runs on this machine: use grid.ranks");
   } else {
