@@ -135,6 +135,27 @@ struct Step {
 static_assert(sizeof(Step) == 16);
 using Steps = std::vector<std::vector<std::vector<Step>>>;  // [rank][channel]
 
+// What a pass or the walk runs on a (rank, channel) slot: its steps, and where they are a
+// representative's shared by several slots (the declared quotient: Prepared::declared), per
+// connection index (a step's `flow` there) the flow and, for sends, the receiver's slot.
+struct SlotView {
+  const Step* steps = nullptr;
+  std::size_t size = 0;
+  const std::uint32_t* flow_of = nullptr;  // null: a step's `flow` is the flow
+  const std::uint32_t* to = nullptr;       // with flow_of: per connection, the receiving slot
+};
+using SlotViews = std::vector<SlotView>;  // [rank * K + channel]
+SlotViews views_of(const Steps& steps, int ranks, int K) {
+  SlotViews v(static_cast<std::size_t>(ranks) * static_cast<std::size_t>(K));
+  for (int r = 0; r < ranks; ++r)
+    for (int ch = 0; ch < K; ++ch) {
+      const std::vector<Step>& l = steps[static_cast<std::size_t>(r)][static_cast<std::size_t>(ch)];
+      v[static_cast<std::size_t>(r) * static_cast<std::size_t>(K) + static_cast<std::size_t>(ch)] = {l.data(),
+                                                                                                     l.size()};
+    }
+  return v;
+}
+
 // The walk with dynamic sharing, for a schedule whose flows are all on islands (islands.hpp):
 // events in time order, and each island's links shared max-min among the transfers in flight
 // at every start and end, as the SimGrid engine computes islands (its fast path, checked there
@@ -144,9 +165,9 @@ using Steps = std::vector<std::vector<std::vector<Step>>>;  // [rank][channel]
 // reduce_gbps.
 class IslandWalk {
  public:
-  IslandWalk(const Steps& steps, int ranks, int channels, const std::vector<algo::Connections::Key>& keys,
+  IslandWalk(const SlotViews& views, int ranks, int channels, const std::vector<algo::Connections::Key>& keys,
              const std::vector<Flow>& flows, IslandMap map, const Calibration& c, const SimOptions* trace)
-      : steps_(steps), K_(channels), keys_(keys), map_(std::move(map)), c_(c), trace_(trace) {
+      : K_(channels), keys_(keys), map_(std::move(map)), c_(c), trace_(trace) {
     flow_.resize(flows.size());
     for (std::size_t f = 0; f < flows.size(); ++f) {
       flow_[f].latency_s = flows[f].latency_s;
@@ -154,9 +175,9 @@ class IslandWalk {
     }
     slot_.resize(static_cast<std::size_t>(ranks) * static_cast<std::size_t>(K_));
     for (std::uint32_t id = 0; id < slot_.size(); ++id) {
-      const std::vector<Step>& l = steps_[id / static_cast<std::uint32_t>(K_)][id % static_cast<std::uint32_t>(K_)];
-      slot_[id].steps = l.data();
-      slot_[id].size = l.size();
+      slot_[id].steps = views[id].steps;
+      slot_[id].size = views[id].size;
+      slot_[id].flow_of = views[id].flow_of;
     }
   }
 
@@ -238,12 +259,12 @@ class IslandWalk {
   struct Slot {
     const Step* steps = nullptr;
     std::size_t size = 0;
+    const std::uint32_t* flow_of = nullptr;  // SlotView::flow_of
     std::size_t next = 0;
     double reached_s = 0.0;
     bool blocked = false;  // waits for a landing or a computation
   };
 
-  const Steps& steps_;
   const int K_;
   const std::vector<algo::Connections::Key>& keys_;
   IslandMap map_;
@@ -274,17 +295,19 @@ class IslandWalk {
       if (!sl.blocked) sl.reached_s = now;
       sl.blocked = false;
       const OpKind kind = static_cast<OpKind>(st.kind);
+      const bool transfer = kind == OpKind::Send || kind == OpKind::Recv || kind == OpKind::RecvReduce;
+      const std::uint32_t flow = transfer && sl.flow_of ? sl.flow_of[st.flow] : st.flow;
       if (kind == OpKind::Send) {
-        FlowState& f = flow_[st.flow];
+        FlowState& f = flow_[flow];
         ++result_.transfers;
         if (traces(id)) f.in_trace.push_back(result_.trace.size());
         record(id, st, now, now);
         if (f.busy)
           f.queued.push_back(st.bytes);
         else
-          start(st.flow, st.bytes, now);
+          start(flow, st.bytes, now);
       } else if (kind == OpKind::Recv || kind == OpKind::RecvReduce) {
-        FlowState& f = flow_[st.flow];
+        FlowState& f = flow_[flow];
         if (f.landed == f.consumed) {
           f.waiter = id;
           sl.blocked = true;
@@ -422,7 +445,8 @@ struct Prepared {
   // index of its connection in rep_conns[index][channel]); `steps` stays empty, and a run that
   // needs every rank's programs asks for them (NeedEveryRank).
   const algo::ProgramSymmetry* declared = nullptr;
-  Steps rep_steps;
+  Steps rep_steps;  // lists equal to an earlier one are left empty: rep_list names the one kept
+  std::vector<std::vector<std::pair<std::uint32_t, std::uint32_t>>> rep_list;  // [index][channel]
   struct Conn {
     bool send;
     int peer;
@@ -430,36 +454,19 @@ struct Prepared {
   std::vector<std::vector<std::vector<Conn>>> rep_conns;
   std::vector<int> rep_index;  // per rank: its representative's index in rep_steps
   std::unordered_map<std::uint64_t, std::uint32_t> flow_of_key;
-  std::map<std::pair<int, bool>, Steps> quotient_steps;  // per (shift, rotated)
+  // The quotients' slots per (shift, rotated): the representatives' steps over representative
+  // flows (copied, or shared with rep_steps when declared: SlotView).
+  struct QuotientSlots {
+    Steps steps;
+    std::vector<std::vector<std::uint32_t>> flow_of, to;
+    SlotViews views;
+  };
+  std::map<std::pair<int, bool>, QuotientSlots> quotient_slots;
+  SlotViews full_views;  // every rank's slots over `steps` (empty when declared: a run there has a quotient)
   std::uint64_t key_of(int src, int dst, int ch) const {
     return (static_cast<std::uint64_t>(src) * static_cast<std::uint64_t>(p) + static_cast<std::uint64_t>(dst)) *
                static_cast<std::uint64_t>(K) +
            static_cast<std::uint64_t>(ch);
-  }
-  // Rank r's steps: its own, or (declared) its representative's moved by g_r: channel c's on
-  // channel g_r(c), transfer peers moved, each connection's flow looked up once.
-  std::vector<std::vector<Step>> rank_steps(int r) const {
-    if (!declared) return steps[static_cast<std::size_t>(r)];
-    const algo::ProgramSymmetry& sym = *declared;
-    const auto idx = static_cast<std::size_t>(rep_index[static_cast<std::size_t>(r)]);
-    std::vector<std::vector<Step>> out(static_cast<std::size_t>(K));
-    std::vector<std::uint32_t> flow_of;
-    for (int c = 0; c < K; ++c) {
-      const int mc = sym.move_channel(c, r);
-      flow_of.clear();
-      for (const Conn& k : rep_conns[idx][static_cast<std::size_t>(c)]) {
-        const int q = sym.move(k.peer, r);
-        flow_of.push_back(flow_of_key.at(k.send ? key_of(r, q, mc) : key_of(q, r, mc)));
-      }
-      std::vector<Step>& list = out[static_cast<std::size_t>(mc)];
-      list = rep_steps[idx][static_cast<std::size_t>(c)];
-      for (Step& st : list)
-        if (algo::is_transfer(static_cast<OpKind>(st.kind))) {
-          st.peer = sym.move(st.peer, r);
-          st.flow = flow_of[st.flow];
-        }
-    }
-    return out;
   }
 };
 
@@ -635,10 +642,10 @@ std::vector<TraceEvent> expand_trace(const std::vector<TraceEvent>& events, cons
 // The quotient of a run by the shift d: per flow its orbit's representative (the member whose
 // source is below d), and the programs of ranks 0..d-1 over representatives.
 struct Quotient {
-  int d = 0;                       // 0: no quotient, every rank runs
-  const Rotation* rot = nullptr;   // with the rotation: the ranks run are the first of nodes 0..d/G-1
-  std::vector<std::uint32_t> rep;  // per flow
-  const Steps* steps = nullptr;    // per rank run (its index), every channel
+  int d = 0;                         // 0: no quotient, every rank runs
+  const Rotation* rot = nullptr;     // with the rotation: the ranks run are the first of nodes 0..d/G-1
+  std::vector<std::uint32_t> rep;    // per flow
+  const SlotViews* views = nullptr;  // per rank run (its index) and channel
   int ranks() const { return rot ? d / rot->G : d; }
   // The index of rank r's representative among the ranks run, and of channel ch's at r.
   int rank_of(int r) const { return rot ? rot->node[static_cast<std::size_t>(r)] % (d / rot->G) : r % d; }
@@ -825,7 +832,10 @@ class AnalyticEngine final : public Engine {
     if (pr.declared || pr.step_period < p || pr.rotation)
       for (std::uint32_t f = 0; f < flow_keys.size(); ++f)
         pr.flow_of_key.emplace(pr.key_of(flow_keys[f].src, flow_keys[f].dst, flow_keys[f].channel), f);
-    if (pr.declared) spot_check(s, pr);
+    if (pr.declared)
+      spot_check(s, pr);
+    else
+      pr.full_views = views_of(pr.steps, p, K);
     return pr;
   }
 
@@ -864,9 +874,36 @@ class AnalyticEngine final : public Engine {
               list.begin());
           if (local == list.size()) list.push_back({send, op.peer});
         }
-        chans[op.channel].push_back(Step{op.count() * elem, static_cast<std::uint64_t>(op.kind), local, op.peer});
+        // (A transfer's peer stays in rep_conns: the lists of representatives of one shape are equal.)
+        chans[op.channel].push_back(Step{op.count() * elem, static_cast<std::uint64_t>(op.kind), local,
+                                         algo::is_transfer(op.kind) ? -1 : op.peer});
       }
     }
+    // Equal lists kept once (a tree's ranks of one shape: leaves, chain members, ...).
+    pr.rep_list.assign(reps.size(), std::vector<std::pair<std::uint32_t, std::uint32_t>>(static_cast<std::size_t>(K)));
+    std::unordered_map<std::uint64_t, std::vector<std::pair<std::uint32_t, std::uint32_t>>> by_hash;
+    for (std::uint32_t i = 0; i < reps.size(); ++i)
+      for (std::uint32_t c = 0; c < static_cast<std::uint32_t>(K); ++c) {
+        std::vector<Step>& list = pr.rep_steps[i][c];
+        std::uint64_t h = list.size();
+        for (const Step& st : list)
+          h = (h * 1099511628211ull) ^ (st.bytes * 8 + st.kind) ^ (std::uint64_t{st.flow} << 40) ^
+              static_cast<std::uint32_t>(st.peer);
+        auto& same = by_hash[h];
+        auto equal = [&](const std::pair<std::uint32_t, std::uint32_t>& o) {
+          const std::vector<Step>& other = pr.rep_steps[o.first][o.second];
+          return std::equal(list.begin(), list.end(), other.begin(), other.end(), [](const Step& x, const Step& y) {
+            return x.bytes == y.bytes && x.kind == y.kind && x.flow == y.flow && x.peer == y.peer;
+          });
+        };
+        if (const auto it = std::find_if(same.begin(), same.end(), equal); it != same.end()) {
+          pr.rep_list[i][c] = *it;
+          std::vector<Step>().swap(list);
+        } else {
+          pr.rep_list[i][c] = {i, c};
+          same.push_back({i, c});
+        }
+      }
     std::vector<algo::Connections::Key> keys;
     for (int r = 0; r < p; ++r) {
       const auto& conns = pr.rep_conns[static_cast<std::size_t>(pr.rep_index[static_cast<std::size_t>(r)])];
@@ -975,16 +1012,47 @@ class AnalyticEngine final : public Engine {
       if (const std::uint32_t i = islands.island[f];
           i != kNoIsland && island_image[i] == i && !q.runs(pr.flow_keys[f].src))
         return {};
-    auto [it, made] = pr.quotient_steps.try_emplace(std::pair(d, rot != nullptr));
+    auto [it, made] = pr.quotient_slots.try_emplace(std::pair(d, rot != nullptr));
     if (made) {
-      Steps& qs = it->second;
-      for (int i = 0; i < q.ranks(); ++i) qs.push_back(pr.rank_steps(q.rank_run(i)));
-      for (auto& chans : qs)
-        for (auto& list : chans)
-          for (Step& st : list)
-            if (algo::is_transfer(static_cast<OpKind>(st.kind))) st.flow = q.rep[st.flow];
+      Prepared::QuotientSlots& qs = it->second;
+      const int K = pr.K;
+      if (!pr.declared) {
+        for (int i = 0; i < q.ranks(); ++i) qs.steps.push_back(pr.steps[static_cast<std::size_t>(q.rank_run(i))]);
+        for (auto& chans : qs.steps)
+          for (auto& list : chans)
+            for (Step& st : list)
+              if (algo::is_transfer(static_cast<OpKind>(st.kind))) st.flow = q.rep[st.flow];
+        qs.views = views_of(qs.steps, q.ranks(), K);
+      } else {
+        // Rank run i's channel g(c) is its representative's channel c moved by g = g_r: the
+        // same steps, each connection's flow and receiver looked up once.
+        const algo::ProgramSymmetry& sym = *pr.declared;
+        const std::size_t n = static_cast<std::size_t>(q.ranks()) * static_cast<std::size_t>(K);
+        qs.views.resize(n);
+        qs.flow_of.resize(n);
+        qs.to.resize(n);
+        for (int i = 0; i < q.ranks(); ++i) {
+          const int r = q.rank_run(i);
+          const auto idx = static_cast<std::size_t>(pr.rep_index[static_cast<std::size_t>(r)]);
+          for (int c = 0; c < K; ++c) {
+            const int mc = sym.move_channel(c, r);
+            const std::size_t sl =
+                static_cast<std::size_t>(i) * static_cast<std::size_t>(K) + static_cast<std::size_t>(mc);
+            for (const Prepared::Conn& k : pr.rep_conns[idx][static_cast<std::size_t>(c)]) {
+              const int peer = sym.move(k.peer, r);
+              const std::uint32_t f = pr.flow_of_key.at(k.send ? pr.key_of(r, peer, mc) : pr.key_of(peer, r, mc));
+              qs.flow_of[sl].push_back(q.rep[f]);
+              qs.to[sl].push_back(k.send ? static_cast<std::uint32_t>(q.rank_of(peer) * K + q.channel_of(peer, mc))
+                                         : 0);
+            }
+            const auto [ki, kc] = pr.rep_list[idx][static_cast<std::size_t>(c)];
+            const std::vector<Step>& list = pr.rep_steps[ki][kc];
+            qs.views[sl] = {list.data(), list.size(), qs.flow_of[sl].data(), qs.to[sl].data()};
+          }
+        }
+      }
     }
-    q.steps = &it->second;
+    q.views = &it->second.views;
     return q;
   }
 
@@ -1100,7 +1168,8 @@ class AnalyticEngine final : public Engine {
     TC_LOG_DEBUG("analytic", "{} ranks, {} channels: {} of them run (shift {}{}; programs shift by {}, {})", p, K,
                  run_p, q.d ? q.d : p, q.rot ? ", rotated" : "", pr.step_period,
                  pr.rotation ? "rotate" : "do not rotate");
-    const Steps& run_steps = q.d ? *q.steps : steps;
+    const SlotViews& full_views = pr.full_views;
+    const SlotViews& run_views = q.d ? *q.views : full_views;
     const std::uint64_t orbit = static_cast<std::uint64_t>(p / run_p);
     // After a quotient pass: every flow takes its representative's pass figures.
     auto expand = [&] {
@@ -1117,8 +1186,8 @@ class AnalyticEngine final : public Engine {
     SimOptions rep_trace = o;
     if (q.d && o.trace) rep_trace.trace_ranks = representatives_of(o, p, q.d);
     if (all_on_islands && o.trace) {  // a trace shows every operation's times: the exact ones
-      if (!q.d) return {IslandWalk(steps, p, K, flow_keys, flows, std::move(islands), c, &o).run(name())};
-      SimResult r = IslandWalk(run_steps, run_p, K, flow_keys, flows, std::move(islands), c, &rep_trace).run(name());
+      if (!q.d) return {IslandWalk(full_views, p, K, flow_keys, flows, std::move(islands), c, &o).run(name())};
+      SimResult r = IslandWalk(run_views, run_p, K, flow_keys, flows, std::move(islands), c, &rep_trace).run(name());
       r.transfers *= orbit;
       r.trace = expand_trace(r.trace, o, p, q.d);
       return {std::move(r)};
@@ -1129,7 +1198,6 @@ class AnalyticEngine final : public Engine {
       return true;
     };
     const double launch_s = c.launch_overhead_us * 1e-6;
-    const std::size_t slots = static_cast<std::size_t>(p) * static_cast<std::size_t>(K);
     auto slot = [K](int r, int ch) {
       return static_cast<std::size_t>(r) * static_cast<std::size_t>(K) + static_cast<std::size_t>(ch);
     };
@@ -1140,7 +1208,7 @@ class AnalyticEngine final : public Engine {
     // One pass of the event loop: advance every (rank, channel) while it can, as the verifier does.
     auto run_pass = [&](bool trace, bool quotient) {
       const int np = quotient ? run_p : p;
-      const Steps& st_of = quotient ? run_steps : steps;
+      const SlotViews& views = quotient ? run_views : full_views;
       SimResult result;
       result.engine = name();
       for (Flow& f : flows) {
@@ -1155,16 +1223,15 @@ class AnalyticEngine final : public Engine {
       struct SlotState {
         const Step* steps;
         std::size_t size;
+        const std::uint32_t* flow_of;  // SlotView
+        const std::uint32_t* to;
         std::size_t next;
         double clock;
         bool queued;
       };
-      std::vector<SlotState> slot_state(slots);
-      for (int r = 0; r < np; ++r)
-        for (int ch = 0; ch < K; ++ch) {
-          const auto& list = st_of[static_cast<std::size_t>(r)][static_cast<std::size_t>(ch)];
-          slot_state[slot(r, ch)] = {list.data(), list.size(), 0, launch_s, true};
-        }
+      std::vector<SlotState> slot_state(views.size());
+      for (std::size_t k = 0; k < views.size(); ++k)
+        slot_state[k] = {views[k].steps, views[k].size, views[k].flow_of, views[k].to, 0, launch_s, true};
       std::deque<std::pair<int, int>> work;
       std::optional<SwitchInstances> instances;
       if (plan) instances.emplace(*plan);
@@ -1234,26 +1301,33 @@ class AnalyticEngine final : public Engine {
           const OpKind kind = static_cast<OpKind>(st.kind);
           double start = now, end = now;
           if (kind == OpKind::Send) {
-            Flow& f = flows[st.flow];
+            Flow& f = flows[sl.flow_of ? sl.flow_of[st.flow] : st.flow];
             start = std::max(now, f.free_at);
             f.free_at = start + static_cast<double>(st.bytes) / f.bw_bytes_per_s;
             end = f.free_at;
             f.arrivals.push_back(f.free_at + f.latency_s);
-            flows[st.flow].first_send = std::min(flows[st.flow].first_send, start);
-            flows[st.flow].last_send = std::max(flows[st.flow].last_send, end);
-            flows[st.flow].rhythm = (flows[st.flow].rhythm * 1099511628211ull) ^ std::bit_cast<std::uint64_t>(start) ^
-                                    (std::bit_cast<std::uint64_t>(end) * 0x9e3779b97f4a7c15ull);
+            f.first_send = std::min(f.first_send, start);
+            f.last_send = std::max(f.last_send, end);
+            f.rhythm = (f.rhythm * 1099511628211ull) ^ std::bit_cast<std::uint64_t>(start) ^
+                       (std::bit_cast<std::uint64_t>(end) * 0x9e3779b97f4a7c15ull);
             ++result.transfers;
             // The receiver (its representative's slot).
-            const int to = quotient ? q.rank_of(st.peer) : st.peer;
-            const int to_ch = quotient ? q.channel_of(st.peer, ch) : ch;
+            int to = st.peer, to_ch = ch;
+            if (sl.to) {
+              const std::uint32_t k = sl.to[st.flow];
+              to = static_cast<int>(k / static_cast<std::uint32_t>(K));
+              to_ch = static_cast<int>(k % static_cast<std::uint32_t>(K));
+            } else if (quotient) {
+              to = q.rank_of(st.peer);
+              to_ch = q.channel_of(st.peer, ch);
+            }
             const std::size_t peer = slot(to, to_ch);
             if (!slot_state[peer].queued) {
               slot_state[peer].queued = true;
               work.push_back({to, to_ch});
             }
           } else if (kind == OpKind::Recv || kind == OpKind::RecvReduce) {
-            Flow& f = flows[st.flow];
+            Flow& f = flows[sl.flow_of ? sl.flow_of[st.flow] : st.flow];
             if (f.arrivals.empty()) break;  // wait for the sender
             now = std::max(now, f.arrivals.front());
             f.arrivals.pop_front();
@@ -1320,9 +1394,9 @@ class AnalyticEngine final : public Engine {
       if (alone >= result.time_s) return {std::move(result)};  // the bounds meet (alone <= pass 1 always)
       // The walk on the quotient: ranks 0..run_p-1 over representative flows, whose islands hold
       // only representatives (quotient_by checked it).
-      auto walk = [this, &run_steps, run_p, orbit, K, &flow_keys, shared = std::move(shared),
+      auto walk = [this, &run_views, run_p, orbit, K, &flow_keys, shared = std::move(shared),
                    islands = std::move(islands), c]() mutable {
-        SimResult r = IslandWalk(run_steps, run_p, K, flow_keys, shared, std::move(islands), c, nullptr).run(name());
+        SimResult r = IslandWalk(run_views, run_p, K, flow_keys, shared, std::move(islands), c, nullptr).run(name());
         r.transfers *= orbit;
         return r;
       };

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <memory>
+#include <optional>
 
 #include "algorithms/blocks.hpp"
 #include "algorithms/generators/generators.hpp"
@@ -60,6 +61,20 @@ int dbt_depth(const Layout& l, int c) {
   return depth;
 }
 
+// dbt's symmetry (ProgramSymmetry) where it holds exactly: on nodes alike (patterns/ring.hpp)
+// with equal channels and K a multiple of 2g, channel c's chain is each node's ring order rotated
+// by (c / 2) mod g over tree c mod 2, so one GPU on along every node maps channel c onto channel
+// c + 2 (c + 2 - 2g at the end of a block): the rotation. The trees differ from node to node:
+// no shift.
+std::optional<ProgramSymmetry> dbt_symmetry(const Layout& l, const CollectiveArgs& a, int K) {
+  if (l.ranks < 2 || !nodes_alike(l)) return std::nullopt;
+  const int g = l.ranks_per_node();
+  if (g < 2 || K % (2 * g) != 0 || a.count % static_cast<std::uint64_t>(K) != 0) return std::nullopt;
+  std::vector<int> pi(static_cast<std::size_t>(K));
+  for (int c = 0; c < K; ++c) pi[static_cast<std::size_t>(c)] = (c / 2) % g == g - 1 ? c + 2 - 2 * g : c + 2;
+  return ProgramSymmetry::rotation(l.ranks, l.ranks, l.node_ranks, std::move(pi));
+}
+
 Schedule make_dbt(const Layout& l, const CollectiveArgs& a, const Tuning& t) {
   const int K = dbt_channels(t);
   auto links = std::make_shared<std::vector<std::vector<TreeLinks>>>();  // [channel][rank]
@@ -79,6 +94,7 @@ Schedule make_dbt(const Layout& l, const CollectiveArgs& a, const Tuning& t) {
   });
   // Every channel runs NCCL's tree kernel (the simulator's tree block cap, sim::Calibration).
   for (int c = 0; c < K; ++c) s.set_pattern(c, ChannelPattern::Tree);
+  if (std::optional<ProgramSymmetry> sym = dbt_symmetry(l, a, K)) s.set_symmetry(std::move(*sym));
   return s;
 }
 
