@@ -54,6 +54,12 @@
 // group element maps it to. The checks are the shift's (flows' figures equal their
 // representatives', islands map onto islands of representatives only), so the answer is again
 // the full run's bit for bit; a trace takes the shift alone.
+//
+// Declared. Where the schedule declares its symmetry (algo::ProgramSymmetry), only the
+// representatives' programs are generated (Prepared::declared): every rank's flows are the
+// images of theirs, the quotient's slots share their step lists (SlotView), and a run with no
+// quotient generates every rank and starts again (NeedEveryRank). Flows are numbered in
+// (source, destination, channel) order on both paths, so both give the same bits.
 #include <fmt/format.h>
 
 #include <algorithm>
