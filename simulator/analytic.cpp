@@ -684,10 +684,11 @@ class AnalyticEngine final : public Engine {
   SimResult run(const topo::Topology& t, const algo::Schedule& s, const Calibration& calibration,
                 const SimOptions& o) override {
     try {
-      Prepared pr = prepare(t, s, calibration.for_schedule(s), /*every_rank=*/!o.symmetry || o.trace);
+      Prepared pr =
+          prepare(t, s, calibration.for_schedule(s), !o.symmetry || o.trace ? Programs::Every : Programs::Declared);
       return solve(t, s, pr, calibration, o, /*defer_walk=*/false).result;
     } catch (const NeedEveryRank&) {
-      Prepared pr = prepare(t, s, calibration.for_schedule(s), /*every_rank=*/true);
+      Prepared pr = prepare(t, s, calibration.for_schedule(s), Programs::Every);
       return solve(t, s, pr, calibration, o, /*defer_walk=*/false).result;
     }
   }
@@ -700,14 +701,18 @@ class AnalyticEngine final : public Engine {
                         const SimOptions& o, std::size_t& won) override {
     if (s.uses_switch() || o.trace || (cs.size() < 2 && !std::isfinite(o.faster_than_s)))
       return Engine::run_fastest(t, s, cs, o, won);
-    auto pr = std::make_unique<Prepared>(prepare(t, s, cs.front()->for_schedule(s), /*every_rank=*/!o.symmetry));
+    if (std::isfinite(o.faster_than_s) && o.symmetry && s.symmetry() != nullptr && !s.symmetry()->sizes_equal() &&
+        latency_bounds_above(t, s, cs, o))
+      return none_faster(cs.size());
+    auto pr = std::make_unique<Prepared>(
+        prepare(t, s, cs.front()->for_schedule(s), o.symmetry ? Programs::Declared : Programs::Every));
     std::vector<Outcome> outs;
     outs.reserve(cs.size());
     try {
       for (const Calibration* c : cs) outs.push_back(solve(t, s, *pr, *c, o, /*defer_walk=*/true));
     } catch (const NeedEveryRank&) {
       outs.clear();
-      pr = std::make_unique<Prepared>(prepare(t, s, cs.front()->for_schedule(s), /*every_rank=*/true));
+      pr = std::make_unique<Prepared>(prepare(t, s, cs.front()->for_schedule(s), Programs::Every));
       for (const Calibration* c : cs) outs.push_back(solve(t, s, *pr, *c, o, /*defer_walk=*/true));
     }
     double best = o.faster_than_s;  // another run's exact time, else infinity
@@ -738,11 +743,7 @@ class AnalyticEngine final : public Engine {
       }
     if (!any) {  // every run lies above faster_than_s
       won = 0;
-      SimResult none;
-      none.engine = name();
-      none.time_s = std::numeric_limits<double>::infinity();
-      none.runs_skipped = static_cast<std::uint32_t>(outs.size());
-      return none;
+      return none_faster(outs.size());
     }
     SimResult r = std::move(outs[won].result);
     r.runs_skipped = static_cast<std::uint32_t>(std::count(exact.begin(), exact.end(), 0));
@@ -750,9 +751,44 @@ class AnalyticEngine final : public Engine {
   }
 
  private:
-  // `every_rank` false: where the schedule declares its symmetry, the representatives' programs
-  // only (Prepared::declared).
-  static Prepared prepare(const topo::Topology& t, const algo::Schedule& s, const Calibration& c, bool every_rank) {
+  // No run of `runs` is faster than SimOptions::faster_than_s.
+  SimResult none_faster(std::size_t runs) const {
+    SimResult none;
+    none.engine = name();
+    none.time_s = std::numeric_limits<double>::infinity();
+    none.runs_skipped = static_cast<std::uint32_t>(runs);
+    return none;
+  }
+
+  // The latency bound: the schedule run with every operation's size zero, so that each
+  // operation ends at the latest of its channel's previous one and its data's arrival over the
+  // route's latency (launch, hops, per-step overhead), with no time on the wire or in a
+  // reduction. Every time of the real run is at least that (the passes and the walk are max and +
+  // of non-negative durations on the same events), so a calibration whose bound lies above
+  // faster_than_s (by more than 1e-9 relative) cannot give the fastest run. With sizes zero a
+  // shape-only declaration (algo::ProgramSymmetry) is exact: the bound runs on the quotient from
+  // the representatives' programs alone, so a run that cannot win costs a few ranks' programs,
+  // not every rank's. True when every calibration's bound lies above; false when one does not,
+  // or no quotient holds.
+  bool latency_bounds_above(const topo::Topology& t, const algo::Schedule& s, const std::vector<const Calibration*>& cs,
+                            const SimOptions& o) {
+    try {
+      Prepared shapes = prepare(t, s, cs.front()->for_schedule(s), Programs::Shapes);
+      for (const Calibration* c : cs) {
+        const Outcome x = solve(t, s, shapes, *c, o, /*defer_walk=*/true);
+        if ((x.walk ? x.lower : x.result.time_s) <= o.faster_than_s * (1 + 1e-9)) return false;
+      }
+      return true;
+    } catch (const NeedEveryRank&) {
+      return false;
+    }
+  }
+
+  // Which programs prepare() generates: every rank's; the representatives' where the schedule
+  // declares its symmetry exactly (Prepared::declared); the representatives' with every size
+  // zero where it declares it, exactly or shape only (the latency bound).
+  enum class Programs { Every, Declared, Shapes };
+  static Prepared prepare(const topo::Topology& t, const algo::Schedule& s, const Calibration& c, Programs programs) {
     if (s.num_ranks() != t.num_ranks())
       throw InputError(
           fmt::format("the schedule has {} ranks but the topology has {} GPUs", s.num_ranks(), t.num_ranks()));
@@ -766,8 +802,9 @@ class AnalyticEngine final : public Engine {
     std::optional<SwitchPlan>& plan = pr.plan;
     if (s.uses_switch()) plan.emplace(t, s, c, router);
 
-    if (!every_rank && !plan && s.symmetry() != nullptr) {
-      prepare_declared(s, pr);
+    if (programs != Programs::Every && !plan && s.symmetry() != nullptr &&
+        (programs == Programs::Shapes || s.symmetry()->sizes_equal())) {
+      prepare_declared(s, pr, /*zero_sizes=*/programs == Programs::Shapes);
     } else {
       // Each rank's program, checked (algo::ProgramIndex) and compacted per channel into 16-byte
       // steps that index their flow (a 48-byte Op otherwise; programs are generated one rank at a
@@ -845,9 +882,10 @@ class AnalyticEngine final : public Engine {
     return pr;
   }
 
-  // The representatives' programs (Prepared::declared), checked and compacted, and the flows of
-  // every rank: each representative's connections moved by every g_r, in key order.
-  static void prepare_declared(const algo::Schedule& s, Prepared& pr) {
+  // The representatives' programs (Prepared::declared), checked and compacted (with every size
+  // zero for the latency bound), and the flows of every rank: each representative's connections
+  // moved by every g_r, in key order.
+  static void prepare_declared(const algo::Schedule& s, Prepared& pr, bool zero_sizes) {
     const algo::ProgramSymmetry& sym = *s.symmetry();
     const int p = pr.p, K = pr.K;
     const std::size_t elem = algo::size_of(s.args().dtype);
@@ -881,7 +919,7 @@ class AnalyticEngine final : public Engine {
           if (local == list.size()) list.push_back({send, op.peer});
         }
         // (A transfer's peer stays in rep_conns: the lists of representatives of one shape are equal.)
-        chans[op.channel].push_back(Step{op.count() * elem, static_cast<std::uint64_t>(op.kind), local,
+        chans[op.channel].push_back(Step{zero_sizes ? 0 : op.count() * elem, static_cast<std::uint64_t>(op.kind), local,
                                          algo::is_transfer(op.kind) ? -1 : op.peer});
       }
     }

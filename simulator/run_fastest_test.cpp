@@ -77,3 +77,47 @@ TEST_CASE("run_fastest: the analytic engine's reused path equals run() per proto
   CHECK(skipped > 0);
   CHECK(none_left > 0);
 }
+
+TEST_CASE("run_fastest: the latency bound of a shape-only symmetry skips what cannot win, never what can") {
+  // Counts that do not split evenly over the ranks and channels: the ring and hierarchical then
+  // declare their symmetry shape only (algo::ProgramSymmetry), and a run told another's exact
+  // time is first bounded by its latency alone, on the representatives' programs.
+  const std::unique_ptr<sim::Engine> engine = sim::make_engine("analytic");
+  std::uint64_t shape_only = 0;
+  for (const auto& [preset, nodes] : {std::pair{"dgx-h100", 4}, std::pair{"dgx-a100", 2}}) {
+    const topo::Topology t = sim::testing::load(preset, nodes, topo::FabricKind::RailFatTree);
+    const algo::Layout layout = algo::layout_of(t);
+    const sim::NcclGraphEstimate nccl = sim::estimate_nccl_graph(t, {});
+    const sim::ProtocolSet protocols = sim::protocol_set(nccl, sim::base_calibration(), "auto", "--protocol");
+    for (const algo::Algorithm* alg : algo::select_algorithms("all", algo::Collective::AllReduce))
+      for (int channels : {3, 8, 12})
+        for (std::uint64_t bytes : {std::uint64_t{32} << 10, (std::uint64_t{1} << 20) + 12}) {
+          algo::Tuning tuning;
+          tuning.channels = channels;
+          tuning.slice_bytes = 512 * 1024;
+          const algo::CollectiveArgs args = algo::nccl_tests_args(
+              algo::Collective::AllReduce, bytes, algo::DataType::Float32, algo::ReduceOp::Sum, t.num_ranks());
+          if (!alg->supports(layout, args, tuning).ok) continue;
+          const algo::Schedule s = alg->generate(layout, args, tuning);
+          if (s.symmetry() == nullptr || s.symmetry()->sizes_equal()) continue;
+          ++shape_only;
+          CAPTURE(fmt::format("{} x{} {} ch {} {} B", preset, nodes, alg->name, channels, bytes));
+          for (const sim::Calibration& c : protocols.calibrations) {
+            const double exact = engine->run(t, s, c, {}).time_s;
+            std::size_t won = 1;
+            sim::SimOptions told;
+            // Told its own exact time: the bound lies at or below it, so the run is not skipped.
+            told.faster_than_s = exact;
+            CHECK(engine->run_fastest(t, s, {&c}, told, won).time_s == exact);
+            CHECK(won == 0);
+            // Told a time below its latency alone (launch and hops take more than a picosecond):
+            // skipped, before any other pass.
+            told.faster_than_s = 1e-12;
+            const sim::SimResult none = engine->run_fastest(t, s, {&c}, told, won);
+            CHECK_FALSE(std::isfinite(none.time_s));
+            CHECK(none.runs_skipped == 1);
+          }
+        }
+  }
+  CHECK(shape_only >= 8);
+}

@@ -17,6 +17,7 @@
 #include <cmath>
 #include <memory>
 #include <optional>
+#include <set>
 
 #include "algorithms/blocks.hpp"
 #include "algorithms/generators/generators.hpp"
@@ -120,22 +121,39 @@ void emit_nvls_batches(ProgramBuilder& b, const HierPlan& plan, const Hierarchic
 //     groups across (same positions), onto channel c + 1's;
 //   the shift by one node, when every segment of every channel splits evenly over the N nodes:
 //     each node is then position n of rings across whose steps all carry one size.
-std::optional<ProgramSymmetry> hierarchical_symmetry(const Layout& l, const CollectiveArgs& a, int K,
+// Else, shape only (ProgramSymmetry::shape_only), where no segment inside or part across is
+// empty and each kind is cut into one number of slices on every channel: the rotation with the
+// shift when K is a multiple of g, the shift alone otherwise.
+std::optional<ProgramSymmetry> hierarchical_symmetry(const Layout& l, const CollectiveArgs& a, const Tuning& t, int K,
                                                      const HierarchicalStages& st) {
   if (st.inner != &ring_group() || st.nvls_intra || l.ranks < 2 || !nodes_alike(l)) return std::nullopt;
   const int p = l.ranks, g = l.ranks_per_node(), N = l.nodes;
-  bool shift = true;
-  for (int c = 0; c < K && shift; ++c) {
+  const auto G = static_cast<std::uint64_t>(g), Nn = static_cast<std::uint64_t>(N);
+  const std::uint64_t se = slice_elems(a, t);
+  bool shift = true, nonempty = true;
+  std::set<std::uint64_t> inside_slices, across_slices;
+  for (int c = 0; c < K; ++c) {
     const Range mine = channel_range(a.count, K, c);
-    for (int i = 0; i < g && shift; ++i)
-      shift = split(mine, static_cast<std::uint64_t>(g), static_cast<std::uint64_t>(i)).count %
-                  static_cast<std::uint64_t>(N) ==
-              0;
+    for (std::uint64_t i = 0; i < G; ++i) {
+      const Range seg = split(mine, G, i);
+      shift = shift && seg.count % Nn == 0;
+      nonempty = nonempty && seg.count > 0;
+      inside_slices.insert(slice_count(seg.count, se));
+      for (std::uint64_t n = 0; n < Nn; ++n) {
+        const std::uint64_t part = split(seg, Nn, n).count;
+        nonempty = nonempty && part > 0;
+        across_slices.insert(slice_count(part, se));
+      }
+    }
   }
-  if (g >= 2 && K % g == 0 && a.count % static_cast<std::uint64_t>(K) == 0)
+  const bool rotates = g >= 2 && K % g == 0;
+  if (rotates && a.count % static_cast<std::uint64_t>(K) == 0)
     return ProgramSymmetry::rotation(p, shift ? g : p, l.node_ranks, rotation_channels(K, g));
   if (shift && N > 1) return ProgramSymmetry::shift(p, g);
-  return std::nullopt;
+  if (!nonempty || N < 2 || across_slices.size() != 1) return std::nullopt;
+  if (rotates && inside_slices.size() == 1)
+    return ProgramSymmetry::rotation(p, g, l.node_ranks, rotation_channels(K, g)).shape_only();
+  return ProgramSymmetry::shift(p, g).shape_only();
 }
 
 Schedule make_hierarchical(const Layout& l, const CollectiveArgs& a, const Tuning& t, const HierarchicalStages& st) {
@@ -193,7 +211,7 @@ Schedule make_hierarchical(const Layout& l, const CollectiveArgs& a, const Tunin
   }
   if (st.pattern != ChannelPattern::Pipeline)
     for (int c = 0; c < K; ++c) s.set_pattern(c, st.pattern);
-  if (std::optional<ProgramSymmetry> sym = hierarchical_symmetry(l, a, K, st)) s.set_symmetry(std::move(*sym));
+  if (std::optional<ProgramSymmetry> sym = hierarchical_symmetry(l, a, t, K, st)) s.set_symmetry(std::move(*sym));
   return s;
 }
 

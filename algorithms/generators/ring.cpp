@@ -47,20 +47,40 @@ GroupCost ring_cost(int members, double bytes, const Tuning&) {
 // and with equal channels, K a multiple of G, channel c's ring (each node rotated by c) moved one
 // GPU on along every node is channel c + 1's (c + 1 - G at the end of a block of G: the rotation).
 // On one node in identity order the shift is one rank.
-std::optional<ProgramSymmetry> ring_symmetry(const Layout& l, const CollectiveArgs& a, int K) {
+// Where a channel's segments differ by one element (its count not a multiple of p) but none is
+// empty and each is cut into as many slices as the others, the same moves hold for everything
+// but the sizes (ProgramSymmetry::shape_only); the rotation then needs one slice count on every
+// channel instead of equal channels.
+std::optional<ProgramSymmetry> ring_symmetry(const Layout& l, const CollectiveArgs& a, const Tuning& t, int K) {
   const int p = l.ranks;
   if (p < 2 || !nodes_alike(l)) return std::nullopt;
   const int G = l.ranks_per_node();
   const auto P = static_cast<std::uint64_t>(p);
-  for (int c = 0; c < K; ++c)
-    if (channel_range(a.count, K, c).count % P != 0) return std::nullopt;
-  if (G >= 2 && K % G == 0 && a.count % static_cast<std::uint64_t>(K) == 0) {
-    return ProgramSymmetry::rotation(p, G, l.node_ranks, rotation_channels(K, G));
+  const std::uint64_t se = slice_elems(a, t);
+  bool exact = true, shaped = true, one_slice_count = true;
+  std::optional<std::uint64_t> slices;
+  for (int c = 0; c < K; ++c) {
+    const std::uint64_t count = channel_range(a.count, K, c).count, q = count / P;
+    exact = exact && count % P == 0;
+    // Segments of q and q + 1 elements: as many slices unless q + 1 starts another.
+    shaped = shaped && q > 0 && (count % P == 0 || q % se != 0);
+    one_slice_count = one_slice_count && (!slices || *slices == slice_count(q, se));
+    slices = slice_count(q, se);
   }
-  if (l.nodes > 1) return ProgramSymmetry::shift(p, G);
-  for (int i = 0; i < G; ++i)
-    if (l.node_ranks[0][static_cast<std::size_t>(i)] != i) return std::nullopt;
-  return ProgramSymmetry::shift(p, 1);
+  if (!exact && !shaped) return std::nullopt;
+  std::optional<ProgramSymmetry> sym;
+  const bool equal_channels = exact ? a.count % static_cast<std::uint64_t>(K) == 0 : one_slice_count;
+  if (G >= 2 && K % G == 0 && equal_channels) {
+    sym = ProgramSymmetry::rotation(p, G, l.node_ranks, rotation_channels(K, G));
+  } else if (l.nodes > 1) {
+    sym = ProgramSymmetry::shift(p, G);
+  } else {
+    for (int i = 0; i < G; ++i)
+      if (l.node_ranks[0][static_cast<std::size_t>(i)] != i) return std::nullopt;
+    sym = ProgramSymmetry::shift(p, 1);
+  }
+  if (!exact) return std::move(*sym).shape_only();
+  return sym;
 }
 
 Schedule make_ring(const Layout& l, const CollectiveArgs& a, const Tuning& t) {
@@ -74,7 +94,7 @@ Schedule make_ring(const Layout& l, const CollectiveArgs& a, const Tuning& t) {
       ring_emit(b, plan->ring_of(c), plan->position(c, rank), as_chunk(BufferId::Output, mine), c, a, t);
     }
   });
-  if (std::optional<ProgramSymmetry> sym = ring_symmetry(l, a, K)) s.set_symmetry(std::move(*sym));
+  if (std::optional<ProgramSymmetry> sym = ring_symmetry(l, a, t, K)) s.set_symmetry(std::move(*sym));
   return s;
 }
 

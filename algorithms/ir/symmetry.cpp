@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <utility>
+
 #include "algorithms/ir/program_index.hpp"
 #include "algorithms/ir/schedule.hpp"
 #include "common/errors.hpp"
@@ -65,6 +67,11 @@ ProgramSymmetry ProgramSymmetry::rotation(int ranks, int d, std::vector<std::vec
   return s;
 }
 
+ProgramSymmetry ProgramSymmetry::shape_only() && {
+  sizes_equal_ = false;
+  return std::move(*this);
+}
+
 int ProgramSymmetry::sigma(int x, int k) const {
   const auto n = static_cast<std::size_t>(node_[static_cast<std::size_t>(x)]);
   return ring_[n][static_cast<std::size_t>((pos_[static_cast<std::size_t>(x)] + k) % G_)];
@@ -122,7 +129,10 @@ std::string symmetry_mismatch(const Schedule& s, int r) {
       const Op& o = *xs[i];
       const Op& q = *ys[i];
       const bool transfer = is_transfer(o.kind);
-      if (o.kind != q.kind || o.count() != q.count() || (transfer ? sym->move(o.peer, r) != q.peer : o.peer != q.peer))
+      // Shape only: sizes may differ (a size that is zero on one side only shows as another op
+      // count or kind: zero-element ops are dropped).
+      const bool sizes_ok = !sym->sizes_equal() || o.count() == q.count();
+      if (o.kind != q.kind || !sizes_ok || (transfer ? sym->move(o.peer, r) != q.peer : o.peer != q.peer))
         return fmt::format("rank {} channel {} op {} is {}; its representative {}'s on channel {} moved gives {}", r,
                            mc, i, describe(q), rep, c, describe(o));
     }

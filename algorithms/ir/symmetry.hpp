@@ -17,6 +17,12 @@
 //
 // Declared only where it holds exactly: `symmetry_mismatch` compares a rank's generated program
 // with its representative's moved, and a test does so for every rank over the registry.
+//
+// Shape only (`sizes_equal()` false): the moves hold op for op but for the operations' sizes (a
+// ring whose segments differ by an element from rank to rank: the same ops, the same peers, the
+// same slices). Times depend on sizes, so an engine takes such a declaration only for what does
+// not: the analytic engine's latency bound (every size zero) on the quotient, which lets it skip
+// a run that cannot be the fastest without generating every rank (simulator/analytic.cpp).
 #pragma once
 
 #include <string>
@@ -32,6 +38,10 @@ class ProgramSymmetry {
   static ProgramSymmetry shift(int ranks, int d);
   // The shift with the rotation. InternalError when they are inconsistent (above).
   static ProgramSymmetry rotation(int ranks, int d, std::vector<std::vector<int>> node_ring, std::vector<int> pi);
+
+  // The same declaration, holding for the ops' kinds, channels and peers but not their sizes.
+  ProgramSymmetry shape_only() &&;
+  bool sizes_equal() const { return sizes_equal_; }
 
   int ranks() const { return p_; }
   int shift_ranks() const { return d_; }
@@ -49,6 +59,7 @@ class ProgramSymmetry {
 
  private:
   int p_ = 0, d_ = 0, G_ = 1;
+  bool sizes_equal_ = true;
   std::vector<std::vector<int>> ring_;    // per node, with the rotation
   std::vector<int> node_, pos_;           // per rank, with the rotation
   std::vector<std::vector<int>> pi_pow_;  // [k][c]: pi^k(c), k < G

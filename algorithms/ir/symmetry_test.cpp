@@ -24,7 +24,7 @@ Layout shuffled_layout(int nodes, int per_node) {
 }  // namespace
 
 TEST_CASE("symmetry: every declared program symmetry holds at every rank, over the registry") {
-  std::size_t declared = 0, rotated = 0, checked = 0;
+  std::size_t declared = 0, rotated = 0, shape_only = 0, checked = 0;
   const std::vector<Layout> layouts = {uniform_layout(1, 8), uniform_layout(4, 8), uniform_layout(3, 4),
                                        uniform_layout(6, 1), uniform_layout(2, 2), shuffled_layout(3, 4),
                                        shuffled_layout(1, 6)};
@@ -46,6 +46,7 @@ TEST_CASE("symmetry: every declared program symmetry holds at every rank, over t
           if (s.symmetry() == nullptr) continue;
           ++declared;
           if (s.symmetry()->rotates()) ++rotated;
+          if (!s.symmetry()->sizes_equal()) ++shape_only;
           for (int r = 0; r < l.ranks; ++r) {
             const std::string why = symmetry_mismatch(s, r);
             CHECK_MESSAGE(why.empty(), fmt::format("{} {} ranks ({} nodes) ch {} n {}: {}", alg.name, l.ranks, l.nodes,
@@ -53,10 +54,11 @@ TEST_CASE("symmetry: every declared program symmetry holds at every rank, over t
             ++checked;
           }
         }
-  MESSAGE(fmt::format("{} schedules declare a symmetry ({} with the rotation); {} ranks checked", declared, rotated,
-                      checked));
+  MESSAGE(fmt::format("{} schedules declare a symmetry ({} with the rotation, {} shape only); {} ranks checked",
+                      declared, rotated, shape_only, checked));
   CHECK(declared > 50);
   CHECK(rotated > 10);
+  CHECK(shape_only > 10);
 }
 
 TEST_CASE("symmetry: a declaration that does not hold is found") {
@@ -68,10 +70,22 @@ TEST_CASE("symmetry: a declaration that does not hold is found") {
   t.slice_bytes = 8;
   const CollectiveArgs a = testing::conformance_args(Collective::AllReduce, l.ranks, 32 * 8 * 3 + 5, 0, false);
   Schedule s = find_algorithm("ring").generate(l, a, t);
-  CHECK(s.symmetry() == nullptr);  // the ring does not declare it
+  // The ring declares it shape only (its segments of 3 and 4 elements are cut into 2 slices each).
+  REQUIRE(s.symmetry() != nullptr);
+  CHECK_FALSE(s.symmetry()->sizes_equal());
+  for (int r = 0; r < l.ranks; ++r) CHECK(symmetry_mismatch(s, r).empty());
   s.set_symmetry(ProgramSymmetry::shift(l.ranks, 8));
   int wrong = 0;
   for (int r = 0; r < l.ranks; ++r) wrong += symmetry_mismatch(s, r).empty() ? 0 : 1;
+  CHECK(wrong > 0);
+  // Shape only, a shape that differs is found: segments of 4 and 5 elements are 2 and 3 slices
+  // of 2, so the ring declares nothing, and a shift declared anyway fails.
+  const CollectiveArgs b = testing::conformance_args(Collective::AllReduce, l.ranks, 32 * 8 * 4 + 5, 0, false);
+  Schedule u = find_algorithm("ring").generate(l, b, t);
+  CHECK(u.symmetry() == nullptr);
+  u.set_symmetry(ProgramSymmetry::shift(l.ranks, 8).shape_only());
+  wrong = 0;
+  for (int r = 0; r < l.ranks; ++r) wrong += symmetry_mismatch(u, r).empty() ? 0 : 1;
   CHECK(wrong > 0);
   // Inconsistent declarations are refused.
   CHECK_THROWS_AS(ProgramSymmetry::shift(32, 5), topocoll::InternalError);
