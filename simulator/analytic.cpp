@@ -118,6 +118,30 @@ class TimeFifo {
   std::size_t head_ = 0;
 };
 
+// The (rank, channel) slots a pass has still to advance, first in first out; each slot at most
+// once at a time, so `capacity` places (one per slot) never overflow.
+class SlotQueue {
+ public:
+  explicit SlotQueue(std::size_t capacity) : items_(std::max<std::size_t>(capacity, 1)) {}
+  bool empty() const { return size_ == 0; }
+  std::pair<int, int> front() const { return items_[head_]; }
+  void pop_front() {
+    head_ = head_ + 1 == items_.size() ? 0 : head_ + 1;
+    --size_;
+  }
+  void push_back(std::pair<int, int> slot) {
+    TOPOCOLL_ASSERT(size_ < items_.size(), "a slot queued twice");
+    std::size_t at = head_ + size_;
+    if (at >= items_.size()) at -= items_.size();
+    items_[at] = slot;
+    ++size_;
+  }
+
+ private:
+  std::vector<std::pair<int, int>> items_;
+  std::size_t head_ = 0, size_ = 0;
+};
+
 struct Flow {
   const Route* route = nullptr;
   double bw_bytes_per_s = 0.0;
@@ -1136,9 +1160,17 @@ class AnalyticEngine final : public Engine {
     };
     // Max-min rates of the flows under these constraints and each flow's channel cap.
     auto max_min = [&](const std::vector<Constraint>& cons) {
-      std::vector<std::vector<std::uint32_t>> of_flow(flows.size());
-      for (std::uint32_t j = 0; j < cons.size(); ++j)
-        for (std::uint32_t f : cons[j].members) of_flow[f].push_back(j);
+      // Each flow's constraints, in increasing order (compressed rows: one allocation, not one per flow).
+      std::vector<std::uint32_t> first(flows.size() + 1, 0), of_flow;
+      for (const Constraint& con : cons)
+        for (std::uint32_t f : con.members) ++first[f + 1];
+      for (std::size_t f = 0; f < flows.size(); ++f) first[f + 1] += first[f];
+      of_flow.resize(first.back());
+      {
+        std::vector<std::uint32_t> at(first.begin(), first.end() - 1);
+        for (std::uint32_t j = 0; j < cons.size(); ++j)
+          for (std::uint32_t f : cons[j].members) of_flow[at[f]++] = j;
+      }
       std::vector<double> frozen_sum(cons.size(), 0.0);
       std::vector<std::uint32_t> open(cons.size());
       std::vector<char> done(flows.size(), 0);
@@ -1158,7 +1190,8 @@ class AnalyticEngine final : public Engine {
       auto freeze = [&](std::uint32_t f, double rate) {
         done[f] = 1;
         flows[f].bw_bytes_per_s = rate;
-        for (std::uint32_t j : of_flow[f]) {
+        for (std::uint32_t k = first[f]; k < first[f + 1]; ++k) {
+          const std::uint32_t j = of_flow[k];
           frozen_sum[j] += rate;
           if (--open[j] == 0) continue;
           level_of[j] = std::max(rate, (cons[j].capacity - frozen_sum[j]) / open[j]);
@@ -1276,7 +1309,9 @@ class AnalyticEngine final : public Engine {
       std::vector<SlotState> slot_state(views.size());
       for (std::size_t k = 0; k < views.size(); ++k)
         slot_state[k] = {views[k].steps, views[k].size, views[k].flow_of, views[k].to, 0, launch_s, true};
-      std::deque<std::pair<int, int>> work;
+      // The slots to advance, in FIFO order; a slot is in it at most once (`queued`), so a ring
+      // of one place per slot holds it (a std::deque allocated and freed blocks as it went).
+      SlotQueue work(views.size());
       std::optional<SwitchInstances> instances;
       if (plan) instances.emplace(*plan);
       // A message of `bytes` on flow f ready to leave at `ready`: when it lands.
