@@ -114,11 +114,56 @@ TraceStats write_chrome_trace(const std::vector<TraceEvent>& events, int ranks, 
     placed.push_back({i, track(e), s, f});
   }
 
-  TraceStats stats;
+  // The slices: one per operation, or each track's runs of operations of one kind and peer cut
+  // into pieces of up to `per` (the header's aggregation).
+  struct Slice {
+    std::size_t first;  // into placed: the slice's first operation (its kind, peer and rank)
+    std::int64_t tid, start, end;
+    std::uint64_t bytes, ops;
+  };
+  std::uint64_t per = 1;
+  if (options.max_slices > 0 && placed.size() > options.max_slices)
+    per = (placed.size() + options.max_slices - 1) / options.max_slices;
+  std::vector<Slice> slices;
+  std::vector<std::size_t> slice_of(placed.size());
+  if (per == 1) {
+    for (std::size_t k = 0; k < placed.size(); ++k) {
+      slices.push_back({k, placed[k].tid, placed[k].start, placed[k].end, events[placed[k].index].bytes, 1});
+      slice_of[k] = k;
+    }
+  } else {
+    std::vector<std::size_t> order(placed.size());
+    for (std::size_t k = 0; k < order.size(); ++k) order[k] = k;
+    const auto on_track = [&](std::size_t a, std::size_t b) {
+      const Placed &x = placed[a], &y = placed[b];
+      return std::tie(events[x.index].rank, x.tid, x.start, x.end, x.index) <
+             std::tie(events[y.index].rank, y.tid, y.start, y.end, y.index);
+    };
+    std::sort(order.begin(), order.end(), on_track);
+    for (std::size_t k : order) {
+      const TraceEvent& e = events[placed[k].index];
+      if (!slices.empty()) {
+        Slice& last = slices.back();
+        const TraceEvent& f = events[placed[last.first].index];
+        if (last.ops < per && f.rank == e.rank && last.tid == placed[k].tid && f.kind == e.kind && f.peer == e.peer) {
+          last.end = std::max(last.end, placed[k].end);
+          last.bytes += e.bytes;
+          ++last.ops;
+          slice_of[k] = slices.size() - 1;
+          continue;
+        }
+      }
+      slices.push_back({k, placed[k].tid, placed[k].start, placed[k].end, e.bytes, 1});
+      slice_of[k] = slices.size() - 1;
+    }
+  }
+
+  std::map<std::string, std::string> metadata = options.metadata;
+  if (per > 1) metadata["ops_per_slice"] = fmt::format("up to {}", per);
   out << "{\"displayTimeUnit\": \"ns\"";
-  if (!options.metadata.empty())
+  if (!metadata.empty())
     out << ", \"otherData\": "
-        << nlohmann::json(options.metadata).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+        << nlohmann::json(metadata).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   out << ", \"traceEvents\": [\n";
   bool first = true;
   auto sep = [&] {
@@ -132,6 +177,9 @@ TraceStats write_chrome_trace(const std::vector<TraceEvent>& events, int ranks, 
     written_ranks.insert(events[p.index].rank);
     tracks.insert({events[p.index].rank, p.tid});
   }
+  TraceStats stats;
+  stats.ops = placed.size();
+  stats.ops_per_slice = per;
   for (int r : written_ranks) {
     sep();
     out << fmt::format(R"({{"ph": "M", "name": "process_name", "pid": {}, "tid": 0, "args": {{"name": "rank {}"}}}})",
@@ -153,14 +201,15 @@ TraceStats write_chrome_trace(const std::vector<TraceEvent>& events, int ranks, 
         R"({{"ph": "M", "name": "thread_sort_index", "pid": {}, "tid": {}, "args": {{"sort_index": {}}}}})", r, tid,
         tid);
   }
-  for (const Placed& p : placed) {
-    const TraceEvent& e = events[p.index];
+  for (const Slice& sl : slices) {
+    const TraceEvent& e = events[placed[sl.first].index];
     const std::string kind(algo::to_string(e.kind));
     const std::string name = e.peer >= 0 ? fmt::format("{} {}", kind, e.peer) : kind;
+    const std::string ops = per > 1 ? fmt::format(", \"ops\": {}", sl.ops) : "";
     sep();
     out << fmt::format(
-        R"({{"ph": "X", "name": {}, "cat": {}, "pid": {}, "tid": {}, "ts": {}, "dur": {}, "args": {{"bytes": {}}}}})",
-        quoted(name), quoted(kind), e.rank, p.tid, micros(p.start), micros(p.end - p.start), e.bytes);
+        R"({{"ph": "X", "name": {}, "cat": {}, "pid": {}, "tid": {}, "ts": {}, "dur": {}, "args": {{"bytes": {}{}}}}})",
+        quoted(name), quoted(kind), e.rank, sl.tid, micros(sl.start), micros(sl.end - sl.start), sl.bytes, ops);
     ++stats.events;
   }
   // Flows: the k-th send of (src, dst, channel) to the k-th receive of it, both written. The
@@ -169,6 +218,9 @@ TraceStats write_chrome_trace(const std::vector<TraceEvent>& events, int ranks, 
   // where binding would be ambiguous, wherever the times allow.
   using Key = std::tuple<int, int, int>;  // src, dst, channel
   std::map<Key, std::vector<const Placed*>> sends, recvs;
+  const auto slice_at = [&](const Placed* p) -> const Slice& {
+    return slices[slice_of[static_cast<std::size_t>(p - placed.data())]];
+  };
   for (const Placed& p : placed) {
     const TraceEvent& e = events[p.index];
     if (e.kind == OpKind::Send)
@@ -187,19 +239,21 @@ TraceStats write_chrome_trace(const std::vector<TraceEvent>& events, int ranks, 
     std::stable_sort(s.begin(), s.end(), by_time);
     std::stable_sort(r.begin(), r.end(), by_time);
     for (std::size_t k = 0; k < std::min(s.size(), r.size()); ++k) {
+      const Slice& ss = slice_at(s[k]);
+      if (&placed[ss.first] != s[k]) continue;  // aggregated: one arrow per send slice, from its first send
+      const Slice& rs = slice_at(r[k]);
       const TraceEvent& se = events[s[k]->index];
       const TraceEvent& re = events[r[k]->index];
       // The data lands after its last byte left: the arrow ends no earlier than the send.
-      const std::int64_t at =
-          std::clamp(std::max(r[k]->start + (r[k]->end - r[k]->start) / 2, s[k]->end), r[k]->start, r[k]->end);
-      const std::int64_t from = std::max(s[k]->start, std::min(s[k]->start + (s[k]->end - s[k]->start) / 2, at));
+      const std::int64_t at = std::clamp(std::max(r[k]->start + (r[k]->end - r[k]->start) / 2, s[k]->end), rs.start, rs.end);
+      const std::int64_t from = std::max(ss.start, std::min(ss.start + (ss.end - ss.start) / 2, at));
       sep();
       out << fmt::format(R"({{"ph": "s", "name": "data", "cat": "flow", "id": {}, "pid": {}, "tid": {}, "ts": {}}})",
-                         id, se.rank, s[k]->tid, micros(from));
+                         id, se.rank, ss.tid, micros(from));
       sep();
       out << fmt::format(
           R"({{"ph": "f", "bp": "e", "name": "data", "cat": "flow", "id": {}, "pid": {}, "tid": {}, "ts": {}}})", id,
-          re.rank, r[k]->tid, micros(at));
+          re.rank, rs.tid, micros(at));
       ++id;
     }
   }

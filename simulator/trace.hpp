@@ -8,6 +8,13 @@
 // nesting is exact), printed as microseconds with three decimals. A flow arrow ("s" / "f") joins
 // each send to the receive that takes it (k-th send of a flow, k-th receive of it: contract rule
 // 4). A metadata object names the run (algorithm, size, topology, engine, version).
+//
+// Aggregation for big runs: when the chosen ranks' operations outnumber `max_slices`, each track's
+// consecutive operations of one kind with one peer are merged, up to M = ceil(operations /
+// max_slices) of them, into one slice (from the first's start to the last's end; "ops" and the
+// summed "bytes" in its args), and one arrow leaves each send slice: from its first send to the
+// slice holding that send's receive. `otherData` then says "ops_per_slice": "up to M". Slices on a
+// track still never overlap (they merge neighbours only).
 #pragma once
 
 #include <cstdint>
@@ -26,10 +33,18 @@ struct TraceOptions {
   // dropped); empty: every rank.
   std::vector<std::pair<int, int>> ranks;
   std::map<std::string, std::string> metadata;  // written as "metadata" and as the trace's name
+  // At most about this many slices (above): 0 writes one slice per operation, whatever the count.
+  std::uint64_t max_slices = 0;
 };
 
+// The slices a trace writes by default (`topocoll sim --trace-max-slices`): about 200 bytes of JSON
+// each with its share of the arrows, so that a trace stays near 200 MB, a file the Perfetto UI opens.
+inline constexpr std::uint64_t kTraceMaxSlices = 1000000;
+
 struct TraceStats {
-  std::uint64_t events = 0;  // complete events written
+  std::uint64_t events = 0;  // complete events (slices) written
+  std::uint64_t ops = 0;     // operations they hold (events, unless aggregated)
+  std::uint64_t ops_per_slice = 1;  // M above; 1: not aggregated
   std::uint64_t flows = 0;   // send -> receive arrows written
   int ranks = 0;             // ranks written
 };

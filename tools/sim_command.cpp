@@ -554,6 +554,7 @@ int sim_command(const SimArgs& a, std::ostream& out) {
     for (const auto& e : trace) channels = std::max(channels, e.channel + 1);
     sim::TraceOptions to;
     to.ranks = trace_ranks;
+    to.max_slices = a.trace_max_slices;
     to.metadata = {{"algorithm", trace_algorithm},
                    {"size_bytes", std::to_string(trace_bytes)},
                    {"collective", std::string(algo::to_string(collective))},
@@ -571,8 +572,13 @@ int sim_command(const SimArgs& a, std::ostream& out) {
     const sim::TraceStats st = sim::write_chrome_trace(trace, t.num_ranks(), channels, tf, to);
     tf.close();
     if (!tf) throw InputError(fmt::format("--trace {}: the write failed", a.trace));
-    std::cerr << fmt::format("topocoll sim: trace {}: {} at {} B, ranks {} of {}, {} events, {} flows\n", a.trace,
-                             trace_algorithm, trace_bytes, written, t.num_ranks(), st.events, st.flows);
+    const std::string merged =
+        st.ops_per_slice > 1
+            ? fmt::format(" (of {} operations: up to {} consecutive ones of a kind and peer per slice, --trace-max-slices {})",
+                          st.ops, st.ops_per_slice, a.trace_max_slices)
+            : "";
+    std::cerr << fmt::format("topocoll sim: trace {}: {} at {} B, ranks {} of {}, {} events{}, {} flows\n", a.trace,
+                             trace_algorithm, trace_bytes, written, t.num_ranks(), st.events, merged, st.flows);
   }
   output.close();
   // What the topology assumed (an importer's notes: NVLink unknown, a NIC rate assumed, a PCI

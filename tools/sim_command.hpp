@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "simulator/nccl_model.hpp"
+#include "simulator/trace.hpp"
 #include "tools/topo_commands.hpp"
 
 namespace topocoll::tools {
@@ -42,6 +43,8 @@ struct SimArgs {
   // What --trace covers: the algorithm (default the first), the size in bytes as the sweep names
   // it (default the largest), the ranks (sim::parse_rank_ranges; default sim::default_trace_ranks).
   std::string trace_algorithm, trace_size, trace_ranks;
+  // About the most slices --trace writes (sim::TraceOptions::max_slices; 0: one per operation).
+  std::uint64_t trace_max_slices = sim::kTraceMaxSlices;
   int jobs = 0;        // points simulated at once (analytic engine); 0: the machine's hardware threads
   bool quiet = false;  // no progress on stderr (which a sweep longer than 5 s prints)
   bool no_nccl_model = false;

@@ -266,7 +266,13 @@ The trace covers one run: the first algorithm at the largest size.)";
   simc->add_option("--trace-algorithm", sim_args.trace_algorithm, "the algorithm --trace covers (default the first)");
   simc->add_option("--trace-size", sim_args.trace_size, "the size --trace covers (default the largest)");
   simc->add_option("--trace-ranks", sim_args.trace_ranks,
-                   "the ranks --trace writes, e.g. 0-15,1016-1023 (default all up to 64, else the first and last 8)");
+                   "the ranks --trace writes, e.g. 0-15,1016-1023 (default all up to 64, else the first and last 4)");
+  simc->add_option("--trace-max-slices", sim_args.trace_max_slices,
+                   "about the most slices --trace writes: past it, each track's consecutive operations of one kind "
+                   "and peer merge (default 1000000, near 200 MB; 0: one slice per operation)")
+      ->check([](const std::string& v) {
+        return v.find('-') != std::string::npos ? "got " + v + ", expected a number of slices, 0 or more" : std::string();
+      });
   simc->add_flag("--no-nccl-model", sim_args.no_nccl_model, "skip the stock-NCCL reference model");
   simc->add_option("--nccl-version", sim_args.nccl_version,
                    "NCCL release the stock-NCCL model follows: 2.22.3 | 2.28.9")

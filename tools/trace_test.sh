@@ -2,8 +2,8 @@
 # `topocoll sim --trace`: traces pass the strict checker (tools/trace_check.py: nesting per
 # track, flows bound to their slices, metadata) on both engines and on every kind of schedule
 # (rings, trees, all-to-all with overlapping sends, NVLS switch operations); --trace-algorithm,
-# --trace-size and --trace-ranks choose what is written; the checker itself fails on a broken
-# trace; bad flags get one error line and exit 2.
+# --trace-size and --trace-ranks choose what is written, --trace-max-slices merges big traces;
+# the checker itself fails on a broken trace; bad flags get one error line and exit 2.
 # Usage: trace_test.sh BUILD_BIN_DIR SOURCE_DIR
 set -u
 bin="$1/topocoll"
@@ -59,6 +59,31 @@ fi
 traced ranks --expect-ranks 2,3,4,9 -- -t dgx-h100 --nodes 2 --algorithm ring -b 64K -e 64K --trace-ranks 2-4,9
 traced big --expect-ranks "$(seq -s, 0 3),$(seq -s, 1020 1023)" -- -t dgx-h100 --nodes 128 --algorithm ring -b 8M -e 8M --protocol Simple --channels 2
 
+# Aggregation (--trace-max-slices): each track's consecutive operations of one kind and peer merge,
+# so that the slices are about the limit; they hold every operation and every byte of the full
+# trace, pass the checker, and one arrow leaves each send slice.
+if traced full -- -t dgx-h100 --nodes 2 --algorithm ring -b 64M -e 64M --protocol Simple &&
+  traced merged -- -t dgx-h100 --nodes 2 --algorithm ring -b 64M -e 64M --protocol Simple --trace-max-slices 5000; then
+  python3 - "$tmp/full.json" "$tmp/merged.json" >"$tmp/agg" 2>&1 <<'PY'
+import json, sys
+full, merged = (json.load(open(f)) for f in sys.argv[1:3])
+def slices(d): return [e for e in d["traceEvents"] if e["ph"] == "X"]
+f, m = slices(full), slices(merged)
+ops = sum(e["args"]["ops"] for e in m)
+sends = sum(1 for e in m if e["cat"] == "send")
+flows = sum(1 for e in merged["traceEvents"] if e["ph"] == "s")
+per = merged["otherData"].get("ops_per_slice")
+ok = (len(f) > 5000 and len(m) <= 5000 * 1.1 and ops == len(f)
+      and sum(e["args"]["bytes"] for e in m) == sum(e["args"]["bytes"] for e in f)
+      and flows == sends and per == "up to %d" % -(-len(f) // 5000) and "ops_per_slice" not in full["otherData"])
+print(f"full {len(f)} slices, merged {len(m)} slices holding {ops} ops, {sends} send slices, {flows} flows, {per}")
+sys.exit(0 if ok else 1)
+PY
+  rc=$?
+  check '[ $rc -eq 0 ]' "aggregated trace: $(cat "$tmp/agg")"
+  check 'grep -q "events (of [0-9]* operations: up to [0-9]* consecutive ones" "$tmp/err"' "the aggregated trace's line on stderr: $(cat "$tmp/err")"
+fi
+
 # The checker fails for the right reasons: partial overlap on a track, a flow without its end.
 python3 - "$tmp/ring-meta.json" "$tmp/broken.json" "$tmp/noflow.json" <<'PY'
 import json, sys
@@ -85,5 +110,7 @@ expect_error "--trace-size 3K: not a size of this run; expected one of 1024, 204
 expect_error "--trace-ranks 0-8: rank 8 is not one of the 8 ranks" \
   sim -t pcie-8gpu --algorithm ring -b 1K -e 1K --trace "$tmp/x.json" --trace-ranks 0-8
 expect_error "expected --trace FILE with them" sim -t pcie-8gpu --algorithm ring -b 1K -e 1K --trace-ranks 0-3
+expect_error "--trace-max-slices: got -1, expected a number of slices, 0 or more" \
+  sim -t pcie-8gpu --algorithm ring -b 1K -e 1K --trace "$tmp/x.json" --trace-max-slices -1
 
 summary trace_test
