@@ -245,7 +245,8 @@ TraceStats write_chrome_trace(const std::vector<TraceEvent>& events, int ranks, 
       const TraceEvent& se = events[s[k]->index];
       const TraceEvent& re = events[r[k]->index];
       // The data lands after its last byte left: the arrow ends no earlier than the send.
-      const std::int64_t at = std::clamp(std::max(r[k]->start + (r[k]->end - r[k]->start) / 2, s[k]->end), rs.start, rs.end);
+      const std::int64_t at =
+          std::clamp(std::max(r[k]->start + (r[k]->end - r[k]->start) / 2, s[k]->end), rs.start, rs.end);
       const std::int64_t from = std::max(ss.start, std::min(ss.start + (ss.end - ss.start) / 2, at));
       sep();
       out << fmt::format(R"({{"ph": "s", "name": "data", "cat": "flow", "id": {}, "pid": {}, "tid": {}, "ts": {}}})",

@@ -42,11 +42,11 @@ struct TraceOptions {
 inline constexpr std::uint64_t kTraceMaxSlices = 1000000;
 
 struct TraceStats {
-  std::uint64_t events = 0;  // complete events (slices) written
-  std::uint64_t ops = 0;     // operations they hold (events, unless aggregated)
+  std::uint64_t events = 0;         // complete events (slices) written
+  std::uint64_t ops = 0;            // operations they hold (events, unless aggregated)
   std::uint64_t ops_per_slice = 1;  // M above; 1: not aggregated
-  std::uint64_t flows = 0;   // send -> receive arrows written
-  int ranks = 0;             // ranks written
+  std::uint64_t flows = 0;          // send -> receive arrows written
+  int ranks = 0;                    // ranks written
 };
 
 // "0-15,1016-1023" or "3" (ranks of 0..ranks-1) -> sorted, merged ranges; InputError naming the

@@ -574,8 +574,9 @@ int sim_command(const SimArgs& a, std::ostream& out) {
     if (!tf) throw InputError(fmt::format("--trace {}: the write failed", a.trace));
     const std::string merged =
         st.ops_per_slice > 1
-            ? fmt::format(" (of {} operations: up to {} consecutive ones of a kind and peer per slice, --trace-max-slices {})",
-                          st.ops, st.ops_per_slice, a.trace_max_slices)
+            ? fmt::format(
+                  " (of {} operations: up to {} consecutive ones of a kind and peer per slice, --trace-max-slices {})",
+                  st.ops, st.ops_per_slice, a.trace_max_slices)
             : "";
     std::cerr << fmt::format("topocoll sim: trace {}: {} at {} B, ranks {} of {}, {} events{}, {} flows\n", a.trace,
                              trace_algorithm, trace_bytes, written, t.num_ranks(), st.events, merged, st.flows);

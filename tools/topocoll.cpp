@@ -271,7 +271,8 @@ The trace covers one run: the first algorithm at the largest size.)";
                    "about the most slices --trace writes: past it, each track's consecutive operations of one kind "
                    "and peer merge (default 1000000, near 200 MB; 0: one slice per operation)")
       ->check([](const std::string& v) {
-        return v.find('-') != std::string::npos ? "got " + v + ", expected a number of slices, 0 or more" : std::string();
+        return v.find('-') != std::string::npos ? "got " + v + ", expected a number of slices, 0 or more"
+                                                : std::string();
       });
   simc->add_flag("--no-nccl-model", sim_args.no_nccl_model, "skip the stock-NCCL reference model");
   simc->add_option("--nccl-version", sim_args.nccl_version,
