@@ -92,15 +92,17 @@ namespace {
 using algo::Op;
 using algo::OpKind;
 
-// A FIFO of doubles that keeps its storage: emptied, it starts again at the front, so a pass
-// allocates only while a flow's backlog grows (a std::deque allocated and freed its blocks as
-// messages came and went, in the engine's inner loop).
-class TimeFifo {
+// A FIFO that keeps its storage: emptied, it starts again at the front, so a pass allocates
+// only while a flow's backlog grows (a std::deque allocated and freed its blocks as messages came
+// and went, in the engine's inner loop), and an unused one holds no memory (a std::deque
+// allocates on construction: two per flow of a 131,072-GPU ring were gigabytes).
+template <class T>
+class Fifo {
  public:
   bool empty() const { return head_ == items_.size(); }
-  double front() const { return items_[head_]; }
-  double back() const { return items_.back(); }
-  void push_back(double v) {
+  T front() const { return items_[head_]; }
+  T back() const { return items_.back(); }
+  void push_back(T v) {
     if (empty()) {
       items_.clear();
       head_ = 0;
@@ -114,9 +116,10 @@ class TimeFifo {
   }
 
  private:
-  std::vector<double> items_;
+  std::vector<T> items_;
   std::size_t head_ = 0;
 };
+using TimeFifo = Fifo<double>;
 
 // The (rank, channel) slots a pass has still to advance, first in first out; each slot at most
 // once at a time, so `capacity` places (one per slot) never overflow.
@@ -283,8 +286,8 @@ class IslandWalk {
     std::uint64_t landed = 0, consumed = 0;
     std::uint32_t waiter = kNone;      // slot blocked on the next landing
     std::uint32_t lane = kNoLane;      // its landings' lane in the EventQueue
-    std::deque<std::uint64_t> queued;  // bytes of issued messages not started yet
-    std::deque<std::size_t> in_trace;  // trace entries of sends whose last byte has not left
+    Fifo<std::uint64_t> queued;  // bytes of issued messages not started yet
+    Fifo<std::size_t> in_trace;  // trace entries of sends whose last byte has not left
   };
   struct Slot {
     const Step* steps = nullptr;
@@ -836,8 +839,10 @@ class AnalyticEngine final : public Engine {
       algo::Connections connections(p, K);
       Steps& steps = pr.steps;
       steps.resize(static_cast<std::size_t>(p));
+      algo::Program buffer;  // one rank's program at a time, in storage kept from rank to rank
       for (int r = 0; r < p; ++r) {
-        const algo::ProgramIndex index(s, r, /*by_channel=*/false);  // checked; the steps split it per channel
+        s.program_into(r, buffer);
+        algo::ProgramIndex index(s, r, std::move(buffer), /*by_channel=*/false);  // checked; the steps split it per channel
         auto& chans = steps[static_cast<std::size_t>(r)];
         chans.resize(static_cast<std::size_t>(K));
         for (int ch = 0; ch < K; ++ch) chans[static_cast<std::size_t>(ch)].reserve(index.channel_size(ch));
@@ -853,6 +858,7 @@ class AnalyticEngine final : public Engine {
           }
           chans[op.channel].push_back(Step{op.count() * elem, static_cast<std::uint64_t>(op.kind), f, op.peer});
         }
+        buffer = index.release_program();
       }
       connections.forget_lookup();
       pr.flow_keys = connections.keys();
@@ -899,10 +905,7 @@ class AnalyticEngine final : public Engine {
     if (pr.declared || pr.step_period < p || pr.rotation)
       for (std::uint32_t f = 0; f < flow_keys.size(); ++f)
         pr.flow_of_key.emplace(pr.key_of(flow_keys[f].src, flow_keys[f].dst, flow_keys[f].channel), f);
-    if (pr.declared)
-      spot_check(s, pr);
-    else
-      pr.full_views = views_of(pr.steps, p, K);
+    if (!pr.declared) pr.full_views = views_of(pr.steps, p, K);
     return pr;
   }
 
@@ -922,14 +925,27 @@ class AnalyticEngine final : public Engine {
       pr.rep_index[static_cast<std::size_t>(r)] = index_of[static_cast<std::size_t>(sym.representative(r))];
     pr.rep_steps.resize(reps.size());
     pr.rep_conns.resize(reps.size());
+    // Equal lists kept once (a tree's ranks of one shape: leaves, chain members, ...; a ring's
+    // representatives, all alike): each representative's lists are built in `scratch`, whose
+    // storage passes to the list kept when none equal to it is, and otherwise serves the next
+    // representative (a 131,072-GPU ring's 32 representatives would otherwise build, fault in and
+    // drop 4 GB of steps).
+    pr.rep_list.assign(reps.size(), std::vector<std::pair<std::uint32_t, std::uint32_t>>(static_cast<std::size_t>(K)));
+    std::unordered_map<std::uint64_t, std::vector<std::pair<std::uint32_t, std::uint32_t>>> by_hash;
+    std::vector<std::vector<Step>> scratch(static_cast<std::size_t>(K));
+    algo::Program buffer;  // one representative's program at a time, in storage kept from one to the next
     for (std::size_t i = 0; i < reps.size(); ++i) {
       const int r = reps[i];
-      const algo::ProgramIndex index(s, r, /*by_channel=*/false);
+      s.program_into(r, buffer);
+      algo::ProgramIndex index(s, r, std::move(buffer), /*by_channel=*/false);
       auto& chans = pr.rep_steps[i];
       auto& conns = pr.rep_conns[i];
       chans.resize(static_cast<std::size_t>(K));
       conns.resize(static_cast<std::size_t>(K));
-      for (int ch = 0; ch < K; ++ch) chans[static_cast<std::size_t>(ch)].reserve(index.channel_size(ch));
+      for (int ch = 0; ch < K; ++ch) {
+        scratch[static_cast<std::size_t>(ch)].clear();
+        scratch[static_cast<std::size_t>(ch)].reserve(index.channel_size(ch));
+      }
       for (const Op& op : index.program()) {
         if (op.is_switch()) throw InternalError("a declared symmetry on a schedule with switch groups");
         std::uint32_t local = 0;
@@ -943,16 +959,12 @@ class AnalyticEngine final : public Engine {
           if (local == list.size()) list.push_back({send, op.peer});
         }
         // (A transfer's peer stays in rep_conns: the lists of representatives of one shape are equal.)
-        chans[op.channel].push_back(Step{zero_sizes ? 0 : op.count() * elem, static_cast<std::uint64_t>(op.kind), local,
-                                         algo::is_transfer(op.kind) ? -1 : op.peer});
+        scratch[op.channel].push_back(Step{zero_sizes ? 0 : op.count() * elem, static_cast<std::uint64_t>(op.kind),
+                                           local, algo::is_transfer(op.kind) ? -1 : op.peer});
       }
-    }
-    // Equal lists kept once (a tree's ranks of one shape: leaves, chain members, ...).
-    pr.rep_list.assign(reps.size(), std::vector<std::pair<std::uint32_t, std::uint32_t>>(static_cast<std::size_t>(K)));
-    std::unordered_map<std::uint64_t, std::vector<std::pair<std::uint32_t, std::uint32_t>>> by_hash;
-    for (std::uint32_t i = 0; i < reps.size(); ++i)
+      buffer = index.release_program();
       for (std::uint32_t c = 0; c < static_cast<std::uint32_t>(K); ++c) {
-        std::vector<Step>& list = pr.rep_steps[i][c];
+        std::vector<Step>& list = scratch[c];
         std::uint64_t h = list.size();
         for (const Step& st : list)
           h = (h * 1099511628211ull) ^ (st.bytes * 8 + st.kind) ^ (std::uint64_t{st.flow} << 40) ^
@@ -964,14 +976,17 @@ class AnalyticEngine final : public Engine {
             return x.bytes == y.bytes && x.kind == y.kind && x.flow == y.flow && x.peer == y.peer;
           });
         };
+        const auto at = static_cast<std::uint32_t>(i);
         if (const auto it = std::find_if(same.begin(), same.end(), equal); it != same.end()) {
           pr.rep_list[i][c] = *it;
-          std::vector<Step>().swap(list);
         } else {
-          pr.rep_list[i][c] = {i, c};
-          same.push_back({i, c});
+          pr.rep_list[i][c] = {at, c};
+          same.push_back({at, c});
+          chans[c].swap(list);
         }
       }
+    }
+    spot_check(s, pr, buffer);
     std::vector<algo::Connections::Key> keys;
     for (int r = 0; r < p; ++r) {
       const auto& conns = pr.rep_conns[static_cast<std::size_t>(pr.rep_index[static_cast<std::size_t>(r)])];
@@ -994,14 +1009,14 @@ class AnalyticEngine final : public Engine {
     pr.flow_keys = std::move(keys);
   }
 
-  // The declaration checked at a few ranks beyond the representatives (a generator's bug would
-  // otherwise give a wrong time silently; algo's symmetry test checks every rank over the registry).
-  static void spot_check(const algo::Schedule& s, const Prepared& pr) {
-    const int p = pr.p;
-    for (int r : {p - 1, p / 2 + 1, p / 3})
-      if (r >= 0 && r < p)
-        if (const std::string why = algo::symmetry_mismatch(s, r); !why.empty())
-          throw InternalError(fmt::format("schedule {}: its declared symmetry does not hold: {}", s.name(), why));
+  // The declaration checked at the last rank, the farthest from the representatives (a
+  // generator's bug would otherwise give a wrong time silently; algo's symmetry test checks every
+  // rank over the registry). One rank: the check generates two whole programs (on a 131,072-GPU
+  // ring, 4 million operations each), a cost the quotient is there to avoid.
+  static void spot_check(const algo::Schedule& s, const Prepared& pr, algo::Program& scratch) {
+    algo::Program other;
+    if (const std::string why = algo::symmetry_mismatch(s, pr.p - 1, scratch, other); !why.empty())
+      throw InternalError(fmt::format("schedule {}: its declared symmetry does not hold: {}", s.name(), why));
   }
 
   static Rotation rotation_of(const algo::ProgramSymmetry& sym, int K) {

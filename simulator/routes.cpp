@@ -30,6 +30,8 @@ Router::Router(const topo::Topology& t) : t_(t) {
   const auto& g = t.graph();
   dragonfly_ = t.fabric() && t.fabric()->kind == topo::FabricKind::Dragonfly;
   leaf_of_nic_.assign(boost::num_vertices(g), Vertex(-1));
+  ranks_of_node_.resize(static_cast<std::size_t>(t.nodes()));
+  for (const topo::RankInfo& r : t.ranks()) ranks_of_node_[static_cast<std::size_t>(r.node)].push_back(r.rank);
   for (auto v : boost::make_iterator_range(boost::vertices(g))) {
     if (g[v].kind == DeviceKind::SpineSwitch) spines_[g[v].group].push_back(v);
     if (g[v].kind != DeviceKind::Nic) continue;
@@ -53,8 +55,8 @@ const std::vector<Vertex>& Router::local_gpu_gpu(int node, int i, int j) {
   if (it != lp.gpu_gpu.end()) return it->second;
   const Vertex first = t_.node_vertices(node).first, last = t_.node_vertices(node).second;
   int ra = -1, rb = -1;
-  for (const topo::RankInfo& r : t_.ranks())
-    if (r.node == node && (r.local == i || r.local == j)) (r.local == i ? ra : rb) = r.rank;
+  for (int q : ranks_of_node_[static_cast<std::size_t>(node)])
+    if (const topo::RankInfo& r = t_.rank(q); r.local == i || r.local == j) (r.local == i ? ra : rb) = r.rank;
   const topo::Path p = topo::find_path(t_, t_.rank(ra).gpu, t_.rank(rb).gpu);
   if (!p.found)
     throw InputError(
@@ -71,8 +73,8 @@ const std::vector<Vertex>& Router::local_gpu_nic(int node, int i, Vertex nic) {
   auto it = lp.gpu_nic.find(key);
   if (it != lp.gpu_nic.end()) return it->second;
   const topo::RankInfo* info = nullptr;
-  for (const topo::RankInfo& r : t_.ranks())
-    if (r.node == node && r.local == i) info = &r;
+  for (int q : ranks_of_node_[static_cast<std::size_t>(node)])
+    if (t_.rank(q).local == i) info = &t_.rank(q);
   if (info->rail < 0)
     throw InputError(fmt::format("{} has no NIC: it cannot reach other nodes", t_.device_name(info->gpu)));
   const topo::Path p = topo::find_path(t_, info->gpu, nic);
@@ -83,8 +85,12 @@ const std::vector<Vertex>& Router::local_gpu_nic(int node, int i, Vertex nic) {
 
 void Router::append(Route& r, Vertex from, Vertex to) {
   const auto& g = t_.graph();
-  auto [e, ok] = boost::edge(from, to, g);
+  // boost::edge scans the first vertex's links: from the end with fewer (a spine of a 16,384-node
+  // fabric has hundreds), the descriptor then put back in the queried order.
+  const bool from_side = boost::out_degree(from, g) <= boost::out_degree(to, g);
+  auto [e, ok] = from_side ? boost::edge(from, to, g) : boost::edge(to, from, g);
   TOPOCOLL_ASSERT(ok, fmt::format("no link {} - {}", t_.device_name(from), t_.device_name(to)));
+  if (!from_side) e = topo::Edge(from, to, e.get_property());
   r.links.push_back(e);
   // Undirected edge descriptors report the queried order as source(), so the direction is
   // canonical by vertex number: "forward" is from the lower to the higher vertex.
@@ -140,8 +146,8 @@ const Route& Router::route(int a, int b, int channel) {
   std::optional<Vertex> out_nic = nic_on_rail(ra);
   const bool pxn = !t_.fabric() || t_.fabric()->pxn;
   if (!out_nic && pxn) {
-    for (const topo::RankInfo& x : t_.ranks())
-      if (x.node == ra.node && x.rank != ra.rank && nic_on_rail(x)) {
+    for (int q : ranks_of_node_[static_cast<std::size_t>(ra.node)])  // (a scan of every rank was O(ranks) a route)
+      if (const topo::RankInfo& x = t_.rank(q); q != ra.rank && nic_on_rail(x)) {
         relay = &x;
         break;
       }

@@ -55,6 +55,7 @@ class Router {
   std::unordered_map<std::string, LocalPaths> local_;
   std::unordered_map<std::uint64_t, Route> cache_;
   std::vector<topo::Vertex> leaf_of_nic_;                      // indexed by vertex (only NICs set)
+  std::vector<std::vector<int>> ranks_of_node_;                // each node's ranks, in rank order
   std::unordered_map<int, std::vector<topo::Vertex>> spines_;  // by plane (Device::group; -1: one)
   // Dragonfly: the global links of every ordered group pair (g, h), as (switch of g, switch of h).
   std::unordered_map<std::uint64_t, std::vector<std::pair<topo::Vertex, topo::Vertex>>> globals_;

@@ -269,7 +269,7 @@ The trace covers one run: the first algorithm at the largest size.)";
                    "the ranks --trace writes, e.g. 0-15,1016-1023 (default all up to 64, else the first and last 4)");
   simc->add_option("--trace-max-slices", sim_args.trace_max_slices,
                    "about the most slices --trace writes: past it, each track's consecutive operations of one kind "
-                   "and peer merge (default 1000000, near 200 MB; 0: one slice per operation)")
+                   "and peer merge (default 750000, under 200 MB; 0: one slice per operation)")
       ->check([](const std::string& v) {
         return v.find('-') != std::string::npos ? "got " + v + ", expected a number of slices, 0 or more"
                                                 : std::string();

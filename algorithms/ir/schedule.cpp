@@ -242,10 +242,15 @@ void Schedule::set_symmetry(ProgramSymmetry s) {
 }
 
 Program Schedule::program(int rank) const {
-  TOPOCOLL_ASSERT(rank >= 0 && rank < args_.ranks, fmt::format("rank {} of {}", rank, args_.ranks));
   Program p;
-  generator_(rank, p);
+  program_into(rank, p);
   return p;
+}
+
+void Schedule::program_into(int rank, Program& out) const {
+  TOPOCOLL_ASSERT(rank >= 0 && rank < args_.ranks, fmt::format("rank {} of {}", rank, args_.ranks));
+  out.clear();
+  generator_(rank, out);
 }
 
 }  // namespace topocoll::algo

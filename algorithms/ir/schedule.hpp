@@ -129,6 +129,9 @@ class Schedule {
   std::uint64_t scratch_count() const { return scratch_count_; }  // elements, every rank
   std::uint64_t buffer_count(BufferId b) const;
   Program program(int rank) const;
+  // The same into `out`, emptied first: its storage is kept, so a caller that fetches rank after
+  // rank allocates (and faults in) the largest program once.
+  void program_into(int rank, Program& out) const;
   // The pattern of channel ch (Pipeline unless set_pattern said otherwise).
   ChannelPattern pattern(int ch) const;
   // Marks channel ch (0 <= ch < num_channels()) as running `p`; generators call it.

@@ -106,6 +106,11 @@ int ProgramSymmetry::move_channel(int c, int r) const {
 }
 
 std::string symmetry_mismatch(const Schedule& s, int r) {
+  Program a, b;
+  return symmetry_mismatch(s, r, a, b);
+}
+
+std::string symmetry_mismatch(const Schedule& s, int r, Program& a, Program& b) {
   const ProgramSymmetry* sym = s.symmetry();
   if (sym == nullptr) return {};
   const int rep = sym->representative(r), K = s.num_channels();
@@ -116,7 +121,9 @@ std::string symmetry_mismatch(const Schedule& s, int r) {
       if (op.channel >= 0 && op.channel < K) out[static_cast<std::size_t>(op.channel)].push_back(&op);
     return out;
   };
-  const Program a = s.program(rep), b = s.program(r);
+  s.program_into(rep, a);
+  b.reserve(a.size());  // the same length when the declaration holds
+  s.program_into(r, b);
   const auto x = by_channel(a), y = by_channel(b);
   for (int c = 0; c < K; ++c) {
     const auto& xs = x[static_cast<std::size_t>(c)];

@@ -31,6 +31,7 @@
 namespace topocoll::algo {
 
 class Schedule;
+struct Op;
 
 class ProgramSymmetry {
  public:
@@ -71,5 +72,8 @@ class ProgramSymmetry {
 // program differs from its representative's moved by g_r; empty when it holds there (or nothing
 // is declared). Generates both programs.
 std::string symmetry_mismatch(const Schedule& s, int r);
+// The same with the two programs generated into `rep_scratch` and `rank_scratch` (storage kept:
+// a caller that holds a large program's storage lends it instead of faulting in two more).
+std::string symmetry_mismatch(const Schedule& s, int r, std::vector<Op>& rep_scratch, std::vector<Op>& rank_scratch);
 
 }  // namespace topocoll::algo
