@@ -284,10 +284,10 @@ class IslandWalk {
     double latency_s = 0.0;
     bool busy = false;  // a message is being pushed
     std::uint64_t landed = 0, consumed = 0;
-    std::uint32_t waiter = kNone;      // slot blocked on the next landing
-    std::uint32_t lane = kNoLane;      // its landings' lane in the EventQueue
-    Fifo<std::uint64_t> queued;  // bytes of issued messages not started yet
-    Fifo<std::size_t> in_trace;  // trace entries of sends whose last byte has not left
+    std::uint32_t waiter = kNone;  // slot blocked on the next landing
+    std::uint32_t lane = kNoLane;  // its landings' lane in the EventQueue
+    Fifo<std::uint64_t> queued;    // bytes of issued messages not started yet
+    Fifo<std::size_t> in_trace;    // trace entries of sends whose last byte has not left
   };
   struct Slot {
     const Step* steps = nullptr;
@@ -842,7 +842,8 @@ class AnalyticEngine final : public Engine {
       algo::Program buffer;  // one rank's program at a time, in storage kept from rank to rank
       for (int r = 0; r < p; ++r) {
         s.program_into(r, buffer);
-        algo::ProgramIndex index(s, r, std::move(buffer), /*by_channel=*/false);  // checked; the steps split it per channel
+        algo::ProgramIndex index(s, r, std::move(buffer),
+                                 /*by_channel=*/false);  // checked; the steps split it per channel
         auto& chans = steps[static_cast<std::size_t>(r)];
         chans.resize(static_cast<std::size_t>(K));
         for (int ch = 0; ch < K; ++ch) chans[static_cast<std::size_t>(ch)].reserve(index.channel_size(ch));
