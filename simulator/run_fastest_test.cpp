@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <optional>
 
 #include "algorithms/registry.hpp"
 #include "simulator/engine.hpp"
@@ -12,6 +13,23 @@
 #include "simulator/testing.hpp"
 
 using namespace topocoll;
+
+namespace {
+
+// `alg`'s float sum allreduce of `bytes` on `channels` channels and 512 KiB slices; none where
+// the algorithm does not support it.
+std::optional<algo::Schedule> allreduce(const algo::Algorithm& alg, const algo::Layout& layout, int channels,
+                                        std::uint64_t bytes) {
+  algo::Tuning tuning;
+  tuning.channels = channels;
+  tuning.slice_bytes = 512 * 1024;
+  const algo::CollectiveArgs args = algo::nccl_tests_args(algo::Collective::AllReduce, bytes, algo::DataType::Float32,
+                                                          algo::ReduceOp::Sum, layout.ranks);
+  if (!alg.supports(layout, args, tuning).ok) return std::nullopt;
+  return alg.generate(layout, args, tuning);
+}
+
+}  // namespace
 
 TEST_CASE("run_fastest: the analytic engine's reused path equals run() per protocol, over the registry") {
   struct Case {
@@ -36,13 +54,9 @@ TEST_CASE("run_fastest: the analytic engine's reused path equals run() per proto
       for (int channels : {2, 8})
         for (std::uint64_t bytes :
              {std::uint64_t{8}, std::uint64_t{32} << 10, std::uint64_t{2} << 20, std::uint64_t{64} << 20}) {
-          algo::Tuning tuning;
-          tuning.channels = channels;
-          tuning.slice_bytes = 512 * 1024;
-          const algo::CollectiveArgs args = algo::nccl_tests_args(
-              algo::Collective::AllReduce, bytes, algo::DataType::Float32, algo::ReduceOp::Sum, t.num_ranks());
-          if (!alg->supports(layout, args, tuning).ok) continue;
-          const algo::Schedule s = alg->generate(layout, args, tuning);
+          const std::optional<algo::Schedule> made = allreduce(*alg, layout, channels, bytes);
+          if (!made) continue;
+          const algo::Schedule& s = *made;
           CAPTURE(fmt::format("{} x{} {} ch {} {} B", k.preset, k.nodes, alg->name, channels, bytes));
           // The plain answer: every protocol run alone, the fastest kept (the first on a tie).
           std::size_t plain_won = 0;
@@ -92,13 +106,9 @@ TEST_CASE("run_fastest: the latency bound of a shape-only symmetry skips what ca
     for (const algo::Algorithm* alg : algo::select_algorithms("all", algo::Collective::AllReduce))
       for (int channels : {3, 8, 12})
         for (std::uint64_t bytes : {std::uint64_t{32} << 10, (std::uint64_t{1} << 20) + 12}) {
-          algo::Tuning tuning;
-          tuning.channels = channels;
-          tuning.slice_bytes = 512 * 1024;
-          const algo::CollectiveArgs args = algo::nccl_tests_args(
-              algo::Collective::AllReduce, bytes, algo::DataType::Float32, algo::ReduceOp::Sum, t.num_ranks());
-          if (!alg->supports(layout, args, tuning).ok) continue;
-          const algo::Schedule s = alg->generate(layout, args, tuning);
+          const std::optional<algo::Schedule> made = allreduce(*alg, layout, channels, bytes);
+          if (!made) continue;
+          const algo::Schedule& s = *made;
           if (s.symmetry() == nullptr || s.symmetry()->sizes_equal()) continue;
           ++shape_only;
           CAPTURE(fmt::format("{} x{} {} ch {} {} B", preset, nodes, alg->name, channels, bytes));
