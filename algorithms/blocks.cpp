@@ -38,14 +38,17 @@ int wrap(int i, int n) {
 // One ring step: the sends of `out`'s slices run `window` ahead of the receives of `in`'s.
 // A send at step s carries what the receive of the same slice produced at step s-1, which
 // program order already put before it, so any window keeps the data dependencies.
+// With `in_own`, a reducing step reduces into `in` from there: recv_reduce_copy(in_own -> in).
 void ring_step(ProgramBuilder& b, int next, int prev, const Chunk& out, const Chunk& in, bool reduce, int channel,
-               std::uint64_t slice_elems, int window) {
+               std::uint64_t slice_elems, int window, const Chunk* in_own = nullptr) {
   const std::uint64_t so = slice_count(out.count, slice_elems), si = slice_count(in.count, slice_elems);
   const std::uint64_t w = static_cast<std::uint64_t>(std::max(window, 0));
   for (std::uint64_t k = 0; k < std::max(so, si + w); ++k) {
     if (k < so) b.send(next, slice(out, so, k), channel);
     if (k >= w && k - w < si) {
-      if (reduce)
+      if (reduce && in_own != nullptr)
+        b.recv_reduce_copy(prev, slice(*in_own, si, k - w), slice(in, si, k - w), channel);
+      else if (reduce)
         b.recv_reduce(prev, slice(in, si, k - w), channel);
       else
         b.recv(prev, slice(in, si, k - w), channel);
@@ -54,18 +57,29 @@ void ring_step(ProgramBuilder& b, int next, int prev, const Chunk& out, const Ch
 }
 
 void ring_reduce_scatter(ProgramBuilder& b, std::span<const int> ring, int pos, const std::vector<Chunk>& segment,
-                         int channel, std::uint64_t slice_elems, int window) {
+                         int channel, std::uint64_t slice_elems, int window, const std::vector<Chunk>* own) {
   const int n = static_cast<int>(ring.size());
   TOPOCOLL_ASSERT(static_cast<int>(segment.size()) == n,
                   fmt::format("{} segments for a ring of {}", segment.size(), n));
-  if (n == 1) return;
+  TOPOCOLL_ASSERT(own == nullptr || own->size() == segment.size(),
+                  fmt::format("{} own segments for {}", own ? own->size() : 0, segment.size()));
+  if (n == 1) {
+    if (own != nullptr) b.copy((*own)[0], segment[0], channel);
+    return;
+  }
   const int next = ring[static_cast<std::size_t>(wrap(pos + 1, n))],
             prev = ring[static_cast<std::size_t>(wrap(pos - 1, n))];
-  // Step s: send segment[pos-s-1] (partially reduced), reduce segment[pos-s-2] from prev.
+  // Step s: send segment[pos-s-1] (partially reduced; at s = 0 the own contribution), reduce
+  // segment[pos-s-2] from prev. Every segment but pos-1 is reduced once, so with `own` each is
+  // reduced straight from there (pos-1 is overwritten by the allgather that follows).
   // Slices of a step go out in order so the next rank can start on slice 0 at once.
-  for (int s = 0; s + 1 < n; ++s)
-    ring_step(b, next, prev, segment[static_cast<std::size_t>(wrap(pos - s - 1, n))],
-              segment[static_cast<std::size_t>(wrap(pos - s - 2, n))], true, channel, slice_elems, window);
+  for (int s = 0; s + 1 < n; ++s) {
+    const auto out = static_cast<std::size_t>(wrap(pos - s - 1, n)),
+               in = static_cast<std::size_t>(wrap(pos - s - 2, n));
+    const Chunk& sent = own != nullptr && s == 0 ? (*own)[out] : segment[out];
+    ring_step(b, next, prev, sent, segment[in], true, channel, slice_elems, window,
+              own != nullptr ? &(*own)[in] : nullptr);
+  }
 }
 
 void ring_allgather(ProgramBuilder& b, std::span<const int> ring, int pos, const std::vector<Chunk>& segment,

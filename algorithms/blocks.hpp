@@ -35,8 +35,14 @@ std::uint64_t tree_slice_elems(const CollectiveArgs& a, const Tuning& t, std::ui
 //      ^───────────────────────────────────────────┘
 // Within a step, sends run `window` slices ahead of receives (slices in flight per channel, the
 // runtime's pipeline depth), so a slice's latency hides behind the next ones.
+// `own` (one chunk per segment, of its size): where the position's contribution is when not in
+// `segment` already (out of place: the input). Step 0 sends from it and every receive reduces
+// from it into its segment (recv_reduce_copy, NCCL's recvReduceCopy), so nothing copies the
+// input first; segment[pos-1] is left unwritten (an allgather overwrites it). A ring of one
+// copies own into segment.
 void ring_reduce_scatter(ProgramBuilder& b, std::span<const int> ring, int pos, const std::vector<Chunk>& segment,
-                         int channel, std::uint64_t slice_elems, int window = 1);
+                         int channel, std::uint64_t slice_elems, int window = 1,
+                         const std::vector<Chunk>* own = nullptr);
 
 // Ring allgather. Before: position i holds segment[i]. After: every position holds all.
 // n-1 steps; at step s position i sends segment[i-s] to i+1 and receives segment[i-s-1].

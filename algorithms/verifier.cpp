@@ -577,7 +577,8 @@ class Verifier {
           break;
         }
         case OpKind::Recv:
-        case OpKind::RecvReduce: {
+        case OpKind::RecvReduce:
+        case OpKind::RecvReduceCopy: {
           auto it = queues_.find(queue_key(op.peer, rank, channel));
           if (it == queues_.end() || it->second.empty()) return true;  // blocked
           Message m = std::move(it->second.front());
@@ -588,10 +589,19 @@ class Verifier {
                                     op.dst.count, op.peer, m.count, m.op_index));
           ch.clock = std::max(ch.clock, m.clock + 1);
           result_.steps = std::max(result_.steps, ch.clock);
-          if (op.kind == OpKind::Recv)
+          if (op.kind == OpKind::Recv) {
             write_chunk(rank, op.dst, m.data);
-          else if (!reduce_chunk(rank, op, index, op.dst, m.data))
+          } else if (op.kind == OpKind::RecvReduceCopy) {
+            // dst = src (op) data: src read (all of it) before dst is written (rule 9).
+            record_read(rank, channel, op.src);
+            const std::vector<Run> own = read_chunk(rank, op.src);
+            if (!check_initialised(rank, op, index, own)) return false;
+            std::vector<Run> merged;
+            if (!combine(rank, op, index, own, m.data, merged)) return false;
+            write_chunk(rank, op.dst, merged);
+          } else if (!reduce_chunk(rank, op, index, op.dst, m.data)) {
             return false;
+          }
           record_write(rank, channel, op.dst);
           break;
         }

@@ -60,4 +60,12 @@ void reduce_local(MemorySpace& memory, algo::DataType dtype, algo::ReduceOp op, 
   memory.reduce(dtype, op, dst, src, count);
 }
 
+const std::byte* own_operand(MemorySpace& memory, const std::byte* own, const std::byte* dst, std::size_t bytes,
+                             SpaceBuffer& staging) {
+  if (own == dst || !overlaps(own, bytes, dst, bytes)) return own;
+  if (staging.size() < bytes) staging = SpaceBuffer(memory, bytes);  // first use only
+  memory.copy(staging.data(), own, bytes);
+  return staging.data();
+}
+
 }  // namespace topocoll::runtime

@@ -6,7 +6,8 @@
 //   BufferNeeds    which buffers the program touches and the first op that needs each; a run
 //                  checks its buffers against it (first_null) instead of walking the ops
 //   reduce_local   dst (op)= src for a local reduce, through a staged copy when the operands
-//                  partially overlap (the reducer takes identical or disjoint operands)
+//                  partially overlap (the reducer takes identical or disjoint operands);
+//   own_operand    the same for a receive-reduce-copy's own operand
 #pragma once
 
 #include <cstddef>
@@ -58,6 +59,12 @@ BufferNeeds buffer_needs(const std::vector<BoundOp>& ops);
 
 // dst (op)= src over `count` elements of `bytes` in all: straight when the operands are
 // identical or disjoint, else from a copy of src in `staging` (grown on first use).
+// A receive-reduce-copy's own operand (its src) as the reducer takes it (MemorySpace::reduce_copy):
+// itself when it is dst or disjoint from dst, else (in place, input and output aliased at an
+// offset) a copy of it in `staging` (grown on first use).
+const std::byte* own_operand(MemorySpace& memory, const std::byte* own, const std::byte* dst, std::size_t bytes,
+                             SpaceBuffer& staging);
+
 void reduce_local(MemorySpace& memory, algo::DataType dtype, algo::ReduceOp op, std::byte* dst, const std::byte* src,
                   std::size_t count, std::size_t bytes, SpaceBuffer& staging);
 

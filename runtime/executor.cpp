@@ -59,7 +59,7 @@ Plan::Plan(const algo::Schedule& s, int rank, MemorySpace& memory, SwitchOps swi
   needs_ = buffer_needs(ops_);
   std::vector<std::size_t> recv_bytes(channels_.size(), 0);
   for (const BoundOp& b : ops_)
-    if (b.kind == OpKind::RecvReduce || b.kind == OpKind::Recv)
+    if (algo::is_receive(b.kind))
       recv_bytes[static_cast<std::size_t>(b.channel)] =
           std::max(recv_bytes[static_cast<std::size_t>(b.channel)], b.bytes);
   // One receive slice per channel (a channel has one receive posted at a time), each aligned to
@@ -224,18 +224,22 @@ bool Plan::step(Channel& ch, std::uint32_t index, Transport& t) {
       return true;
     }
     case OpKind::Recv:
-    case OpKind::RecvReduce: {
+    case OpKind::RecvReduce:
+    case OpKind::RecvReduceCopy: {
       // A receive is posted at once, never held back: its peer may be waiting for it before it
       // can finish the very send that holds our destination (two ranks exchanging one region,
       // as recursive doubling does, deadlock otherwise under a rendezvous protocol). A receive-
       // reduce always lands in the channel's staging slice; a plain receive lands in place
       // unless an unfinished send still reads the destination, then in staging too. Only the
-      // write into the destination waits for such a send.
+      // write into the destination waits for such a send. A receive-reduce-copy reduces the
+      // message with `own` (its src) into dst: dst = own (op) message.
       std::byte* dst = ptr(b.dst_buffer, b.dst_offset);
       std::byte* staging = recv_staging_.data() + ch.staging_offset;
+      const bool reduces = b.kind != OpKind::Recv;
+      const std::byte* own = b.kind == OpKind::RecvReduceCopy ? ptr(b.src_buffer, b.src_offset) : dst;
       try {
         if (!ch.posted) {
-          ch.staged = b.kind == OpKind::RecvReduce || !clear_to_write(ch, dst, b.bytes, t);
+          ch.staged = reduces || !clear_to_write(ch, dst, b.bytes, t);
           ch.blocked_on = -1;
           ch.request = t.post_recv(b.peer, b.channel, ch.staged ? staging : dst, b.bytes);
           ch.posted = true;
@@ -243,18 +247,19 @@ bool Plan::step(Channel& ch, std::uint32_t index, Transport& t) {
         if (ch.request != Transport::kDone) {
           // Receive-reduce in one pass: the message reduced into the destination from where the
           // transport shows it, once no unfinished send reads the destination (else: staging).
-          if (b.kind == OpKind::RecvReduce && b.count > 0 && t.reads_in_place(b.peer) &&
-              clear_to_write(ch, dst, b.bytes, t)) {
+          if (reduces && b.count > 0 && t.reads_in_place(b.peer) && clear_to_write(ch, dst, b.bytes, t)) {
+            own = own_operand(*memory_, own, dst, b.bytes, reduce_staging_);
             struct Fused {
               MemorySpace* memory;
               algo::DataType dtype;
               algo::ReduceOp op;
               std::byte* dst;
+              const std::byte* own;
               std::size_t count;
-            } fused{memory_, args_.dtype, args_.op, dst, b.count};
+            } fused{memory_, args_.dtype, args_.op, dst, own, b.count};
             auto consume = [](void* context, const std::byte* message) {
               const auto* f = static_cast<const Fused*>(context);
-              f->memory->reduce(f->dtype, f->op, f->dst, message, f->count);
+              f->memory->reduce_copy(f->dtype, f->op, f->dst, f->own, message, f->count);
             };
             if (!t.test_recv_consume(ch.request, consume, &fused)) return false;
             ch.request = Transport::kDone;
@@ -269,8 +274,9 @@ bool Plan::step(Channel& ch, std::uint32_t index, Transport& t) {
       }
       if (ch.staged && b.count > 0) {
         if (!clear_to_write(ch, dst, b.bytes, t)) return false;
-        if (b.kind == OpKind::RecvReduce)
-          memory_->reduce(args_.dtype, args_.op, dst, staging, b.count);
+        if (reduces)
+          memory_->reduce_copy(args_.dtype, args_.op, dst, own_operand(*memory_, own, dst, b.bytes, reduce_staging_),
+                               staging, b.count);
         else
           memory_->copy(dst, staging, b.bytes);
       }

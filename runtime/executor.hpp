@@ -166,7 +166,7 @@ class Plan {
   BufferNeeds needs_;
   MemorySpace* memory_ = nullptr;
   SpaceBuffer recv_staging_;      // every channel's receive slice
-  SpaceBuffer reduce_staging_;    // partially overlapping local reduces (first use)
+  SpaceBuffer reduce_staging_;    // partially overlapping local reduces, own operands (first use)
   std::byte* base_[4] = {};       // set per run; [3]: zero-element chunks
   std::vector<InFlight> window_;  // capacity: every send of the program (no allocation in run)
   std::size_t in_flight_ = 0;

@@ -22,6 +22,10 @@ class HostMemory final : public MemorySpace {
   void reduce(algo::DataType t, algo::ReduceOp op, void* dst, const void* src, std::size_t count) override {
     runtime::reduce(t, op, dst, src, count);
   }
+  void reduce_copy(algo::DataType t, algo::ReduceOp op, void* dst, const void* a, const void* b,
+                   std::size_t count) override {
+    runtime::reduce_copy(t, op, dst, a, b, count);
+  }
   void finish_avg(algo::DataType t, void* data, std::size_t count, int ranks) override {
     runtime::finish_avg(t, data, count, ranks);
   }

@@ -5,9 +5,11 @@
 //
 //   space         copy                  reduce / finish_avg          staging
 //   host          memmove               runtime::reduce (CPU)        aligned operator new
+//                                       reduce_copy: one fused pass
 //   cuda device   cudaMemcpyAsync       cuda::reduce on the stream   cudaMalloc
 //                 (runtime/cuda/device_memory.hpp; work enqueued on the rank's stream, so
-//                  completion is stream-ordered like the device transports')
+//                  completion is stream-ordered like the device transports'; reduce_copy is
+//                  the default copy + reduce, two enqueued operations)
 //
 // Contract: copy has memmove semantics; reduce takes dst and src identical or disjoint (the
 // executor stages a partial overlap through an allocation of its own); allocations are aligned to
@@ -31,6 +33,13 @@ class MemorySpace {
   virtual void copy(void* dst, const void* src, std::size_t bytes) = 0;
   virtual void reduce(algo::DataType t, algo::ReduceOp op, void* dst, const void* src, std::size_t count) = 0;
   virtual void finish_avg(algo::DataType t, void* data, std::size_t count, int ranks) = 0;
+  // dst = a (op) b (a receive-reduce-copy): b disjoint from dst, a dst itself or disjoint from
+  // it. By default a copy of a into dst, then reduce; a space with a fused pass overrides it.
+  virtual void reduce_copy(algo::DataType t, algo::ReduceOp op, void* dst, const void* a, const void* b,
+                           std::size_t count) {
+    if (dst != a) copy(dst, a, count * algo::size_of(t));
+    reduce(t, op, dst, b, count);
+  }
 };
 
 // Whether [a, a + a_bytes) and [b, b + b_bytes) share a byte (in any memory space: addresses only).

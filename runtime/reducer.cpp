@@ -65,6 +65,17 @@ void reduce_loop_16(std::uint16_t* __restrict dst, const std::uint16_t* __restri
   for (std::size_t i = 0; i < n; ++i) dst[i] = Codec::encode(Op::apply(Codec::decode(dst[i]), Codec::decode(src[i])));
 }
 
+// The three-operand passes of reduce_copy: dst = a (op) b, the operands disjoint.
+template <class Op, class T>
+void reduce_copy_loop(T* __restrict dst, const T* __restrict a, const T* __restrict b, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i) dst[i] = Op::apply(a[i], b[i]);
+}
+template <class Op, class Codec>
+void reduce_copy_loop_16(std::uint16_t* __restrict dst, const std::uint16_t* __restrict a,
+                         const std::uint16_t* __restrict b, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i) dst[i] = Codec::encode(Op::apply(Codec::decode(a[i]), Codec::decode(b[i])));
+}
+
 // Integer sum / prod of a signed type are computed on its unsigned twin (modulo 2^bits, no UB);
 // min / max must compare as the signed type itself.
 template <class Op, class T>
@@ -72,6 +83,45 @@ void reduce_integer(void* dst, const void* src, std::size_t n) {
   constexpr bool kWraps = std::is_same_v<Op, SumOp> || std::is_same_v<Op, ProdOp>;
   using Work = std::conditional_t<kWraps, std::make_unsigned_t<T>, T>;
   reduce_loop<Op>(static_cast<Work*>(dst), static_cast<const Work*>(src), n);
+}
+
+template <class Op, class T>
+void reduce_copy_integer(void* dst, const void* a, const void* b, std::size_t n) {
+  constexpr bool kWraps = std::is_same_v<Op, SumOp> || std::is_same_v<Op, ProdOp>;
+  using Work = std::conditional_t<kWraps, std::make_unsigned_t<T>, T>;
+  reduce_copy_loop<Op>(static_cast<Work*>(dst), static_cast<const Work*>(a), static_cast<const Work*>(b), n);
+}
+
+template <class Op>
+void reduce_copy_as(DataType t, void* dst, const void* a, const void* b, std::size_t n) {
+  using U16 = std::uint16_t;
+  switch (t) {
+    case DataType::Int8:
+      return reduce_copy_integer<Op, std::int8_t>(dst, a, b, n);
+    case DataType::Uint8:
+      return reduce_copy_integer<Op, std::uint8_t>(dst, a, b, n);
+    case DataType::Int32:
+      return reduce_copy_integer<Op, std::int32_t>(dst, a, b, n);
+    case DataType::Uint32:
+      return reduce_copy_integer<Op, std::uint32_t>(dst, a, b, n);
+    case DataType::Int64:
+      return reduce_copy_integer<Op, std::int64_t>(dst, a, b, n);
+    case DataType::Uint64:
+      return reduce_copy_integer<Op, std::uint64_t>(dst, a, b, n);
+    case DataType::Float16:
+      return reduce_copy_loop_16<Op, HalfCodec>(static_cast<U16*>(dst), static_cast<const U16*>(a),
+                                                static_cast<const U16*>(b), n);
+    case DataType::BFloat16:
+      return reduce_copy_loop_16<Op, BFloat16Codec>(static_cast<U16*>(dst), static_cast<const U16*>(a),
+                                                    static_cast<const U16*>(b), n);
+    case DataType::Float32:
+      return reduce_copy_loop<Op>(static_cast<float*>(dst), static_cast<const float*>(a), static_cast<const float*>(b),
+                                  n);
+    case DataType::Float64:
+      return reduce_copy_loop<Op>(static_cast<double*>(dst), static_cast<const double*>(a),
+                                  static_cast<const double*>(b), n);
+  }
+  TOPOCOLL_ASSERT(false, fmt::format("unknown DataType {}", static_cast<int>(t)));
 }
 
 // One op, every dtype: the switch picks the storage type once per call, never per element.
@@ -132,6 +182,23 @@ void reduce(DataType t, ReduceOp op, void* dst, const void* src, std::size_t n) 
       return reduce_as<MinOp>(t, dst, src, n);
     case ReduceOp::Max:
       return reduce_as<MaxOp>(t, dst, src, n);
+  }
+  TOPOCOLL_ASSERT(false, fmt::format("unknown ReduceOp {}", static_cast<int>(op)));
+}
+
+void reduce_copy(DataType t, ReduceOp op, void* dst, const void* a, const void* b, std::size_t n) {
+  if (n == 0) return;
+  if (dst == a) return reduce(t, op, dst, b, n);
+  switch (op) {
+    case ReduceOp::Sum:
+    case ReduceOp::Avg:
+      return reduce_copy_as<SumOp>(t, dst, a, b, n);
+    case ReduceOp::Prod:
+      return reduce_copy_as<ProdOp>(t, dst, a, b, n);
+    case ReduceOp::Min:
+      return reduce_copy_as<MinOp>(t, dst, a, b, n);
+    case ReduceOp::Max:
+      return reduce_copy_as<MaxOp>(t, dst, a, b, n);
   }
   TOPOCOLL_ASSERT(false, fmt::format("unknown ReduceOp {}", static_cast<int>(op)));
 }

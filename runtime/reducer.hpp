@@ -23,6 +23,10 @@ namespace topocoll::runtime {
 // are the same pointer.
 void reduce(algo::DataType t, algo::ReduceOp op, void* dst, const void* src, std::size_t n);
 
+// dst[i] = a[i] (op) b[i] for n elements of dtype t: what copy(dst, a) then reduce(dst, b) gives,
+// bit for bit, in one pass. b must not overlap dst; a is dst itself or does not overlap it.
+void reduce_copy(algo::DataType t, algo::ReduceOp op, void* dst, const void* a, const void* b, std::size_t n);
+
 // data[i] /= ranks for n elements of dtype t (integers: integer division). ranks >= 1.
 void finish_avg(algo::DataType t, void* data, std::size_t n, int ranks);
 

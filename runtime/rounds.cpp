@@ -20,15 +20,19 @@ namespace {
 using algo::is_transfer;
 using algo::OpRef;
 
-// Chunks that may share memory. Input and output count as one buffer (in place they are), so a
-// plan made here holds for both placements.
-bool may_overlap(const Chunk& a, const Chunk& b) {
-  if (a.count == 0 || b.count == 0) return false;
-  const bool same = a.buffer == b.buffer || (a.buffer != BufferId::Scratch && b.buffer != BufferId::Scratch);
-  if (!same) return false;
-  if (a.buffer != b.buffer) return true;  // input against output: offsets differ per collective and rank
-  return a.offset < b.end() && b.offset < a.end();
-}
+// Whether two chunks of one rank may share memory, in place or out of place: where they live in
+// place (algo::in_place_storage) overlaps. Chunks of one buffer overlap there exactly when they
+// do out of place, and input and output chunks share memory only in place, so a plan made with
+// this holds for both placements.
+struct MayOverlap {
+  const algo::CollectiveArgs& args;
+  int rank;
+  bool operator()(const Chunk& a, const Chunk& b) const {
+    if (a.count == 0 || b.count == 0) return false;
+    const algo::Storage x = algo::in_place_storage(args, rank, a), y = algo::in_place_storage(args, rank, b);
+    return x.buffer == y.buffer && x.offset < y.offset + b.count && y.offset < x.offset + a.count;
+  }
+};
 
 // What an op reads and writes (a receive-reduce both; zero-element chunks touch nothing).
 struct Access {
@@ -42,6 +46,8 @@ Access access(const Op& op) {
       return {{}, op.dst};
     case OpKind::RecvReduce:
       return {op.dst, op.dst};
+    case OpKind::RecvReduceCopy:
+      return {op.src, op.dst};
     case OpKind::Copy:
       return {op.src, op.dst};
     case OpKind::Reduce:
@@ -69,8 +75,9 @@ struct Dep {
 //   receive touching what an earlier local op touches           one round later
 //   local op touching what an earlier transfer touches          after that transfer's round
 //   local op touching what an earlier local op touches          in the same slot or later
-std::vector<std::vector<Dep>> dependencies(const algo::ProgramIndex& index) {
+std::vector<std::vector<Dep>> dependencies(const algo::ProgramIndex& index, const algo::CollectiveArgs& args) {
   const algo::Program& prog = index.program();
+  const MayOverlap may_overlap{args, index.rank()};
   std::vector<std::vector<Dep>> deps(prog.size());
   for (int c = 0; c < index.num_channels(); ++c) {
     const std::span<const std::uint32_t> ops = index.channel(c);
@@ -129,7 +136,7 @@ std::vector<RoundPlan> plan_rounds(const algo::Schedule& s) {
   std::vector<std::vector<std::vector<Dep>>> deps;
   for (int r = 0; r < p; ++r) {
     force[static_cast<std::size_t>(r)].assign(prog_of(r).size(), 0);
-    deps.push_back(dependencies(index[static_cast<std::size_t>(r)]));
+    deps.push_back(dependencies(index[static_cast<std::size_t>(r)], s.args()));
   }
   // Raise each matched pair to the larger side until a sweep changes nothing (Gauss-Seidel: a rank
   // sees the forces the ranks before it set in the same sweep). Each sweep that changes something
@@ -209,15 +216,19 @@ RoundExecutor::RoundExecutor(const algo::Schedule& s, int rank, RoundPlan plan, 
   staging_ = SpaceBuffer(memory, most);
   // Which receives land in staging, decided once: a receive-reduce always; a plain receive when
   // another transfer of its round touches its destination (the group runs them all at once).
-  // On chunks, input and output counting as one buffer, so it holds in place and out of place.
+  // (what another reads or writes; a receive-reduce-copy reads its src when the round ends). On
+  // chunks as they live in place (MayOverlap), so it holds in place and out of place.
+  const MayOverlap may_overlap{args_, rank};
   staged_.assign(prog.size(), false);
   for (const std::vector<std::uint32_t>& list : comm_)
     for (std::uint32_t i : list) {
       if (prog[i].kind == OpKind::Send) continue;
-      bool staged = prog[i].kind == OpKind::RecvReduce;
+      bool staged = prog[i].kind != OpKind::Recv;  // a receive-reduce (-copy) always
       for (std::uint32_t j : list)
-        if (!staged && j != i)
-          staged = may_overlap(prog[i].dst, prog[j].kind == OpKind::Send ? prog[j].src : prog[j].dst);
+        if (!staged && j != i) {
+          const Access aj = access(prog[j]);
+          staged = may_overlap(prog[i].dst, aj.read) || may_overlap(prog[i].dst, aj.write);
+        }
       staged_[i] = staged;
     }
 }
@@ -271,6 +282,9 @@ void RoundExecutor::finish(int k, RoundTransport& t) {
     std::byte* from = staging_.data() + landed_at_[n];
     if (b.kind == OpKind::RecvReduce)
       memory_->reduce(args_.dtype, args_.op, dst(b), from, b.count);
+    else if (b.kind == OpKind::RecvReduceCopy)
+      memory_->reduce_copy(args_.dtype, args_.op, dst(b), own_operand(*memory_, src(b), dst(b), b.bytes, overlap_),
+                           from, b.count);
     else
       memory_->copy(dst(b), from, b.bytes);
   }

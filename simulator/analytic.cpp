@@ -5,7 +5,7 @@
 //         goes on at once, the data goes out on its flow (source, destination, channel) when the
 //         flow's previous message has left, and lands after the route's latency:
 //             start = max(t, flow free), flow free = start + B / bw, arrival = flow free + latency
-//   recv / recv_reduce: ends at max(channel time, arrival of the FIFO-matched send);
+//   recv / recv_reduce / recv_reduce_copy: ends at max(channel time, arrival of the FIFO-matched send);
 //         the per-step overhead is part of each hop's latency (it pipelines like latency:
 //         a chain of h hops pays it h times, not once per slice);
 //   copy / reduce: B / reduce_gbps (free when reduce_gbps is 0: fused into transfers on GPUs).
@@ -327,7 +327,7 @@ class IslandWalk {
       if (!sl.blocked) sl.reached_s = now;
       sl.blocked = false;
       const OpKind kind = static_cast<OpKind>(st.kind);
-      const bool transfer = kind == OpKind::Send || kind == OpKind::Recv || kind == OpKind::RecvReduce;
+      const bool transfer = algo::is_transfer(kind);
       const std::uint32_t flow = transfer && sl.flow_of ? sl.flow_of[st.flow] : st.flow;
       if (kind == OpKind::Send) {
         FlowState& f = flow_[flow];
@@ -338,7 +338,7 @@ class IslandWalk {
           f.queued.push_back(st.bytes);
         else
           start(flow, st.bytes, now);
-      } else if (kind == OpKind::Recv || kind == OpKind::RecvReduce) {
+      } else if (algo::is_receive(kind)) {
         FlowState& f = flow_[flow];
         if (f.landed == f.consumed) {
           f.waiter = id;
@@ -1148,7 +1148,6 @@ class AnalyticEngine final : public Engine {
                 const SimOptions& o, bool defer_walk, bool pass_one = false) {
     const Calibration c = calibration.for_schedule(s);  // the schedule's block cap (calibration.hpp)
     const int p = pr.p, K = pr.K;
-    const Steps& steps = pr.steps;
     const std::vector<algo::Connections::Key>& flow_keys = pr.flow_keys;
     const std::optional<SwitchPlan>& plan = pr.plan;
     const auto sw_base = pr.sw_base;
@@ -1423,7 +1422,7 @@ class AnalyticEngine final : public Engine {
               slot_state[peer].queued = true;
               work.push_back({to, to_ch});
             }
-          } else if (kind == OpKind::Recv || kind == OpKind::RecvReduce) {
+          } else if (algo::is_receive(kind)) {
             Flow& f = flows[sl.flow_of ? sl.flow_of[st.flow] : st.flow];
             if (f.arrivals.empty()) break;  // wait for the sender
             now = std::max(now, f.arrivals.front());

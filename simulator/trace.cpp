@@ -11,6 +11,7 @@
 #include <string>
 #include <tuple>
 
+#include "algorithms/ir/program_index.hpp"
 #include "common/errors.hpp"
 
 namespace topocoll::sim {
@@ -27,10 +28,6 @@ std::string quoted(const std::string& s) {
 // Nanoseconds as the format's microseconds, exactly: "12.345".
 std::string micros(std::int64_t ns) {
   return fmt::format("{}.{:03}", ns / 1000, ns % 1000);
-}
-
-bool is_send(OpKind k) {
-  return k == OpKind::Send || k == OpKind::SwitchSend;
 }
 
 // One event on its track, in integer nanoseconds.
@@ -225,7 +222,7 @@ TraceStats write_chrome_trace(const std::vector<TraceEvent>& events, int ranks, 
     const TraceEvent& e = events[p.index];
     if (e.kind == OpKind::Send)
       sends[{e.rank, e.peer, e.channel}].push_back(&p);
-    else if (e.kind == OpKind::Recv || e.kind == OpKind::RecvReduce)
+    else if (algo::is_receive(e.kind))
       recvs[{e.peer, e.rank, e.channel}].push_back(&p);
   }
   const auto by_time = [](const Placed* a, const Placed* b) {

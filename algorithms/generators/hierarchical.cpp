@@ -189,9 +189,10 @@ Schedule make_hierarchical(const Layout& l, const CollectiveArgs& a, const Tunin
         emit_nvls_batches(b, *plan, st, n, i, local_of, intra, mine, c, a, t, se, depth, N);
         continue;
       }
-      // 1. Inside the node: position i ends with segment i reduced over the node.
-      b.copy(as_chunk(BufferId::Input, mine), as_chunk(BufferId::Output, mine), c);
-      ring_reduce_scatter(b, ring, i, seg, c, se, depth);
+      // 1. Inside the node: position i ends with segment i reduced over the node, reduced from
+      //    the input where it is (recv_reduce_copy; a node of one GPU copies it).
+      const std::vector<Chunk> own = segments(BufferId::Input, mine, g);
+      ring_reduce_scatter(b, ring, i, seg, c, se, depth, &own);
       // 2. Across nodes: the position-i GPUs of every node allreduce segment i (node n is
       //    position n of the group).
       emit_across(b, *plan, st, n, i, local_of, intra, seg[static_cast<std::size_t>(i)], c, a, t, se, depth, N);

@@ -25,13 +25,25 @@ int ring_channels(const CollectiveArgs&, const Tuning& t) {
 //
 //    pos0 ──> pos1 ──> ... ──> pos(n-1) ──┐      RS: n-1 steps, AG: n-1 steps
 //      ^──────────────────────────────────┘
-void ring_emit(ProgramBuilder& b, std::span<const int> group, int pos, const Chunk& data, int channel,
-               const CollectiveArgs& a, const Tuning& t) {
+void ring_emit_from(ProgramBuilder& b, std::span<const int> group, int pos, const Chunk& data, int channel,
+                    const CollectiveArgs& a, const Tuning& t, const Chunk* own) {
   const std::uint64_t se = slice_elems(a, t);
   const int depth = std::max(1, t.pipeline_depth);
-  const std::vector<Chunk> seg = segments(data.buffer, Range{data.offset, data.count}, static_cast<int>(group.size()));
-  ring_reduce_scatter(b, group, pos, seg, channel, se, depth);
+  const int n = static_cast<int>(group.size());
+  const std::vector<Chunk> seg = segments(data.buffer, Range{data.offset, data.count}, n);
+  if (own == nullptr) {
+    ring_reduce_scatter(b, group, pos, seg, channel, se, depth);
+  } else {
+    const std::vector<Chunk> from = segments(own->buffer, Range{own->offset, own->count}, n);
+    ring_reduce_scatter(b, group, pos, seg, channel, se, depth, &from);
+  }
   ring_allgather(b, group, pos, seg, channel, se, depth);
+}
+
+// The group stage: `data` holds the member's contribution already.
+void ring_emit(ProgramBuilder& b, std::span<const int> group, int pos, const Chunk& data, int channel,
+               const CollectiveArgs& a, const Tuning& t) {
+  ring_emit_from(b, group, pos, data, channel, a, t, nullptr);
 }
 
 // n members, B bytes each: 2(n-1) steps; every member sends 2(n-1)/n · B.
@@ -90,8 +102,9 @@ Schedule make_ring(const Layout& l, const CollectiveArgs& a, const Tuning& t) {
     ProgramBuilder b(out);
     for (int c = 0; c < K; ++c) {
       const Range mine = channel_range(a.count, K, c);
-      b.copy(as_chunk(BufferId::Input, mine), as_chunk(BufferId::Output, mine), c);
-      ring_emit(b, plan->ring_of(c), plan->position(c, rank), as_chunk(BufferId::Output, mine), c, a, t);
+      // The input is read where it is (recv_reduce_copy), not copied to the output first.
+      const Chunk input = as_chunk(BufferId::Input, mine);
+      ring_emit_from(b, plan->ring_of(c), plan->position(c, rank), as_chunk(BufferId::Output, mine), c, a, t, &input);
     }
   });
   if (std::optional<ProgramSymmetry> sym = ring_symmetry(l, a, t, K)) s.set_symmetry(std::move(*sym));

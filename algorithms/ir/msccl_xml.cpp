@@ -374,12 +374,12 @@ class Lowering {
         Chunk d;
         if (st.srcbuf == st.dstbuf && st.srcoff == st.dstoff) {
           d = modify(rank, ch, st.dstbuf, st.dstoff, st.cnt);
-        } else {
+          b.recv_reduce(tb.recv, d, ch);
+        } else {  // dst = src (op) data, src unchanged
           const Chunk s = read(rank, ch, st.srcbuf, st.srcoff, st.cnt);
           d = write(rank, ch, st.dstbuf, st.dstoff, st.cnt);
-          b.copy(s, d, ch);
+          b.recv_reduce_copy(tb.recv, s, d, ch);
         }
-        b.recv_reduce(tb.recv, d, ch);
         if (st.type == MscclStepType::RecvReduceCopySend) b.send(tb.send, d, ch);
         break;
       }
@@ -659,6 +659,7 @@ void write_msccl_xml(const Schedule& s, std::ostream& out) {
           t = find_tb(false, op.peer), type = MscclStepType::Recv;
           break;
         case OpKind::RecvReduce:
+        case OpKind::RecvReduceCopy:
           t = find_tb(false, op.peer), type = MscclStepType::RecvReduceCopy;
           break;
         case OpKind::Copy:
@@ -711,8 +712,10 @@ void write_msccl_xml(const Schedule& s, std::ostream& out) {
       for (std::size_t i = 0; i < tbs[t].steps.size(); ++i) {
         const ExportStep& st = tbs[t].steps[i];
         const Op& op = *st.op;
-        const Chunk src =
-            op.kind == OpKind::Send || op.kind == OpKind::Copy || op.kind == OpKind::Reduce ? op.src : op.dst;
+        const Chunk src = op.kind == OpKind::Send || op.kind == OpKind::Copy || op.kind == OpKind::Reduce ||
+                                  op.kind == OpKind::RecvReduceCopy
+                              ? op.src
+                              : op.dst;
         const Chunk dst = op.kind == OpKind::Send ? op.src : op.dst;
         pugi::xml_node step = tb.append_child("step");
         step.append_attribute("s") = static_cast<int>(i);

@@ -56,7 +56,7 @@ void check_op(const Schedule& s, int rank, const Op& op, std::size_t index) {
   if (writes_dst(op.kind)) check_chunk(s, rank, op, index, op.dst);
   if (writes_dst(op.kind) && op.dst.buffer == BufferId::Input)
     fail(StaticFault::WritesInput, rank, op, index, "the input buffer is read-only");
-  if ((op.kind == OpKind::Copy || op.kind == OpKind::Reduce) && op.src.count != op.dst.count)
+  if (equal_sizes(op.kind) && op.src.count != op.dst.count)
     fail(StaticFault::SizeMismatch, rank, op, index, fmt::format("{} elements into {}", op.src.count, op.dst.count));
 }
 
@@ -90,8 +90,7 @@ ProgramIndex::ProgramIndex(const Schedule& s, int rank, Program program, bool by
     const bool ok = op.channel < K && (!is_transfer(op.kind) || (op.peer >= 0 && op.peer < p && op.peer != rank)) &&
                     (!reads_src(op.kind) || inside(op.src)) &&
                     (!writes_dst(op.kind) || (inside(op.dst) && op.dst.buffer != BufferId::Input)) &&
-                    ((op.kind != OpKind::Copy && op.kind != OpKind::Reduce) || op.src.count == op.dst.count) &&
-                    (!is_switch(op.kind) || member(op));
+                    (!equal_sizes(op.kind) || op.src.count == op.dst.count) && (!is_switch(op.kind) || member(op));
     if (!ok) {
       check_op(s, rank, op, i);  // throws, naming what is wrong
       TOPOCOLL_ASSERT(false, fmt::format("{}: the inline check and check_op disagree", locate(rank, op, i)));

@@ -4,7 +4,7 @@
 //
 //   ProgramIndex(schedule, rank)   fetches the rank's program and checks every operation:
 //                                    channel < K, peer in 0..p-1 and not the rank itself,
-//                                    chunks inside their buffers, copy / reduce of equal sizes,
+//                                    chunks inside their buffers, copy / reduce / recv_reduce_copy of equal sizes,
 //                                    the read-only input never written;
 //                                  on failure a ProgramError (a ScheduleError) whose message names
 //                                  rank, channel and operation, the same words from every executor
@@ -36,13 +36,20 @@
 namespace topocoll::algo {
 
 inline bool is_transfer(OpKind k) {
-  return k == OpKind::Send || k == OpKind::Recv || k == OpKind::RecvReduce;
+  return k == OpKind::Send || k == OpKind::Recv || k == OpKind::RecvReduce || k == OpKind::RecvReduceCopy;
+}
+inline bool is_receive(OpKind k) {  // a transfer's receiving side
+  return k == OpKind::Recv || k == OpKind::RecvReduce || k == OpKind::RecvReduceCopy;
 }
 inline bool is_switch(OpKind k) {
   return k == OpKind::SwitchSend || k == OpKind::SwitchRecv;
 }
 inline bool reads_src(OpKind k) {  // the op has a source chunk
-  return k == OpKind::Send || k == OpKind::Copy || k == OpKind::Reduce || k == OpKind::SwitchSend;
+  return k == OpKind::Send || k == OpKind::Copy || k == OpKind::Reduce || k == OpKind::SwitchSend ||
+         k == OpKind::RecvReduceCopy;
+}
+inline bool equal_sizes(OpKind k) {  // src and dst of one element count
+  return k == OpKind::Copy || k == OpKind::Reduce || k == OpKind::RecvReduceCopy;
 }
 inline bool writes_dst(OpKind k) {  // the op has a destination chunk
   return k != OpKind::Send && k != OpKind::SwitchSend;

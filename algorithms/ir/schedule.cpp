@@ -37,6 +37,8 @@ std::string_view to_string(OpKind k) {
       return "switch_send";
     case OpKind::SwitchRecv:
       return "switch_recv";
+    case OpKind::RecvReduceCopy:
+      return "recv_reduce_copy";
   }
   return "?";
 }
@@ -65,6 +67,9 @@ std::string describe(const Op& op) {
       return fmt::format("switch_send(group {}, {}) ch {}", op.peer, chunk_text(op.src), op.channel);
     case OpKind::SwitchRecv:
       return fmt::format("switch_recv(group {}, {}) ch {}", op.peer, chunk_text(op.dst), op.channel);
+    case OpKind::RecvReduceCopy:
+      return fmt::format("recv_reduce_copy(peer {}, {} -> {}) ch {}", op.peer, chunk_text(op.src), chunk_text(op.dst),
+                         op.channel);
   }
   return "?";
 }
@@ -89,6 +94,14 @@ void ProgramBuilder::recv(int peer, Chunk dst, int channel) {
 }
 void ProgramBuilder::recv_reduce(int peer, Chunk dst, int channel) {
   if (dst.count > 0) out_.push_back(make(OpKind::RecvReduce, peer, Chunk{}, dst, channel));
+}
+void ProgramBuilder::recv_reduce_copy(int peer, Chunk src, Chunk dst, int channel) {
+  TOPOCOLL_ASSERT(src.count == dst.count, fmt::format("recv_reduce_copy of {} into {} elements", src.count, dst.count));
+  if (dst.count == 0) return;
+  if (src == dst)
+    out_.push_back(make(OpKind::RecvReduce, peer, Chunk{}, dst, channel));
+  else
+    out_.push_back(make(OpKind::RecvReduceCopy, peer, src, dst, channel));
 }
 void ProgramBuilder::copy(Chunk src, Chunk dst, int channel) {
   TOPOCOLL_ASSERT(src.count == dst.count, fmt::format("copy of {} into {} elements", src.count, dst.count));

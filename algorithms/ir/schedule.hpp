@@ -5,8 +5,10 @@
 //   1. Within a channel a rank's operations run in order; channels run concurrently.
 //   2. `send(peer, src)` is non-blocking: the data is `src` as it is when the send is issued
 //      (an executor copies it out, or delays later writes to `src` until the send completes).
-//   3. `recv(peer, dst)` / `recv_reduce(peer, dst)` block their channel until the matching send
-//      has been issued and its data has arrived: dst = data, or dst = dst (op) data.
+//   3. `recv(peer, dst)` / `recv_reduce(peer, dst)` / `recv_reduce_copy(peer, src, dst)` block
+//      their channel until the matching send has been issued and its data has arrived: dst =
+//      data, dst = dst (op) data, or dst = src (op) data (NCCL's recvReduceCopy: the rank's own
+//      contribution read from src, no copy of it into dst first).
 //   4. A send matches the receive with the same (source, destination, channel), in FIFO order;
 //      matched operations have the same element count.
 //   5. `copy(src, dst)`: dst = src; `reduce(src, dst)`: dst = dst (op) src. Local, immediate.
@@ -36,7 +38,7 @@
 namespace topocoll::algo {
 
 enum class BufferId : std::uint8_t { Input, Output, Scratch };
-enum class OpKind : std::uint8_t { Send, Recv, RecvReduce, Copy, Reduce, SwitchSend, SwitchRecv };
+enum class OpKind : std::uint8_t { Send, Recv, RecvReduce, Copy, Reduce, SwitchSend, SwitchRecv, RecvReduceCopy };
 std::string_view to_string(BufferId b);
 std::string_view to_string(OpKind k);
 
@@ -51,9 +53,9 @@ struct Chunk {
 struct Op {
   OpKind kind = OpKind::Send;
   std::uint16_t channel = 0;
-  std::int32_t peer = -1;  // Send / Recv / RecvReduce: the peer rank; SwitchSend / SwitchRecv: the group
-  Chunk src;               // Send, Copy, Reduce, SwitchSend
-  Chunk dst;               // Recv, RecvReduce, Copy, Reduce, SwitchRecv
+  std::int32_t peer = -1;  // Send / Recv / RecvReduce / RecvReduceCopy: the peer rank; Switch*: the group
+  Chunk src;               // Send, Copy, Reduce, SwitchSend, RecvReduceCopy
+  Chunk dst;               // Recv, RecvReduce, Copy, Reduce, SwitchRecv, RecvReduceCopy
   bool operator==(const Op&) const = default;
   std::uint64_t count() const { return kind == OpKind::Send || kind == OpKind::SwitchSend ? src.count : dst.count; }
   bool is_switch() const { return kind == OpKind::SwitchSend || kind == OpKind::SwitchRecv; }
@@ -70,6 +72,8 @@ class ProgramBuilder {
   void send(int peer, Chunk src, int channel);
   void recv(int peer, Chunk dst, int channel);
   void recv_reduce(int peer, Chunk dst, int channel);
+  // dst = src (op) data; src and dst of one count. With src == dst it is recv_reduce.
+  void recv_reduce_copy(int peer, Chunk src, Chunk dst, int channel);
   void copy(Chunk src, Chunk dst, int channel);
   void reduce(Chunk src, Chunk dst, int channel);
   void switch_send(int group, Chunk src, int channel);

@@ -69,6 +69,13 @@ Op parse_op(const json& j, const std::string& where, int groups) {
     op.peer = parse_int(j[2], where, "peer");  // the verifier checks the rank
     Chunk c{parse_buffer(j[3], where), parse_u64(j[4], where, "offset"), parse_u64(j[5], where, "count")};
     (op.kind == OpKind::Send ? op.src : op.dst) = c;
+  } else if (kind == "recv_reduce_copy") {
+    need(8);
+    op.kind = OpKind::RecvReduceCopy;
+    op.peer = parse_int(j[2], where, "peer");
+    const std::uint64_t count = parse_u64(j[7], where, "count");
+    op.src = Chunk{parse_buffer(j[3], where), parse_u64(j[4], where, "offset"), count};
+    op.dst = Chunk{parse_buffer(j[5], where), parse_u64(j[6], where, "offset"), count};
   } else if (kind == "switch_send" || kind == "switch_recv") {
     need(6);
     op.kind = kind == "switch_send" ? OpKind::SwitchSend : OpKind::SwitchRecv;
@@ -89,8 +96,8 @@ Op parse_op(const json& j, const std::string& where, int groups) {
     op.dst = Chunk{parse_buffer(j[4], where), parse_u64(j[5], where, "offset"), count};
   } else {
     throw InputError(
-        fmt::format("{}: unknown operation '{}': expected send, recv, recv_reduce, copy, reduce, "
-                    "switch_send or switch_recv",
+        fmt::format("{}: unknown operation '{}': expected send, recv, recv_reduce, "
+                    "recv_reduce_copy, copy, reduce, switch_send or switch_recv",
                     where, json_input::escaped(kind)));
   }
   const int channel = parse_int(j[1], where, "channel");  // the verifier checks it against "channels"
@@ -150,6 +157,9 @@ void write_schedule_json(const Schedule& s, std::ostream& out) {
           o.push_back(op.peer);
           for (auto& f : chunk_fields(op.dst)) o.push_back(f);
           break;
+        case OpKind::RecvReduceCopy:
+          o.push_back(op.peer);
+          [[fallthrough]];
         case OpKind::Copy:
         case OpKind::Reduce:
           o.push_back(std::string(to_string(op.src.buffer)));

@@ -118,7 +118,7 @@ std::string symmetry_mismatch(const Schedule& s, int r, Program& a, Program& b) 
   auto by_channel = [K](const Program& prog) {
     std::vector<std::vector<const Op*>> out(static_cast<std::size_t>(K));
     for (const Op& op : prog)
-      if (op.channel >= 0 && op.channel < K) out[static_cast<std::size_t>(op.channel)].push_back(&op);
+      if (op.channel < K) out[static_cast<std::size_t>(op.channel)].push_back(&op);
     return out;
   };
   s.program_into(rep, a);

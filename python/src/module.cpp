@@ -409,6 +409,15 @@ NB_MODULE(_topocoll, m) {
       .def("send", transfer_adder<OpKind::Send>(), "rank"_a, "peer"_a, "src"_a, "channel"_a = 0)
       .def("recv", transfer_adder<OpKind::Recv>(), "rank"_a, "peer"_a, "dst"_a, "channel"_a = 0)
       .def("recv_reduce", transfer_adder<OpKind::RecvReduce>(), "rank"_a, "peer"_a, "dst"_a, "channel"_a = 0)
+      .def(
+          "recv_reduce_copy",
+          [](ScheduleBuilder& b, int rank, int peer, Chunk src, Chunk dst, int channel) {
+            check_channel(channel);
+            Op op = local(OpKind::RecvReduceCopy, src, dst, channel);
+            op.peer = peer;
+            b.add(rank, op);
+          },
+          "rank"_a, "peer"_a, "src"_a, "dst"_a, "channel"_a = 0)
       .def("copy", local_adder<OpKind::Copy>(), "rank"_a, "src"_a, "dst"_a, "channel"_a = 0)
       .def("reduce", local_adder<OpKind::Reduce>(), "rank"_a, "src"_a, "dst"_a, "channel"_a = 0)
       .def(

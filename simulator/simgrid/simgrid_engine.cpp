@@ -593,6 +593,7 @@ class Execution final : public sg::Listener {
         }
         case OpKind::Recv:
         case OpKind::RecvReduce:
+        case OpKind::RecvReduceCopy:
         case OpKind::SwitchRecv: {
           Connection& conn = conns_[st.conn()];
           if (conn.landed == conn.consumed) {  // wait for the message
