@@ -18,6 +18,9 @@ Op recv(int peer, Chunk c, int ch = 0) {
 Op recv_reduce(int peer, Chunk c, int ch = 0) {
   return Op{OpKind::RecvReduce, static_cast<std::uint16_t>(ch), peer, Chunk{}, c};
 }
+Op recv_reduce_copy(int peer, Chunk s, Chunk d, int ch = 0) {
+  return Op{OpKind::RecvReduceCopy, static_cast<std::uint16_t>(ch), peer, s, d};
+}
 Op copy(Chunk s, Chunk d, int ch = 0) {
   return Op{OpKind::Copy, static_cast<std::uint16_t>(ch), -1, s, d};
 }
@@ -370,4 +373,55 @@ TEST_CASE("verifier: a switch part is the value when it is issued") {
   };
   const VerifyResult r = run_switch(p, {{SwitchKind::Nvls, {0, 1}, {0, 1}}}, allreduce(2, 4));
   CHECK_MESSAGE(r.ok(), r.message);
+}
+
+TEST_CASE("verifier: recv_reduce_copy reduces from its src into dst, in place and out of place") {
+  // dst = src (op) data: no copy of the input first.
+  std::vector<Program> p = {
+      {send(1, in(0, 4)), recv_reduce_copy(1, in(0, 4), out(0, 4))},
+      {send(0, in(0, 4)), recv_reduce_copy(0, in(0, 4), out(0, 4))},
+  };
+  const VerifyResult r = run(p);
+  CHECK_MESSAGE(r.ok(), r.message);
+  CHECK(r.operations == 4);
+  VerifyOptions o;
+  o.in_place = true;
+  const VerifyResult ip = run(p, allreduce(2, 4), 1, 0, o);
+  CHECK_MESSAGE(ip.ok(), ip.message);
+  // With the output as src after a copy, rank 0's own data is counted twice.
+  std::vector<Program> twice = {
+      {copy(in(0, 4), out(0, 4)), send(1, in(0, 4)), recv_reduce_copy(1, out(0, 4), out(0, 4)),
+       recv_reduce_copy(1, out(0, 4), out(0, 4))},
+      {send(0, in(0, 4)), send(0, in(0, 4)), recv_reduce_copy(0, in(0, 4), out(0, 4))},
+  };
+  expect(run(twice), Failure::DoubleCounted, "rank 1's contribution counted twice");
+  // src never written.
+  std::vector<Program> u = {
+      {send(1, in(0, 4)), recv_reduce_copy(1, scratch(0, 4), out(0, 4))},
+      {send(0, in(0, 4)), recv_reduce_copy(0, in(0, 4), out(0, 4))},
+  };
+  expect(run(u, allreduce(2, 4), 1, 4), Failure::Uninitialised,
+         "rank 0 channel 0 op 1 (recv_reduce_copy(peer 1, scratch[0:4] -> output[0:4]) ch 0): reads elements [0:4]");
+  // src shifted by one element against the message.
+  std::vector<Program> w = {
+      {send(1, in(0, 3)), recv_reduce_copy(1, in(1, 3), out(0, 3))},
+      {send(0, in(0, 3)), recv_reduce_copy(0, in(0, 3), out(0, 3))},
+  };
+  expect(run(w), Failure::WrongElement, "reduces input element 0 into a value of input element 1");
+  // src and dst of different counts, and a src outside its buffer: refused statically.
+  Op bad = recv_reduce_copy(1, in(0, 3), out(0, 4));
+  std::vector<Program> sizes = {{send(1, in(0, 4)), bad},
+                                {send(0, in(0, 4)), recv_reduce_copy(0, in(0, 4), out(0, 4))}};
+  expect(run(sizes), Failure::SizeMismatch, "3 elements into 4");
+  std::vector<Program> bounds = {{send(1, in(0, 4)), recv_reduce_copy(1, in(2, 4), out(0, 4))},
+                                 {send(0, in(0, 4)), recv_reduce_copy(0, in(0, 4), out(0, 4))}};
+  expect(run(bounds), Failure::OutOfBounds, "input[2:6] is outside the input buffer of 4 elements");
+  // Its src is read by the channel: another channel writing it races.
+  std::vector<Program> race = {
+      {copy(in(0, 4), out(0, 4), 1), send(1, in(0, 4), 0), recv_reduce_copy(1, out(0, 4), scratch(0, 4), 0),
+       copy(scratch(0, 4), out(0, 4), 0)},
+      {send(0, in(0, 4)), recv_reduce_copy(0, in(0, 4), out(0, 4))},
+  };
+  expect(run(race, allreduce(2, 4), 2, 4), Failure::ChannelRace,
+         "rank 0: channel 0 writes output[0:4] that channel 1 writes too");
 }

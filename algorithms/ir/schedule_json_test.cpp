@@ -124,6 +124,24 @@ TEST_CASE("schedule json: a hand-written file verifies; malformed files are reje
             "programs[0][1]: offset -2 is not a non-negative integer");
   check_bad(replace(kGood, "[\"send\", 0, 1, \"input\", 0, 4]", "[\"send\", 0, 1, \"input\", 0]"),
             "'send' takes 6 fields, got 5");
+  // recv_reduce_copy: [kind, channel, peer, src buffer, src offset, dst buffer, dst offset, count].
+  const std::string rrc = replace(
+      replace(kGood,
+              "[\"copy\", 0, \"input\", 0, \"output\", 0, 4], [\"send\", 0, 1, \"input\", 0, 4], [\"recv_reduce\", 0, "
+              "1, \"output\", 0, 4]",
+              "[\"send\", 0, 1, \"input\", 0, 4], [\"recv_reduce_copy\", 0, 1, \"input\", 0, \"output\", 0, 4]"),
+      "[\"copy\", 0, \"input\", 0, \"output\", 0, 4], [\"send\", 0, 0, \"input\", 0, 4], [\"recv_reduce\", 0, 0, "
+      "\"output\", 0, 4]",
+      "[\"send\", 0, 0, \"input\", 0, 4], [\"recv_reduce_copy\", 0, 0, \"input\", 0, \"output\", 0, 4]");
+  REQUIRE(rrc != kGood);
+  const Schedule rs = read_schedule_json(rrc, "s.json");
+  CHECK(rs.program(0).size() == 2);
+  CHECK(rs.program(1)[1].kind == OpKind::RecvReduceCopy);
+  CHECK(rs.program(1)[1].src == Chunk{BufferId::Input, 0, 4});
+  CHECK(verify(rs).ok());
+  check_bad(replace(rrc, "[\"recv_reduce_copy\", 0, 1, \"input\", 0, \"output\", 0, 4]",
+                    "[\"recv_reduce_copy\", 0, 1, \"output\", 0, 4]"),
+            "programs[0][1]: 'recv_reduce_copy' takes 8 fields, got 6");
   check_bad(replace(kGood, "\"channels\": 1", "\"channels\": 0"), "\"channels\" must be at least 1");
   check_bad(replace(kGood, "\"channels\": 1", "\"channels\": 1, \"tree_channels\": [1]"), "\"tree_channels\" entry");
   check_bad(replace(kGood, "\"channels\": 1", "\"channels\": 1, \"tree_channels\": 0"),
