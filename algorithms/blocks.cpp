@@ -103,9 +103,19 @@ void pairwise_exchange(ProgramBuilder& b, int peer, const Chunk& data, bool redu
 
 namespace {
 
-void reduce_slice(ProgramBuilder& b, const TreeLinks& links, const Chunk& s, int channel) {
-  for (int child : links.children) b.recv_reduce(child, s, channel);
-  if (links.parent >= 0) b.send(links.parent, s, channel);
+// With `own` (the slice's own contribution, when not in s already): the first child's part is
+// reduced from there (recv_reduce_copy), a leaf sends it up as it is, a lone rank copies it.
+void reduce_slice(ProgramBuilder& b, const TreeLinks& links, const Chunk& s, int channel, const Chunk* own) {
+  const bool from_own = own != nullptr && !(*own == s);
+  for (std::size_t i = 0; i < links.children.size(); ++i) {
+    if (i == 0 && from_own)
+      b.recv_reduce_copy(links.children[i], *own, s, channel);
+    else
+      b.recv_reduce(links.children[i], s, channel);
+  }
+  const bool leaf = links.children.empty();
+  if (links.parent >= 0) b.send(links.parent, leaf && from_own ? *own : s, channel);
+  if (leaf && links.parent < 0 && from_own) b.copy(*own, s, channel);
 }
 
 void broadcast_slice(ProgramBuilder& b, const TreeLinks& links, const Chunk& s, int channel) {
@@ -115,9 +125,15 @@ void broadcast_slice(ProgramBuilder& b, const TreeLinks& links, const Chunk& s, 
 
 }  // namespace
 
-void tree_reduce(ProgramBuilder& b, const TreeLinks& links, const Chunk& data, int channel, std::uint64_t slice_elems) {
+void tree_reduce(ProgramBuilder& b, const TreeLinks& links, const Chunk& data, int channel, std::uint64_t slice_elems,
+                 const Chunk* own) {
+  TOPOCOLL_ASSERT(own == nullptr || own->count == data.count,
+                  fmt::format("own contribution of {} elements for {}", own ? own->count : 0, data.count));
   const std::uint64_t n = slice_count(data.count, slice_elems);
-  for (std::uint64_t k = 0; k < n; ++k) reduce_slice(b, links, slice(data, n, k), channel);
+  for (std::uint64_t k = 0; k < n; ++k) {
+    const Chunk mine = own != nullptr ? slice(*own, n, k) : Chunk{};
+    reduce_slice(b, links, slice(data, n, k), channel, own != nullptr ? &mine : nullptr);
+  }
 }
 
 void tree_broadcast(ProgramBuilder& b, const TreeLinks& links, const Chunk& data, int channel,
@@ -127,8 +143,8 @@ void tree_broadcast(ProgramBuilder& b, const TreeLinks& links, const Chunk& data
 }
 
 void tree_allreduce(ProgramBuilder& b, const TreeLinks& links, const Chunk& data, int channel,
-                    std::uint64_t slice_elems) {
-  tree_reduce(b, links, data, channel, slice_elems);
+                    std::uint64_t slice_elems, const Chunk* own) {
+  tree_reduce(b, links, data, channel, slice_elems, own);
   tree_broadcast(b, links, data, channel, slice_elems);
 }
 

@@ -57,7 +57,11 @@ void pairwise_exchange(ProgramBuilder& b, int peer, const Chunk& data, bool redu
 
 // Tree reduce, pipelined slice by slice: recv_reduce each child's slice, then send it up.
 // `links` are ranks. After: the root's `data` holds the reduction over the tree.
-void tree_reduce(ProgramBuilder& b, const TreeLinks& links, const Chunk& data, int channel, std::uint64_t slice_elems);
+// `own` (of data's count): where the rank's contribution is when not in `data` already (out of
+// place: the input); the first child's part is then reduced from it (recv_reduce_copy) and a
+// leaf sends it up from there, so nothing copies it into `data` first (a lone rank does).
+void tree_reduce(ProgramBuilder& b, const TreeLinks& links, const Chunk& data, int channel, std::uint64_t slice_elems,
+                 const Chunk* own = nullptr);
 // Tree broadcast, pipelined: recv the slice from the parent, then send it to every child.
 void tree_broadcast(ProgramBuilder& b, const TreeLinks& links, const Chunk& data, int channel,
                     std::uint64_t slice_elems);
@@ -67,6 +71,6 @@ void tree_broadcast(ProgramBuilder& b, const TreeLinks& links, const Chunk& data
 // Overlapping them (NCCL's split tree, two warp groups) needs two channels ordered by data,
 // which contract rule 6 does not allow yet.
 void tree_allreduce(ProgramBuilder& b, const TreeLinks& links, const Chunk& data, int channel,
-                    std::uint64_t slice_elems);
+                    std::uint64_t slice_elems, const Chunk* own = nullptr);
 
 }  // namespace topocoll::algo

@@ -87,9 +87,10 @@ Schedule make_dbt(const Layout& l, const CollectiveArgs& a, const Tuning& t) {
     ProgramBuilder b(out);
     for (int c = 0; c < K; ++c) {
       const Range mine = channel_range(a.count, K, c);
-      b.copy(as_chunk(BufferId::Input, mine), as_chunk(BufferId::Output, mine), c);
+      // The input is read where it is (recv_reduce_copy, a leaf's sends), not copied first.
+      const Chunk input = as_chunk(BufferId::Input, mine);
       tree_allreduce(b, (*links)[static_cast<std::size_t>(c)][static_cast<std::size_t>(rank)],
-                     as_chunk(BufferId::Output, mine), c, tree_slice_elems(a, t, mine.count));
+                     as_chunk(BufferId::Output, mine), c, tree_slice_elems(a, t, mine.count), &input);
     }
   });
   // Every channel runs NCCL's tree kernel (the simulator's tree block cap, sim::Calibration).
