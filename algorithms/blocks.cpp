@@ -97,8 +97,8 @@ void ring_allgather(ProgramBuilder& b, std::span<const int> ring, int pos, const
 }
 
 void pairwise_exchange(ProgramBuilder& b, int peer, const Chunk& data, bool reduce, int channel,
-                       std::uint64_t slice_elems, int window) {
-  ring_step(b, peer, peer, data, data, reduce, channel, slice_elems, window);
+                       std::uint64_t slice_elems, int window, const Chunk* own) {
+  ring_step(b, peer, peer, own != nullptr ? *own : data, data, reduce, channel, slice_elems, window, own);
 }
 
 namespace {

@@ -52,8 +52,10 @@ void ring_allgather(ProgramBuilder& b, std::span<const int> ring, int pos, const
 // Pairwise exchange with one peer (a step of recursive doubling): send `data` to `peer` and
 // receive the peer's `data` into it (reduced when `reduce`), slice by slice, the sends running
 // `window` slices ahead of the receives. Both peers run the same step, so neither waits first.
+// With `own` (reduce only): the rank's contribution is there, not in data yet; it is sent from
+// there and reduced into data with the peer's (recv_reduce_copy).
 void pairwise_exchange(ProgramBuilder& b, int peer, const Chunk& data, bool reduce, int channel,
-                       std::uint64_t slice_elems, int window = 1);
+                       std::uint64_t slice_elems, int window = 1, const Chunk* own = nullptr);
 
 // Tree reduce, pipelined slice by slice: recv_reduce each child's slice, then send it up.
 // `links` are ranks. After: the root's `data` holds the reduction over the tree.

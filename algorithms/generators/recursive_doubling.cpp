@@ -33,23 +33,39 @@ int rd_channels(const CollectiveArgs& a, const Tuning& t) {
 //   fold_to     send the data to fold_to, then receive the result from it
 //   fold_from   reduce fold_from's data in, exchange with each partner, send the result back
 //   otherwise   exchange with each partner (send the data, reduce the partner's in)
-void rd_emit(ProgramBuilder& b, std::span<const int> group, int pos, const Chunk& data, int channel,
-             const CollectiveArgs& a, const Tuning& t) {
+// With `own` (out of place: the input), the member's contribution is read where it is: sent from
+// there, and the first reduction is a recv_reduce_copy from it (a lone member copies it).
+void rd_emit_from(ProgramBuilder& b, std::span<const int> group, int pos, const Chunk& data, int channel,
+                  const CollectiveArgs& a, const Tuning& t, const Chunk* own) {
   const std::uint64_t se = slice_elems(a, t);
   const int depth = std::max(1, t.pipeline_depth);
   const std::uint64_t n = slice_count(data.count, se);
   const RdRole role = rd_role(static_cast<int>(group.size()), pos);
   auto peer = [&group](int q) { return group[static_cast<std::size_t>(q)]; };
-  if (role.fold_to >= 0) {  // hand the data over, get the result back
-    for (std::uint64_t k = 0; k < n; ++k) b.send(peer(role.fold_to), slice(data, n, k), channel);
+  const Chunk& mine = own != nullptr ? *own : data;  // where the contribution is
+  if (role.fold_to >= 0) {                           // hand the data over, get the result back
+    for (std::uint64_t k = 0; k < n; ++k) b.send(peer(role.fold_to), slice(mine, n, k), channel);
     for (std::uint64_t k = 0; k < n; ++k) b.recv(peer(role.fold_to), slice(data, n, k), channel);
     return;
   }
-  if (role.fold_from >= 0)
-    for (std::uint64_t k = 0; k < n; ++k) b.recv_reduce(peer(role.fold_from), slice(data, n, k), channel);
-  for (int q : role.partners) pairwise_exchange(b, peer(q), data, true, channel, se, depth);
+  bool in_data = own == nullptr;  // whether data holds the contribution (reduced so far) yet
+  if (role.fold_from >= 0) {
+    for (std::uint64_t k = 0; k < n; ++k)
+      b.recv_reduce_copy(peer(role.fold_from), slice(mine, n, k), slice(data, n, k), channel);
+    in_data = true;
+  }
+  for (int q : role.partners) {
+    pairwise_exchange(b, peer(q), data, true, channel, se, depth, in_data ? nullptr : &mine);
+    in_data = true;
+  }
+  if (!in_data) b.copy(mine, data, channel);  // a group of one
   if (role.fold_from >= 0)
     for (std::uint64_t k = 0; k < n; ++k) b.send(peer(role.fold_from), slice(data, n, k), channel);
+}
+
+void rd_emit(ProgramBuilder& b, std::span<const int> group, int pos, const Chunk& data, int channel,
+             const CollectiveArgs& a, const Tuning& t) {
+  rd_emit_from(b, group, pos, data, channel, a, t, nullptr);
 }
 
 // Every member sends B once per exchange, plus once for a fold or an unfold: the busiest sends
@@ -70,8 +86,8 @@ Schedule make_recursive_doubling(const Layout& l, const CollectiveArgs& a, const
     ProgramBuilder b(out);
     for (int c = 0; c < K; ++c) {
       const Range mine = channel_range(a.count, K, c);
-      b.copy(as_chunk(BufferId::Input, mine), as_chunk(BufferId::Output, mine), c);
-      rd_emit(b, plan->ring_of(c), plan->position(c, rank), as_chunk(BufferId::Output, mine), c, a, t);
+      const Chunk input = as_chunk(BufferId::Input, mine);  // read where it is, not copied first
+      rd_emit_from(b, plan->ring_of(c), plan->position(c, rank), as_chunk(BufferId::Output, mine), c, a, t, &input);
     }
   });
 }
