@@ -9,7 +9,7 @@
 //   cuda device   cudaMemcpyAsync       cuda::reduce on the stream   cudaMalloc
 //                 (runtime/cuda/device_memory.hpp; work enqueued on the rank's stream, so
 //                  completion is stream-ordered like the device transports'; reduce_copy is
-//                  the default copy + reduce, two enqueued operations)
+//                  one kernel, cuda::reduce_copy)
 //
 // Contract: copy has memmove semantics; reduce takes dst and src identical or disjoint (the
 // executor stages a partial overlap through an allocation of its own); allocations are aligned to

@@ -51,6 +51,11 @@ void DeviceSpace::reduce(algo::DataType t, algo::ReduceOp op, void* dst, const v
   throw_if_failed(cuda::reduce(t, op, dst, src, count, stream_));
 }
 
+void DeviceSpace::reduce_copy(algo::DataType t, algo::ReduceOp op, void* dst, const void* a, const void* b,
+                              std::size_t count) {
+  throw_if_failed(cuda::reduce_copy(t, op, dst, a, b, count, stream_));
+}
+
 void DeviceSpace::finish_avg(algo::DataType t, void* data, std::size_t count, int ranks) {
   throw_if_failed(cuda::finish_avg(t, data, count, ranks, stream_));
 }

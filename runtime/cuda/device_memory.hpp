@@ -26,6 +26,8 @@ class DeviceSpace final : public MemorySpace {
   // memmove semantics: a partial overlap goes through a stream-ordered temporary.
   void copy(void* dst, const void* src, std::size_t bytes) override;
   void reduce(algo::DataType t, algo::ReduceOp op, void* dst, const void* src, std::size_t count) override;
+  void reduce_copy(algo::DataType t, algo::ReduceOp op, void* dst, const void* a, const void* b,
+                   std::size_t count) override;
   void finish_avg(algo::DataType t, void* data, std::size_t count, int ranks) override;
   Stream stream() const { return stream_; }
   int device() const { return device_; }

@@ -89,11 +89,11 @@ struct Split {
 };
 
 template <class Elem>
-// No __restrict__: dst == src is allowed (x op= x). Each element is read and then written by one
-// thread only, and each loop turn issues its four loads before its stores, so restrict would buy
-// nothing here.
-__global__ void __launch_bounds__(1024)
-    reduce_kernel(typename Elem::Storage* dst, const typename Elem::Storage* src, Split split) {
+// dst = a (op) b; reduce is the case a == dst. No __restrict__: dst == a is allowed (x op= y, and
+// x op= x). Each element is read and then written by one thread only, and each loop turn issues
+// its four loads before its stores, so restrict would buy nothing here.
+__global__ void __launch_bounds__(1024) reduce_kernel(typename Elem::Storage* dst, const typename Elem::Storage* a,
+                                                      const typename Elem::Storage* b, Split split) {
   using T = typename Elem::Storage;
   using P = Pack<T>;
   const std::size_t thread = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
@@ -102,16 +102,17 @@ __global__ void __launch_bounds__(1024)
   // The body: vectors [0, split.vectors) of 16 B from dst + head; two independent vectors per turn
   // so that each thread has four loads in flight.
   uint4* dv = reinterpret_cast<uint4*>(dst + split.head);
-  const uint4* sv = reinterpret_cast<const uint4*>(src + split.head);
+  const uint4* av = reinterpret_cast<const uint4*>(a + split.head);
+  const uint4* bv = reinterpret_cast<const uint4*>(b + split.head);
   for (std::size_t v = thread; v < split.vectors; v += 2 * stride) {
     const std::size_t v2 = v + stride;
     const bool second = v2 < split.vectors;
     P a0, b0, a1, b1;
-    a0.raw = dv[v];
-    b0.raw = sv[v];
+    a0.raw = av[v];
+    b0.raw = bv[v];
     if (second) {
-      a1.raw = dv[v2];
-      b1.raw = sv[v2];
+      a1.raw = av[v2];
+      b1.raw = bv[v2];
     }
 #pragma unroll
     for (int k = 0; k < P::kLanes; ++k) a0.lane[k] = Elem::combine(a0.lane[k], b0.lane[k]);
@@ -127,7 +128,7 @@ __global__ void __launch_bounds__(1024)
   const std::size_t scalars = split.head + (split.n - body_end);
   for (std::size_t i = thread; i < scalars; i += stride) {
     const std::size_t e = i < split.head ? i : body_end + (i - split.head);
-    dst[e] = Elem::combine(dst[e], src[e]);
+    dst[e] = Elem::combine(a[e], b[e]);
   }
 }
 
@@ -179,17 +180,19 @@ Status launched(const char* where) {
   return {};
 }
 
+// dst = a (op) b (reduce: a == dst). Vectors when all three share their offset modulo 16.
 template <class Elem>
-Status launch_reduce(void* dst, const void* src, std::size_t n, Stream stream, const ReducePolicy& p) {
+Status launch_reduce(void* dst, const void* a, const void* b, std::size_t n, Stream stream, const ReducePolicy& p) {
   using T = typename Elem::Storage;
   constexpr std::size_t kLanes = 16 / sizeof(T);
-  const auto d = reinterpret_cast<std::uintptr_t>(dst), s = reinterpret_cast<std::uintptr_t>(src);
-  if (d % sizeof(T) != 0 || s % sizeof(T) != 0)
+  const auto d = reinterpret_cast<std::uintptr_t>(dst), x = reinterpret_cast<std::uintptr_t>(a),
+             s = reinterpret_cast<std::uintptr_t>(b);
+  if (d % sizeof(T) != 0 || x % sizeof(T) != 0 || s % sizeof(T) != 0)
     return {static_cast<int>(cudaErrorMisalignedAddress),
-            "cuda::reduce (dst and src must be aligned to the element size)"};
+            "cuda::reduce (dst and its operands must be aligned to the element size)"};
   Split split;
   split.n = n;
-  if (d % 16 == s % 16) {
+  if (d % 16 == s % 16 && d % 16 == x % 16) {
     split.head = std::min(n, ((16 - d % 16) % 16) / sizeof(T));
     split.vectors = (n - split.head) / kLanes;
   } else {
@@ -200,41 +203,42 @@ Status launch_reduce(void* dst, const void* src, std::size_t n, Stream stream, c
   unsigned blocks = 0;
   if (auto st = grid_for(std::max((split.vectors + 1) / 2, scalars), p, &blocks); !st.ok()) return st;
   reduce_kernel<Elem><<<blocks, static_cast<unsigned>(p.threads_per_block), 0, stream>>>(
-      static_cast<T*>(dst), static_cast<const T*>(src), split);
+      static_cast<T*>(dst), static_cast<const T*>(a), static_cast<const T*>(b), split);
   return launched("cuda::reduce kernel launch");
 }
 
 // Integer sum / prod on the unsigned twin (modulo 2^bits); min / max in the type itself.
 template <class Op, class T>
-Status launch_integer(void* dst, const void* src, std::size_t n, Stream stream, const ReducePolicy& p) {
+Status launch_integer(void* dst, const void* a, const void* b, std::size_t n, Stream stream, const ReducePolicy& p) {
   constexpr bool kWraps = std::is_same_v<Op, SumOp> || std::is_same_v<Op, ProdOp>;
   using Work = std::conditional_t<kWraps, std::make_unsigned_t<T>, T>;
-  return launch_reduce<Plain<Op, Work>>(dst, src, n, stream, p);
+  return launch_reduce<Plain<Op, Work>>(dst, a, b, n, stream, p);
 }
 
 template <class Op>
-Status reduce_as(DataType t, void* dst, const void* src, std::size_t n, Stream stream, const ReducePolicy& p) {
+Status reduce_as(DataType t, void* dst, const void* a, const void* b, std::size_t n, Stream stream,
+                 const ReducePolicy& p) {
   switch (t) {
     case DataType::Int8:
-      return launch_integer<Op, std::int8_t>(dst, src, n, stream, p);
+      return launch_integer<Op, std::int8_t>(dst, a, b, n, stream, p);
     case DataType::Uint8:
-      return launch_integer<Op, std::uint8_t>(dst, src, n, stream, p);
+      return launch_integer<Op, std::uint8_t>(dst, a, b, n, stream, p);
     case DataType::Int32:
-      return launch_integer<Op, std::int32_t>(dst, src, n, stream, p);
+      return launch_integer<Op, std::int32_t>(dst, a, b, n, stream, p);
     case DataType::Uint32:
-      return launch_integer<Op, std::uint32_t>(dst, src, n, stream, p);
+      return launch_integer<Op, std::uint32_t>(dst, a, b, n, stream, p);
     case DataType::Int64:
-      return launch_integer<Op, std::int64_t>(dst, src, n, stream, p);
+      return launch_integer<Op, std::int64_t>(dst, a, b, n, stream, p);
     case DataType::Uint64:
-      return launch_integer<Op, std::uint64_t>(dst, src, n, stream, p);
+      return launch_integer<Op, std::uint64_t>(dst, a, b, n, stream, p);
     case DataType::Float16:
-      return launch_reduce<Widened<Op, HalfCodec>>(dst, src, n, stream, p);
+      return launch_reduce<Widened<Op, HalfCodec>>(dst, a, b, n, stream, p);
     case DataType::BFloat16:
-      return launch_reduce<Widened<Op, BFloat16Codec>>(dst, src, n, stream, p);
+      return launch_reduce<Widened<Op, BFloat16Codec>>(dst, a, b, n, stream, p);
     case DataType::Float32:
-      return launch_reduce<Plain<Op, float>>(dst, src, n, stream, p);
+      return launch_reduce<Plain<Op, float>>(dst, a, b, n, stream, p);
     case DataType::Float64:
-      return launch_reduce<Plain<Op, double>>(dst, src, n, stream, p);
+      return launch_reduce<Plain<Op, double>>(dst, a, b, n, stream, p);
   }
   return {static_cast<int>(cudaErrorInvalidValue), "cuda::reduce (unknown DataType)"};
 }
@@ -257,21 +261,26 @@ Status launch_divide_16(void* data, std::size_t n, int ranks, Stream stream, con
 
 }  // namespace
 
-Status reduce(DataType t, ReduceOp op, void* dst, const void* src, std::size_t n, Stream stream,
-              const ReducePolicy& p) {
+Status reduce_copy(DataType t, ReduceOp op, void* dst, const void* a, const void* b, std::size_t n, Stream stream,
+                   const ReducePolicy& p) {
   if (n == 0) return {};
   switch (op) {
     case ReduceOp::Sum:
     case ReduceOp::Avg:
-      return reduce_as<SumOp>(t, dst, src, n, stream, p);
+      return reduce_as<SumOp>(t, dst, a, b, n, stream, p);
     case ReduceOp::Prod:
-      return reduce_as<ProdOp>(t, dst, src, n, stream, p);
+      return reduce_as<ProdOp>(t, dst, a, b, n, stream, p);
     case ReduceOp::Min:
-      return reduce_as<MinOp>(t, dst, src, n, stream, p);
+      return reduce_as<MinOp>(t, dst, a, b, n, stream, p);
     case ReduceOp::Max:
-      return reduce_as<MaxOp>(t, dst, src, n, stream, p);
+      return reduce_as<MaxOp>(t, dst, a, b, n, stream, p);
   }
   return {static_cast<int>(cudaErrorInvalidValue), "cuda::reduce (unknown ReduceOp)"};
+}
+
+Status reduce(DataType t, ReduceOp op, void* dst, const void* src, std::size_t n, Stream stream,
+              const ReducePolicy& p) {
+  return reduce_copy(t, op, dst, dst, src, n, stream, p);
 }
 
 Status finish_avg(DataType t, void* data, std::size_t n, int ranks, Stream stream, const ReducePolicy& p) {

@@ -38,6 +38,12 @@ struct ReducePolicy {
 Status reduce(algo::DataType t, algo::ReduceOp op, void* dst, const void* src, std::size_t n, Stream stream,
               const ReducePolicy& policy = {});
 
+// dst[i] = a[i] (op) b[i], as the CPU reduce_copy: one pass, 2 loads and 1 store per element (a
+// receive-reduce-copy). b disjoint from dst; a identical to dst or disjoint from it. Vector loads
+// when the three share their offset modulo 16. reduce(dst, src) is reduce_copy(dst, dst, src).
+Status reduce_copy(algo::DataType t, algo::ReduceOp op, void* dst, const void* a, const void* b, std::size_t n,
+                   Stream stream, const ReducePolicy& policy = {});
+
 // data[i] /= ranks (integers: integer division, truncating), as the CPU finish_avg. ranks >= 1.
 Status finish_avg(algo::DataType t, void* data, std::size_t n, int ranks, Stream stream,
                   const ReducePolicy& policy = {});

@@ -3,7 +3,9 @@
 //
 //   cuda_reducer_bench [MiB]      buffer size, default 256 MiB per buffer
 //
-// Bytes counted (read + written): reduce dst += src moves 3 x size, memcpy 2 x size. Peak =
+// Bytes counted (read + written): reduce dst += src moves 3 x size, reduce_copy dst = a + b (a
+// receive-reduce-copy) 3 x size, copy-then-reduce (what reduce_copy replaces) 5 x size over its
+// two calls, memcpy 2 x size. Peak =
 // 2 (double data rate) x memory clock x bus width, from cudaDeviceGetAttribute (CUDA 13 dropped
 // cudaDeviceProp::memoryClockRate). Each figure is the median of 9 runs timed with CUDA events after
 // one warm-up run. Without a usable GPU it prints why and exits 77.
@@ -83,7 +85,7 @@ int main(int argc, char** argv) {
     std::printf("# reduce moves 3 x size (read dst, src; write dst), memcpy 2 x size; median of %d runs\n", kRuns);
 
     const std::size_t bytes = mib << 20;
-    cuda::test::DeviceBuffer dst(bytes), src(bytes);
+    cuda::test::DeviceBuffer dst(bytes), src(bytes), own(bytes);
     std::printf("%-10s %6s %12s %12s %10s %10s %10s\n", "dtype", "MiB", "reduce GB/s", "memcpy GB/s", "red/memcpy",
                 "red/peak", "memcpy/peak");
     for (DataType t : {DataType::Float32, DataType::BFloat16, DataType::Float16}) {
@@ -103,6 +105,24 @@ int main(int argc, char** argv) {
       std::printf("%-10s %6zu %12.1f %12.1f %10.3f %10.3f %10.3f\n", std::string(topocoll::algo::to_string(t)).c_str(),
                   mib, reduce_gbps, memcpy_gbps, reduce_gbps / memcpy_gbps,
                   peak_gbps > 0 ? reduce_gbps / peak_gbps : 0.0, peak_gbps > 0 ? memcpy_gbps / peak_gbps : 0.0);
+    }
+    // A receive-reduce-copy (dst = own + message, three buffers) in one kernel against the copy of
+    // own into dst and the reduce it replaces; times per call, fp32 sum.
+    {
+      const std::size_t n = bytes / 4;
+      check(cudaMemset(own.data(), 0, bytes), "cudaMemset");  // zeros: a float like any other here
+      const double fused_s = median_seconds([&] {
+        cuda::throw_if_failed(
+            cuda::reduce_copy(DataType::Float32, ReduceOp::Sum, dst.data(), own.data(), src.data(), n, nullptr));
+      });
+      const double two_s = median_seconds([&] {
+        check(cudaMemcpyAsync(dst.data(), own.data(), bytes, cudaMemcpyDeviceToDevice, nullptr), "cudaMemcpyAsync");
+        cuda::throw_if_failed(cuda::reduce(DataType::Float32, ReduceOp::Sum, dst.data(), src.data(), n, nullptr));
+      });
+      std::printf(
+          "# reduce_copy float32: %.3f ms (%.1f GB/s of 3 x size) vs copy + reduce %.3f ms: ratio %.2f"
+          " (target < 1; 3/5 = 0.60 at one memory rate)\n",
+          fused_s * 1e3, 3.0 * static_cast<double>(bytes) / fused_s / 1e9, two_s * 1e3, fused_s / two_s);
     }
     // The launch policy around the default, fp32 sum: to retune ReducePolicy from one GPU session.
     std::printf("# policy sweep, float32 sum: threads/block x blocks/SM -> reduce GB/s\n");

@@ -100,6 +100,43 @@ TEST_CASE("cuda reduce on buffers larger than one grid (many grid-stride turns),
   CHECK(compare_reduce(DataType::Float32, ReduceOp::Sum, (std::size_t{1} << 26) + 3, 0, 0, big_rng) == 0);  // 256 MiB
 }
 
+TEST_CASE("cuda reduce_copy equals the CPU reduce_copy bit for bit: three buffers, equal and unequal offsets") {
+  // dst = a (op) b, a third buffer (the receive-reduce-copy of an out-of-place run): offsets
+  // (dst, a, b) all equal modulo 16 B (the vector path, with a head), and not (the element path).
+  std::mt19937_64 rng(20261207);
+  struct Offsets {
+    std::size_t dst, a, b;
+  };
+  for (DataType t : topocoll::algo::kAllDataTypes)
+    for (ReduceOp op : topocoll::algo::kAllOps)
+      for (std::size_t n : {0u, 1u, 1009u, (1u << 20) + 3u})
+        for (Offsets o : {Offsets{0, 0, 0}, Offsets{1, 1, 1}, Offsets{0, 1, 0}, Offsets{2, 2, 3}}) {
+          CAPTURE(to_string(t));
+          CAPTURE(to_string(op));
+          CAPTURE(n);
+          CAPTURE(o.dst);
+          CAPTURE(o.a);
+          CAPTURE(o.b);
+          const std::size_t elem = size_of(t);
+          std::vector<unsigned char> a((n + o.a) * elem), b((n + o.b) * elem), dst((n + o.dst) * elem, 0xA5);
+          fill_random(t, a.data(), n + o.a, rng);
+          fill_random(t, b.data(), n + o.b, rng);
+          tc::DeviceBuffer d_a(a.size()), d_b(b.size()), d_dst(dst.size());
+          d_a.upload(a.data(), a.size());
+          d_b.upload(b.data(), b.size());
+          d_dst.upload(dst.data(), dst.size());
+          cuda::throw_if_failed(cuda::reduce_copy(t, op, d_dst.data() + o.dst * elem, d_a.data() + o.a * elem,
+                                                  d_b.data() + o.b * elem, n, nullptr));
+          tc::sync();
+          std::vector<unsigned char> got(dst.size()), a_after(a.size());
+          d_dst.download(got.data(), got.size());
+          d_a.download(a_after.data(), a_after.size());
+          reduce_copy(t, op, dst.data() + o.dst * elem, a.data() + o.a * elem, b.data() + o.b * elem, n);
+          CHECK(tc::count_different(got.data(), dst.data(), dst.size() / elem, elem) == 0);
+          CHECK(a_after == a);  // the own operand is not changed
+        }
+}
+
 TEST_CASE("cuda reduce with dst == src (x op= x), as the CPU reducer allows") {
   std::mt19937_64 rng(11);
   for (DataType t : topocoll::algo::kAllDataTypes)
