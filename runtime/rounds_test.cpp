@@ -71,29 +71,49 @@ void run_group(int k, std::vector<LockstepTransport>& ts) {
   for (auto& t : ts) t.sends.clear(), t.recvs.clear();
 }
 
-// Out of place, inputs as run_inproc fills them.
-RunResult run_lockstep(const Schedule& s) {
+// Inputs as run_inproc fills them. In place, one buffer per rank holds input and output, aliased
+// as NCCL's in-place calls do (the output block r of the input for reduce_scatter, the input block
+// r of the output for allgather, one buffer otherwise).
+RunResult run_lockstep(const Schedule& s, bool in_place = false) {
   const CollectiveArgs& a = s.args();
   const int p = s.num_ranks();
   const std::size_t elem = size_of(a.dtype);
   std::vector<RoundPlan> plans = plan_rounds(s);
-  std::vector<std::vector<std::byte>> in(static_cast<std::size_t>(p)), scratch(static_cast<std::size_t>(p));
-  RunResult result;
+  std::vector<std::vector<std::byte>> mem(static_cast<std::size_t>(p)), scratch(static_cast<std::size_t>(p));
+  std::vector<Buffers> buffers(static_cast<std::size_t>(p));
   std::vector<RoundExecutor> ex;
   std::vector<LockstepTransport> ts(static_cast<std::size_t>(p));
+  const std::size_t in_n = a.input_count(), out_n = a.output_count();
   for (int r = 0; r < p; ++r) {
-    auto& i = in[static_cast<std::size_t>(r)];
-    i.resize(a.input_count() * elem);
-    fill_input(a.dtype, a.op, r, p, a.collective == Collective::AllGather ? static_cast<std::uint64_t>(r) * a.count : 0,
-               i.data(), a.input_count());
-    result.outputs.emplace_back(a.output_count() * elem, std::byte{0xA5});
+    const std::size_t block = static_cast<std::size_t>(r) * a.count * elem;
+    const std::uint64_t first = a.collective == Collective::AllGather ? static_cast<std::uint64_t>(r) * a.count : 0;
+    auto& m = mem[static_cast<std::size_t>(r)];
+    Buffers& b = buffers[static_cast<std::size_t>(r)];
     scratch[static_cast<std::size_t>(r)].resize(s.scratch_count() * elem);
+    b.scratch = scratch[static_cast<std::size_t>(r)].data();
+    if (!in_place) {  // input, then the output (poisoned)
+      m.assign((in_n + out_n) * elem, std::byte{0xA5});
+      fill_input(a.dtype, a.op, r, p, first, m.data(), in_n);
+      b.input = m.data();
+      b.output = m.data() + in_n * elem;
+    } else if (a.collective == Collective::ReduceScatter) {
+      m.resize(in_n * elem);
+      fill_input(a.dtype, a.op, r, p, first, m.data(), in_n);
+      b.input = m.data();
+      b.output = m.data() + block;
+    } else if (a.collective == Collective::AllGather) {
+      m.assign(out_n * elem, std::byte{0xA5});
+      fill_input(a.dtype, a.op, r, p, first, m.data() + block, in_n);
+      b.output = m.data();
+      b.input = m.data() + block;
+    } else {
+      m.assign(std::max(in_n, out_n) * elem, std::byte{0xA5});
+      fill_input(a.dtype, a.op, r, p, first, m.data(), in_n);
+      b.input = b.output = m.data();
+    }
     ex.emplace_back(s, r, plans[static_cast<std::size_t>(r)]);
   }
-  for (int r = 0; r < p; ++r)
-    ex[static_cast<std::size_t>(r)].begin(Buffers{in[static_cast<std::size_t>(r)].data(),
-                                                  result.outputs[static_cast<std::size_t>(r)].data(),
-                                                  scratch[static_cast<std::size_t>(r)].data()});
+  for (int r = 0; r < p; ++r) ex[static_cast<std::size_t>(r)].begin(buffers[static_cast<std::size_t>(r)]);
   const int rounds = plans.front().rounds;
   for (int k = 0; k < rounds; ++k) {
     for (int r = 0; r < p; ++r) ex[static_cast<std::size_t>(r)].issue(k, ts[static_cast<std::size_t>(r)]);
@@ -101,34 +121,40 @@ RunResult run_lockstep(const Schedule& s) {
     for (int r = 0; r < p; ++r) ex[static_cast<std::size_t>(r)].finish(k, ts[static_cast<std::size_t>(r)]);
   }
   for (auto& e : ex) e.end();
+  RunResult result;
+  for (const Buffers& b : buffers) {
+    const auto* out = static_cast<const std::byte*>(b.output);
+    result.outputs.emplace_back(out, out + out_n * elem);
+  }
   return result;
 }
 
 }  // namespace
 
-TEST_CASE("rounds: every registered schedule runs in lockstep rounds, bit-exact, with NCCL's matching") {
+TEST_CASE("rounds: every registered schedule runs in lockstep rounds, bit-exact, in place and out of place") {
   std::size_t runs = 0;
   for (const Algorithm& alg : registry())
     for (int p : {2, 3, 4, 5, 7, 8})
       for (std::uint64_t n : {std::uint64_t{1}, static_cast<std::uint64_t>(p + 1), std::uint64_t{1009}})
-        for (int channels : {1, 3}) {
-          const Layout layout = p % 2 == 0 && p > 2 ? uniform_layout(2, p / 2) : uniform_layout(1, p);
-          CollectiveArgs a = CollectiveArgs::allreduce(n, DataType::Float32, ReduceOp::Sum, p);
-          a.collective = alg.collective;
-          a.root = p / 2;
-          if (a.collective == Collective::AllToAllV)
-            a.sizes = topocoll::algo::testing::skewed_alltoallv_sizes(p, n, false);
-          Tuning t;
-          t.channels = channels;
-          t.slice_bytes = 64;  // many slices: the send-ahead window is in play
-          if (!alg.supports(layout, a, t).ok) continue;
-          const Schedule s = alg.generate(layout, a, t);
-          INFO(fmt::format("{} p={} count={} channels={}", alg.name, p, n, channels));
-          CHECK(count_wrong_outputs(s, run_lockstep(s)) == 0);
-          ++runs;
-        }
-  MESSAGE(fmt::format("{} schedules run in rounds", runs));
-  CHECK(runs > 300);
+        for (int channels : {1, 3})
+          for (bool in_place : {false, true}) {
+            const Layout layout = p % 2 == 0 && p > 2 ? uniform_layout(2, p / 2) : uniform_layout(1, p);
+            CollectiveArgs a = CollectiveArgs::allreduce(n, DataType::Float32, ReduceOp::Sum, p);
+            a.collective = alg.collective;
+            a.root = p / 2;
+            if (a.collective == Collective::AllToAllV)  // in place: a symmetric matrix (MPI_IN_PLACE's rule)
+              a.sizes = topocoll::algo::testing::skewed_alltoallv_sizes(p, n, in_place);
+            Tuning t;
+            t.channels = channels;
+            t.slice_bytes = 64;  // many slices: the send-ahead window is in play
+            if (!alg.supports(layout, a, t).ok) continue;
+            const Schedule s = alg.generate(layout, a, t);
+            INFO(fmt::format("{} p={} count={} channels={} in_place={}", alg.name, p, n, channels, in_place));
+            CHECK(count_wrong_outputs(s, run_lockstep(s, in_place)) == 0);
+            ++runs;
+          }
+  MESSAGE(fmt::format("{} runs in rounds (every schedule out of place and in place)", runs));
+  CHECK(runs > 600);
 }
 
 TEST_CASE("rounds: the plan is the least one (a ring of p ranks with one slice takes 2(p-1) rounds)") {
@@ -140,6 +166,27 @@ TEST_CASE("rounds: the plan is the least one (a ring of p ranks with one slice t
         uniform_layout(1, p), CollectiveArgs::allreduce(64 * p, DataType::Float32, ReduceOp::Sum, p), t);
     CHECK(plan_rounds(s).front().rounds == 2 * (p - 1));
   }
+}
+
+TEST_CASE("rounds: input and output overlap where they share memory in place, and only there") {
+  // Rank 0 receives into output[0:4], then sends input[0:4]. Out of place they are two buffers;
+  // in place (allreduce: one buffer) the send reads what the receive wrote, so it goes a round
+  // later, and a plan must hold for both placements: 2 rounds.
+  auto plan = [](Collective c, std::uint64_t count, Chunk recv_dst, Chunk send_src) {
+    std::vector<Program> programs(2);
+    ProgramBuilder(programs[0]).recv(1, recv_dst, 0);
+    ProgramBuilder(programs[0]).send(1, send_src, 0);
+    ProgramBuilder(programs[1]).send(0, {BufferId::Input, 0, 4}, 0);
+    ProgramBuilder(programs[1]).recv(0, {BufferId::Output, 0, 4}, 0);
+    CollectiveArgs a = CollectiveArgs::allreduce(count, DataType::Int32, ReduceOp::Sum, 2);
+    a.collective = c;
+    return plan_rounds(Schedule::from_programs("hand-made", a, 1, 0, std::move(programs))).front().rounds;
+  };
+  CHECK(plan(Collective::AllReduce, 4, {BufferId::Output, 0, 4}, {BufferId::Input, 0, 4}) == 2);
+  CHECK(plan(Collective::AllReduce, 8, {BufferId::Output, 0, 4}, {BufferId::Input, 4, 4}) == 1);  // disjoint
+  // reduce_scatter: rank 0's output is input[0:4] in place; input[4:8] is apart from it.
+  CHECK(plan(Collective::ReduceScatter, 4, {BufferId::Output, 0, 4}, {BufferId::Input, 4, 4}) == 1);
+  CHECK(plan(Collective::ReduceScatter, 4, {BufferId::Output, 0, 4}, {BufferId::Input, 2, 4}) == 2);
 }
 
 TEST_CASE("rounds: avg is divided once, at the end") {
