@@ -47,17 +47,23 @@ class MaskedSpace final : public MemorySpace {
   }
   void reduce(DataType t, ReduceOp op, void* dst, const void* src, std::size_t count) override {
     ++reductions;
-    std::vector<std::uint32_t> a(count), b(count);
-    std::memcpy(a.data(), dst, count * 4);
-    std::memcpy(b.data(), src, count * 4);
-    mask(a.data(), count * 4);
-    mask(b.data(), count * 4);
-    topocoll::runtime::reduce(t, op, a.data(), b.data(), count);
-    mask(a.data(), count * 4);
-    std::memcpy(dst, a.data(), count * 4);
+    masked_reduce(t, op, dst, dst, src, count);
   }
   void reduce_copy(DataType t, ReduceOp op, void* dst, const void* x, const void* y, std::size_t count) override {
     ++reduce_copies;
+    masked_reduce(t, op, dst, x, y, count);
+  }
+  void finish_avg(DataType t, void* data, std::size_t count, int ranks) override {
+    ++avgs;
+    mask(data, count * 4);
+    topocoll::runtime::finish_avg(t, data, count, ranks);
+    mask(data, count * 4);
+  }
+  int allocations = 0, copies = 0, reductions = 0, reduce_copies = 0, avgs = 0;
+
+ private:
+  // dst = x (op) y on the unmasked words.
+  static void masked_reduce(DataType t, ReduceOp op, void* dst, const void* x, const void* y, std::size_t count) {
     std::vector<std::uint32_t> a(count), b(count);
     std::memcpy(a.data(), x, count * 4);
     std::memcpy(b.data(), y, count * 4);
@@ -67,13 +73,6 @@ class MaskedSpace final : public MemorySpace {
     mask(a.data(), count * 4);
     std::memcpy(dst, a.data(), count * 4);
   }
-  void finish_avg(DataType t, void* data, std::size_t count, int ranks) override {
-    ++avgs;
-    mask(data, count * 4);
-    topocoll::runtime::finish_avg(t, data, count, ranks);
-    mask(data, count * 4);
-  }
-  int allocations = 0, copies = 0, reductions = 0, reduce_copies = 0, avgs = 0;
 };
 
 struct Outcome {

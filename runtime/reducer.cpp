@@ -51,104 +51,75 @@ struct BFloat16Codec {
   static std::uint16_t encode(float f) { return float_to_bfloat16(f); }
 };
 
-// One pass over n elements in the type itself: with restrict pointers and a branch-free Op the
-// compiler vectorises it (one vector load of each, the op, one store).
+// How a storage element combines: in its own type (Plain; integer sum / prod get the unsigned
+// twin, see run_as), or widened to float and rounded back (Widened, fp16 / bf16). Branch-free, so
+// the passes below vectorise (one vector load of each operand, the op, one store).
 template <class Op, class T>
-void reduce_loop(T* __restrict dst, const T* __restrict src, std::size_t n) {
-  for (std::size_t i = 0; i < n; ++i) dst[i] = Op::apply(dst[i], src[i]);
-}
-
-// The same pass for a 16-bit float: widen both operands to float, combine, round back. The codecs
-// are branch-free, so this vectorises too.
+struct Plain {
+  using Storage = T;
+  static T combine(T a, T b) { return Op::apply(a, b); }
+};
 template <class Op, class Codec>
-void reduce_loop_16(std::uint16_t* __restrict dst, const std::uint16_t* __restrict src, std::size_t n) {
-  for (std::size_t i = 0; i < n; ++i) dst[i] = Codec::encode(Op::apply(Codec::decode(dst[i]), Codec::decode(src[i])));
-}
+struct Widened {
+  using Storage = std::uint16_t;
+  static std::uint16_t combine(std::uint16_t a, std::uint16_t b) {
+    return Codec::encode(Op::apply(Codec::decode(a), Codec::decode(b)));
+  }
+};
 
-// The three-operand passes of reduce_copy: dst = a (op) b, the operands disjoint.
-template <class Op, class T>
-void reduce_copy_loop(T* __restrict dst, const T* __restrict a, const T* __restrict b, std::size_t n) {
-  for (std::size_t i = 0; i < n; ++i) dst[i] = Op::apply(a[i], b[i]);
+// dst = a (op) b over n elements: in place (dst == a) as dst (op)= b, else over three disjoint
+// buffers; restrict pointers either way.
+template <class Elem>
+void reduce_in_place(typename Elem::Storage* __restrict dst, const typename Elem::Storage* __restrict b,
+                     std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i) dst[i] = Elem::combine(dst[i], b[i]);
 }
-template <class Op, class Codec>
-void reduce_copy_loop_16(std::uint16_t* __restrict dst, const std::uint16_t* __restrict a,
-                         const std::uint16_t* __restrict b, std::size_t n) {
-  for (std::size_t i = 0; i < n; ++i) dst[i] = Codec::encode(Op::apply(Codec::decode(a[i]), Codec::decode(b[i])));
+template <class Elem>
+void reduce_apart(typename Elem::Storage* __restrict dst, const typename Elem::Storage* __restrict a,
+                  const typename Elem::Storage* __restrict b, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i) dst[i] = Elem::combine(a[i], b[i]);
+}
+template <class Elem>
+void pass(void* dst, const void* a, const void* b, std::size_t n) {
+  using T = typename Elem::Storage;
+  if (dst == a)
+    reduce_in_place<Elem>(static_cast<T*>(dst), static_cast<const T*>(b), n);
+  else
+    reduce_apart<Elem>(static_cast<T*>(dst), static_cast<const T*>(a), static_cast<const T*>(b), n);
 }
 
 // Integer sum / prod of a signed type are computed on its unsigned twin (modulo 2^bits, no UB);
 // min / max must compare as the signed type itself.
 template <class Op, class T>
-void reduce_integer(void* dst, const void* src, std::size_t n) {
+void pass_integer(void* dst, const void* a, const void* b, std::size_t n) {
   constexpr bool kWraps = std::is_same_v<Op, SumOp> || std::is_same_v<Op, ProdOp>;
-  using Work = std::conditional_t<kWraps, std::make_unsigned_t<T>, T>;
-  reduce_loop<Op>(static_cast<Work*>(dst), static_cast<const Work*>(src), n);
-}
-
-template <class Op, class T>
-void reduce_copy_integer(void* dst, const void* a, const void* b, std::size_t n) {
-  constexpr bool kWraps = std::is_same_v<Op, SumOp> || std::is_same_v<Op, ProdOp>;
-  using Work = std::conditional_t<kWraps, std::make_unsigned_t<T>, T>;
-  reduce_copy_loop<Op>(static_cast<Work*>(dst), static_cast<const Work*>(a), static_cast<const Work*>(b), n);
-}
-
-template <class Op>
-void reduce_copy_as(DataType t, void* dst, const void* a, const void* b, std::size_t n) {
-  using U16 = std::uint16_t;
-  switch (t) {
-    case DataType::Int8:
-      return reduce_copy_integer<Op, std::int8_t>(dst, a, b, n);
-    case DataType::Uint8:
-      return reduce_copy_integer<Op, std::uint8_t>(dst, a, b, n);
-    case DataType::Int32:
-      return reduce_copy_integer<Op, std::int32_t>(dst, a, b, n);
-    case DataType::Uint32:
-      return reduce_copy_integer<Op, std::uint32_t>(dst, a, b, n);
-    case DataType::Int64:
-      return reduce_copy_integer<Op, std::int64_t>(dst, a, b, n);
-    case DataType::Uint64:
-      return reduce_copy_integer<Op, std::uint64_t>(dst, a, b, n);
-    case DataType::Float16:
-      return reduce_copy_loop_16<Op, HalfCodec>(static_cast<U16*>(dst), static_cast<const U16*>(a),
-                                                static_cast<const U16*>(b), n);
-    case DataType::BFloat16:
-      return reduce_copy_loop_16<Op, BFloat16Codec>(static_cast<U16*>(dst), static_cast<const U16*>(a),
-                                                    static_cast<const U16*>(b), n);
-    case DataType::Float32:
-      return reduce_copy_loop<Op>(static_cast<float*>(dst), static_cast<const float*>(a), static_cast<const float*>(b),
-                                  n);
-    case DataType::Float64:
-      return reduce_copy_loop<Op>(static_cast<double*>(dst), static_cast<const double*>(a),
-                                  static_cast<const double*>(b), n);
-  }
-  TOPOCOLL_ASSERT(false, fmt::format("unknown DataType {}", static_cast<int>(t)));
+  pass<Plain<Op, std::conditional_t<kWraps, std::make_unsigned_t<T>, T>>>(dst, a, b, n);
 }
 
 // One op, every dtype: the switch picks the storage type once per call, never per element.
 template <class Op>
-void reduce_as(DataType t, void* dst, const void* src, std::size_t n) {
+void run_as(DataType t, void* dst, const void* a, const void* b, std::size_t n) {
   switch (t) {
     case DataType::Int8:
-      return reduce_integer<Op, std::int8_t>(dst, src, n);
+      return pass_integer<Op, std::int8_t>(dst, a, b, n);
     case DataType::Uint8:
-      return reduce_integer<Op, std::uint8_t>(dst, src, n);
+      return pass_integer<Op, std::uint8_t>(dst, a, b, n);
     case DataType::Int32:
-      return reduce_integer<Op, std::int32_t>(dst, src, n);
+      return pass_integer<Op, std::int32_t>(dst, a, b, n);
     case DataType::Uint32:
-      return reduce_integer<Op, std::uint32_t>(dst, src, n);
+      return pass_integer<Op, std::uint32_t>(dst, a, b, n);
     case DataType::Int64:
-      return reduce_integer<Op, std::int64_t>(dst, src, n);
+      return pass_integer<Op, std::int64_t>(dst, a, b, n);
     case DataType::Uint64:
-      return reduce_integer<Op, std::uint64_t>(dst, src, n);
+      return pass_integer<Op, std::uint64_t>(dst, a, b, n);
     case DataType::Float16:
-      return reduce_loop_16<Op, HalfCodec>(static_cast<std::uint16_t*>(dst), static_cast<const std::uint16_t*>(src), n);
+      return pass<Widened<Op, HalfCodec>>(dst, a, b, n);
     case DataType::BFloat16:
-      return reduce_loop_16<Op, BFloat16Codec>(static_cast<std::uint16_t*>(dst), static_cast<const std::uint16_t*>(src),
-                                               n);
+      return pass<Widened<Op, BFloat16Codec>>(dst, a, b, n);
     case DataType::Float32:
-      return reduce_loop<Op>(static_cast<float*>(dst), static_cast<const float*>(src), n);
+      return pass<Plain<Op, float>>(dst, a, b, n);
     case DataType::Float64:
-      return reduce_loop<Op>(static_cast<double*>(dst), static_cast<const double*>(src), n);
+      return pass<Plain<Op, double>>(dst, a, b, n);
   }
   TOPOCOLL_ASSERT(false, fmt::format("unknown DataType {}", static_cast<int>(t)));
 }
@@ -171,34 +142,21 @@ void divide_loop_16(std::uint16_t* __restrict data, std::size_t n, int ranks) {
 }  // namespace
 
 void reduce(DataType t, ReduceOp op, void* dst, const void* src, std::size_t n) {
-  if (n == 0) return;
-  switch (op) {
-    case ReduceOp::Sum:
-    case ReduceOp::Avg:
-      return reduce_as<SumOp>(t, dst, src, n);
-    case ReduceOp::Prod:
-      return reduce_as<ProdOp>(t, dst, src, n);
-    case ReduceOp::Min:
-      return reduce_as<MinOp>(t, dst, src, n);
-    case ReduceOp::Max:
-      return reduce_as<MaxOp>(t, dst, src, n);
-  }
-  TOPOCOLL_ASSERT(false, fmt::format("unknown ReduceOp {}", static_cast<int>(op)));
+  reduce_copy(t, op, dst, dst, src, n);
 }
 
 void reduce_copy(DataType t, ReduceOp op, void* dst, const void* a, const void* b, std::size_t n) {
   if (n == 0) return;
-  if (dst == a) return reduce(t, op, dst, b, n);
   switch (op) {
     case ReduceOp::Sum:
     case ReduceOp::Avg:
-      return reduce_copy_as<SumOp>(t, dst, a, b, n);
+      return run_as<SumOp>(t, dst, a, b, n);
     case ReduceOp::Prod:
-      return reduce_copy_as<ProdOp>(t, dst, a, b, n);
+      return run_as<ProdOp>(t, dst, a, b, n);
     case ReduceOp::Min:
-      return reduce_copy_as<MinOp>(t, dst, a, b, n);
+      return run_as<MinOp>(t, dst, a, b, n);
     case ReduceOp::Max:
-      return reduce_copy_as<MaxOp>(t, dst, a, b, n);
+      return run_as<MaxOp>(t, dst, a, b, n);
   }
   TOPOCOLL_ASSERT(false, fmt::format("unknown ReduceOp {}", static_cast<int>(op)));
 }
