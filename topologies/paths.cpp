@@ -65,15 +65,57 @@ std::size_t step(const Graph& g, const StateSpace& ss, Vertex from, std::size_t 
   return ss.index(boost::target(e, g), nvlink, ss.relays(si) + (relaying_gpu ? 1 : 0));
 }
 
+// The search's per-state arrays, kept from call to call on each thread. A search touches the
+// states it reaches (inside one node, a few dozen), but the arrays span every state of the
+// graph: filled afresh at each call they cost 32 bytes x 4 states per vertex, most of it page
+// faults, and a 131,072-GPU cluster asks for hundreds of thousands of paths. Only the touched
+// entries are put back, when the next search starts.
+struct Workspace {
+  std::vector<double> best;     // pass 1: widest bottleneck found to each state (-1: not reached)
+  std::vector<int> hops;        // pass 2: links from `from` (-1: not reached)
+  std::vector<double> latency;  // pass 2: the chosen path's latency
+  std::vector<int> cpus;        // pass 2: CPUs crossed: a path through a root complex loses ties
+  std::vector<std::size_t> parent;
+  std::vector<std::size_t> touched;  // states whose entries differ from the reset values
+
+  // Ready for a search over `size` states: every entry at its reset value.
+  void reset(std::size_t size) {
+    if (best.size() != size) {
+      best.assign(size, -1.0);
+      hops.assign(size, -1);
+      latency.assign(size, 0.0);
+      cpus.assign(size, 0);
+      parent.assign(size, size);
+      touched.clear();
+      return;
+    }
+    for (std::size_t si : touched) {
+      best[si] = -1.0;
+      hops[si] = -1;
+      latency[si] = 0.0;
+      cpus[si] = 0;
+      parent[si] = size;
+    }
+    touched.clear();
+  }
+};
+
+Workspace& workspace(std::size_t size) {
+  thread_local Workspace ws;
+  ws.reset(size);
+  return ws;
+}
+
 // Pass 1, widest: a Dijkstra-like max-bottleneck search. Pass 2 (find_path), shortest: a
 // breadth-first search restricted to links at least that wide, latency breaking ties.
 // Lexicographic (width, hops) is not isotone, so a single pass would not be exact.
-double widest_bottleneck(const Graph& g, const StateSpace& ss, Vertex from, Vertex to) {
-  std::vector<double> best(ss.size(), -1.0);
+double widest_bottleneck(const Graph& g, const StateSpace& ss, Vertex from, Vertex to, Workspace& ws) {
+  std::vector<double>& best = ws.best;
   using Item = std::pair<double, std::size_t>;  // (bottleneck, state)
   std::priority_queue<Item> heap;
   const std::size_t start = ss.index(from, false, 0);
   best[start] = std::numeric_limits<double>::infinity();
+  ws.touched.push_back(start);
   heap.push({best[start], start});
   while (!heap.empty()) {
     auto [bw, si] = heap.top();
@@ -85,6 +127,7 @@ double widest_bottleneck(const Graph& g, const StateSpace& ss, Vertex from, Vert
       if (wi == ss.size()) continue;
       const double nbw = std::min(bw, g[e].bw_gbps);
       if (nbw > best[wi]) {
+        if (best[wi] < 0.0) ws.touched.push_back(wi);
         best[wi] = nbw;
         heap.push({nbw, wi});
       }
@@ -138,18 +181,19 @@ Path find_path(const Topology& t, Vertex from, Vertex to) {
     return path;
   }
   const StateSpace ss{boost::num_vertices(g), g[from].node >= 0 && g[from].node == g[to].node};
-  const double width = widest_bottleneck(g, ss, from, to);
+  Workspace& ws = workspace(ss.size());
+  const double width = widest_bottleneck(g, ss, from, to, ws);
   if (width <= 0.0) return path;
 
   // Breadth-first over states using only links >= width: the first level that reaches `to`
   // has the fewest links; within a level the path through fewer CPUs, then the lowest latency, wins.
-  std::vector<int> hops(ss.size(), -1);
-  std::vector<double> latency(ss.size(), 0.0);
-  std::vector<int> cpus(ss.size(), 0);  // CPUs crossed: a path through a root complex loses ties
+  std::vector<int>& hops = ws.hops;
+  std::vector<double>& latency = ws.latency;
+  std::vector<int>& cpus = ws.cpus;
   auto better = [&](int c, double lat, std::size_t than) {
     return c < cpus[than] || (c == cpus[than] && lat < latency[than]);
   };
-  std::vector<std::size_t> parent(ss.size(), ss.size());
+  std::vector<std::size_t>& parent = ws.parent;
   std::vector<std::size_t> frontier = {ss.index(from, false, 0)}, next;
   hops[frontier[0]] = 0;
   std::size_t goal = ss.size();
@@ -164,6 +208,7 @@ Path find_path(const Topology& t, Vertex from, Vertex to) {
         const Vertex u = ss.vertex(si);
         const int c = cpus[si] + (u != from && g[u].kind == DeviceKind::Cpu ? 1 : 0);
         if (hops[wi] < 0) {
+          if (ws.best[wi] < 0.0) ws.touched.push_back(wi);  // not reached by pass 1, which stops at `to`
           hops[wi] = level + 1;
           next.push_back(wi);
         } else if (hops[wi] != level + 1 || !better(c, lat, wi)) {

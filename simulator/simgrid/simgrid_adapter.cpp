@@ -341,19 +341,33 @@ struct Simulation::Impl {
   void build_platform(const PlatformSpec& spec) {
     const int p = t.num_ranks();
     const std::size_t endpoints = static_cast<std::size_t>(p) * static_cast<std::size_t>(channels);
+    TOPOCOLL_ASSERT(
+        spec.computes.empty() || spec.computes.size() == endpoints,
+        fmt::format("PlatformSpec::computes has {} entries for {} endpoints", spec.computes.size(), endpoints));
+    // The endpoints that get a host: those that compute and the ends of routed connections.
+    std::vector<std::uint8_t> needed = spec.computes.empty() ? std::vector<std::uint8_t>(endpoints, 1) : spec.computes;
+    for (const Connection& conn : spec.connections) {
+      TOPOCOLL_ASSERT(conn.src != conn.dst && conn.src >= 0 && conn.dst >= 0 && conn.src < p && conn.dst < p &&
+                          conn.channel >= 0 && conn.channel < channels,
+                      fmt::format("bad connection {} -> {} channel {}", conn.src, conn.dst, conn.channel));
+      if (!conn.routed) continue;
+      needed[endpoint(conn.src, conn.channel)] = 1;
+      needed[endpoint(conn.dst, conn.channel)] = 1;
+    }
     root = sg4::create_empty_zone("cluster");
     node_zones.assign(static_cast<std::size_t>(t.nodes()), nullptr);
-    zones.resize(endpoints);
-    hosts.resize(endpoints);
+    zones.assign(endpoints, nullptr);
+    hosts.assign(endpoints, nullptr);
     // Zones and hosts: a zone per node, a zone per endpoint (GPU, channel) inside it.
     for (int r = 0; r < p; ++r) {
       const topo::RankInfo& info = t.rank(r);
-      auto& node = node_zones[static_cast<std::size_t>(info.node)];
-      if (node == nullptr) {
-        node = sg4::create_full_zone(fmt::format("n{}", info.node));
-        node->set_parent(root);
-      }
       for (int ch = 0; ch < channels; ++ch) {
+        if (!needed[endpoint(r, ch)]) continue;
+        auto& node = node_zones[static_cast<std::size_t>(info.node)];
+        if (node == nullptr) {
+          node = sg4::create_full_zone(fmt::format("n{}", info.node));
+          node->set_parent(root);
+        }
         const std::string name = fmt::format("{}/ch{}", t.device_name(info.gpu), ch);
         sg4::NetZone* zone = sg4::create_full_zone(name + ":zone");
         zone->set_parent(node);
@@ -365,9 +379,8 @@ struct Simulation::Impl {
     Router router(t);
     connections = spec.connections;
     for (const Connection& conn : connections) {
+      if (!conn.routed) continue;
       const int a = conn.src, b = conn.dst, ch = conn.channel;
-      TOPOCOLL_ASSERT(a != b && a >= 0 && b >= 0 && a < p && b < p && ch >= 0 && ch < channels,
-                      fmt::format("bad connection {} -> {} channel {}", a, b, ch));
       const Route& route = router.route(a, b, ch);
       const std::vector<Step> steps = steps_of(t, catalog, a, route);
       // A private link caps this connection's transfers (one at a time) at the channel rate.
@@ -499,6 +512,8 @@ struct Simulation::Impl {
       comm = sg4::Comm::sendto_init(from, to);
     } else {
       const Connection& conn = connections[index];
+      TOPOCOLL_ASSERT(conn.routed, fmt::format("transfer on connection {} ({} -> {} channel {}), which has no route",
+                                               index, conn.src, conn.dst, conn.channel));
       comm = sg4::Comm::sendto_init(hosts[endpoint(conn.src, conn.channel)], hosts[endpoint(conn.dst, conn.channel)]);
     }
     comm->set_payload_size(static_cast<std::uint64_t>(bytes));
@@ -509,7 +524,10 @@ struct Simulation::Impl {
   }
 
   void compute(int rank, int channel, double bytes, std::uint32_t tag) {
-    sg4::ExecPtr exec = sg4::Exec::init()->set_flops_amount(bytes)->set_host(hosts[endpoint(rank, channel)]);
+    sg4::Host* host = hosts[endpoint(rank, channel)];
+    TOPOCOLL_ASSERT(host != nullptr,
+                    fmt::format("compute on rank {} channel {}, which PlatformSpec::computes left out", rank, channel));
+    sg4::ExecPtr exec = sg4::Exec::init()->set_flops_amount(bytes)->set_host(host);
     exec->set_data(reinterpret_cast<void*>(static_cast<std::uintptr_t>(tag) + 1));
     exec->start();
     computes_in_flight.emplace(tag, std::move(exec));
@@ -558,12 +576,17 @@ void Simulation::run() {
 
 Simulation::RouteView Simulation::route(std::uint32_t index) const {
   const Connection& conn = impl_->connections.at(index);
+  TOPOCOLL_ASSERT(conn.routed, fmt::format("route of connection {}, which has none (routed = false)", index));
   RouteView view;
   std::vector<sg4::Link*> links;
   impl_->hosts[impl_->endpoint(conn.src, conn.channel)]->route_to(impl_->hosts[impl_->endpoint(conn.dst, conn.channel)],
                                                                   links, &view.latency_s);
   for (const sg4::Link* l : links) view.links.push_back(l->get_name());
   return view;
+}
+
+std::size_t Simulation::host_count() const {
+  return impl_->engine->get_all_hosts().size();
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -130,9 +130,13 @@ class Listener {
   virtual void wake() = 0;
 };
 
-// A connection: messages from rank src's GPU to rank dst's GPU on one channel.
+// A connection: messages from rank src's GPU to rank dst's GPU on one channel. One the caller
+// computes itself (routed = false: an island, simgrid_engine.cpp "Speed") gets no route, and
+// its endpoints no host unless another connection or a computation needs them: transfer()
+// must not be called for it.
 struct Connection {
   int src = 0, dst = 0, channel = 0;
+  bool routed = true;
 };
 
 // A switch flow (simulator/switch_plan.hpp): a walk on model links from vertex `from` (a GPU
@@ -160,6 +164,11 @@ struct PlatformSpec {
   std::vector<PathConnection> paths;
   // Each endpoint (GPU, channel) computes a local copy or reduce of B bytes in B / compute_speed.
   double compute_speed = 1e9;
+  // The endpoints compute() may be called for, by index rank * channels + channel (nonzero:
+  // it may be); empty: every endpoint. Hosts are built for these and for the routed
+  // connections' ends only: SimGrid 3.32 checks each new host's name against every zone and
+  // seals each zone by a pass over every host, a cost quadratic in the hosts.
+  std::vector<std::uint8_t> computes;
   // SimGrid 3.32's detached-transfer list workaround (above, "Activities"); false runs SimGrid
   // as shipped (same results, slower), for checking.
   bool list_workaround = true;
@@ -192,6 +201,8 @@ class Simulation {
     double latency_s = 0.0;
   };
   RouteView route(std::uint32_t index) const;
+  // The hosts of the platform (SimGrid's count: endpoints and switch flows' ends).
+  std::size_t host_count() const;
 
  private:
   struct Impl;

@@ -183,7 +183,15 @@ class Execution final : public sg::Listener {
     spec.channels = s_.num_channels();
     spec.connections.reserve(conns_.size());
     for (std::uint32_t i = 0; i < switch_base_; ++i)
-      spec.connections.push_back({conns_[i].src, conns_[i].dst, conns_[i].channel});
+      spec.connections.push_back({conns_[i].src, conns_[i].dst, conns_[i].channel, conns_[i].island == kNone});
+    // The endpoints that compute (a copy or reduce of some bytes, when reductions have a cost):
+    // with the islands' ends left out, the platform holds only what SimGrid simulates.
+    spec.computes.assign(channels_.size(), 0);
+    if (c_.reduce_gbps > 0)
+      for (std::size_t k = 0; k < channels_.size(); ++k)
+        for (std::uint32_t i = channels_[k].begin; i < channels_[k].end && !spec.computes[k]; ++i)
+          if ((steps_[i].kind() == OpKind::Copy || steps_[i].kind() == OpKind::Reduce) && steps_[i].bytes() > 0)
+            spec.computes[k] = 1;
     if (plan_)
       for (const SwitchFlow& f : plan_->flows()) {
         const SwitchPath& path = plan_->paths()[f.path];

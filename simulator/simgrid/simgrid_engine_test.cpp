@@ -266,6 +266,52 @@ TEST_CASE("simgrid: ring allreduce inside a DGX H100 matches the closed form") {
 // ---------------------------------------------------------------------------------------------
 // Routes
 
+TEST_CASE("simgrid: hosts only where SimGrid simulates: routed connections' ends and computing endpoints") {
+  const topo::Topology t = topo::Topology::build(topo::make_dgx_h100_node(), 2, topo::FabricSpec{});
+  const Calibration c = ideal_calibration();
+  struct Idle final : sg::Listener {
+    void transfers_done(const std::vector<std::uint32_t>&) override {}
+    void compute_done(std::uint32_t) override {}
+    void wake() override {}
+  };
+  // Each case: how many hosts SimGrid holds, and whether a transfer on unrouted connection 1 was refused.
+  auto hosts_for = [&](std::vector<sg::Connection> conns, std::vector<std::uint8_t> computes) {
+    const std::string answer = sg::run_isolated([&](std::string& out) {
+      Idle idle;
+      sg::PlatformSpec spec;
+      spec.topology = &t;
+      spec.calibration = &c;
+      spec.channels = 2;
+      spec.connections = conns;
+      spec.computes = computes;
+      sg::Simulation sim(spec, idle);
+      out += std::to_string(sim.host_count());
+      if (conns.size() > 1 && !conns[1].routed) {
+        try {
+          sim.transfer(1, 1024);
+          out += " accepted";
+        } catch (const std::exception& e) {
+          out += std::string(" refused: ") + e.what();
+        }
+      }
+    });
+    return answer;
+  };
+  const std::size_t endpoints = 16 * 2;
+  // Every endpoint computes (computes empty): all 32 hosts, whatever is routed.
+  CHECK(hosts_for({{0, 8, 1}}, {}) == "32");
+  // Nothing computes: the two ends of each routed connection (shared ends counted once).
+  CHECK(hosts_for({{0, 8, 1}, {8, 0, 1}, {3, 4, 0}}, std::vector<std::uint8_t>(endpoints, 0)) == "4");
+  // An island (routed = false) adds no host, and a transfer on it is refused by name.
+  const std::string island = hosts_for({{0, 8, 1}, {3, 4, 0, false}}, std::vector<std::uint8_t>(endpoints, 0));
+  CHECK(island.starts_with("2 refused: "));
+  CHECK(island.find("connection 1 (3 -> 4 channel 0), which has no route") != std::string::npos);
+  // Only islands, and one endpoint computing (rank 5, channel 1): one host.
+  std::vector<std::uint8_t> one(endpoints, 0);
+  one[5 * 2 + 1] = 1;
+  CHECK(hosts_for({{0, 8, 1, false}}, one) == "1");
+}
+
 TEST_CASE("simgrid: SimGrid's routes are the Router's, inside nodes, across rails and spines") {
   // Switches of 4 ports: two nodes per scalable unit, so node 2 is behind the spines.
   topo::FabricSpec fabric;
