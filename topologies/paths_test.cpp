@@ -120,3 +120,33 @@ TEST_CASE("paths: traffic between two devices of one node never leaves the node"
   for (Vertex v : p.vertices) CHECK(t.graph()[v].node == 0);
   CHECK(find_path(t, *t.find_device("n0/cpu0"), *t.find_device("n0/cpu1")).hops() == 1);
 }
+
+TEST_CASE("paths: a search does not depend on the searches before it (the per-thread arrays are reset)") {
+  // Every pair of devices of a two-node cluster and of a PCIe box (graphs of different sizes),
+  // asked in one order and again in the reverse order, interleaved across the two graphs: the
+  // same vertices, width and latency each time, as a search on arrays filled afresh gives.
+  const Topology a = Topology::build(make_dgx_h100_node(), 2, FabricSpec{});
+  const Topology b = Topology::build(make_pcie_8gpu_node(), 1, FabricSpec{});
+  struct Query {
+    const Topology* t;
+    Vertex from, to;
+  };
+  std::vector<Query> queries;
+  for (const Topology* t : {&a, &b})
+    for (Vertex u = 0; u < boost::num_vertices(t->graph()); ++u)
+      for (Vertex v = 0; v < boost::num_vertices(t->graph()); v += 3) queries.push_back({t, u, v});
+  std::vector<Path> first;
+  for (const Query& q : queries) first.push_back(find_path(*q.t, q.from, q.to));
+  int found = 0;
+  for (std::size_t i = queries.size(); i-- > 0;) {
+    const Query& q = queries[i];
+    const Path again = find_path(*q.t, q.from, q.to);
+    CAPTURE(i);
+    CHECK(again.found == first[i].found);
+    CHECK(again.vertices == first[i].vertices);
+    CHECK(again.bw_gbps == first[i].bw_gbps);
+    CHECK(again.latency_us == first[i].latency_us);
+    found += again.found ? 1 : 0;
+  }
+  CHECK(found > static_cast<int>(queries.size()) / 2);  // the cases are paths, not misses
+}
