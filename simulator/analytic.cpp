@@ -703,8 +703,14 @@ struct Outcome {
   std::function<SimResult()> walk;
 };
 
+// solve() of an engine made with islands_only, on a schedule with a flow on no island (or
+// switch groups): run_on_islands answers nullopt.
+struct NotOnIslands {};
+
 class AnalyticEngine final : public Engine {
  public:
+  // islands_only: solve() stops (NotOnIslands) unless every flow is on an island (run_on_islands).
+  explicit AnalyticEngine(bool islands_only = false) : islands_only_(islands_only) {}
   std::string name() const override { return "analytic"; }
 
   SimResult run(const topo::Topology& t, const algo::Schedule& s, const Calibration& calibration,
@@ -1171,6 +1177,7 @@ class AnalyticEngine final : public Engine {
     // (Switch flows are on no island: the engine then shares every link max-min below.)
     const bool all_on_islands = !plan && std::none_of(islands.island.begin(), islands.island.end(),
                                                       [](std::uint32_t i) { return i == kNoIsland; });
+    if (islands_only_ && !all_on_islands) throw NotOnIslands{};
     struct Constraint {
       double capacity;  // bytes/s
       std::vector<std::uint32_t> members;
@@ -1541,12 +1548,23 @@ class AnalyticEngine final : public Engine {
     if (pr.declared && !quotient) throw NeedEveryRank{};
     return {run_pass(o.trace, quotient)};
   }
+
+  bool islands_only_ = false;
 };
 
 }  // namespace
 
 std::unique_ptr<Engine> make_analytic_engine() {
   return std::make_unique<AnalyticEngine>();
+}
+
+std::optional<SimResult> run_on_islands(const topo::Topology& t, const algo::Schedule& s, const Calibration& c,
+                                        const SimOptions& o) {
+  try {
+    return AnalyticEngine(/*islands_only=*/true).run(t, s, c, o);
+  } catch (const NotOnIslands&) {
+    return std::nullopt;
+  }
 }
 
 }  // namespace topocoll::sim

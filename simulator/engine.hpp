@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -81,6 +82,15 @@ class Engine {
 };
 
 std::unique_ptr<Engine> make_analytic_engine();
+
+// The analytic engine's run when every transfer of s is on an island (islands.hpp) and s has no
+// switch groups: then its result is the exact dynamic sharing (pass 1 where that is exact, else
+// the time-ordered walk, on the symmetric quotient where one holds), the same closed forms the
+// SimGrid engine computes for island transfers itself, with no SimGrid comm left to make.
+// nullopt otherwise, found before any pass runs. The SimGrid engine answers such schedules
+// with it (simgrid_engine.cpp, "Speed").
+std::optional<SimResult> run_on_islands(const topo::Topology& t, const algo::Schedule& s, const Calibration& c,
+                                        const SimOptions& o);
 
 // "analytic" | "simgrid"; InputError otherwise. The SimGrid engine lives in its own library
 // (topocoll_simgrid, simulator/simgrid/), the only one that links SimGrid: a program that links

@@ -44,7 +44,11 @@
 //    before. Islands are found once, from the whole schedule, before the run.
 //  - SimGrid 3.32's list of detached transfers is kept empty (simgrid_adapter.hpp, "Activities"),
 //    which removes a cost linear in the transfers in flight from every completion.
-// SimResult::island_transfers says how many transfers took the first path.
+// SimResult::island_transfers says how many transfers took the first path. When every transfer
+// would take it (no switch groups, reductions free: SimGrid would only keep the clock), the run
+// is the analytic engine's on islands (sim::run_on_islands): the same closed forms, on the
+// symmetric quotient where one holds, and no platform or SimGrid process at all. Tests compare
+// it with --simgrid-plain (every transfer a SimGrid comm) as they do the fast paths.
 //
 // ====================================== One process each =====================================
 //
@@ -655,6 +659,16 @@ class SimGridEngine final : public Engine {
   SimResult run(const topo::Topology& t, const algo::Schedule& s, const Calibration& calibration,
                 const SimOptions& o) override {
     const Calibration c = calibration.for_schedule(s);  // the schedule's block cap (calibration.hpp)
+    if (o.simgrid_fast_paths && !o.trace && c.reduce_gbps <= 0 && !s.uses_switch())
+      if (std::optional<SimResult> r = run_on_islands(t, s, calibration, o)) {
+        TC_LOG_INFO("sim",
+                    "simgrid: {} transfers, {} of them on islands (computed by the engine; all of them: no platform, "
+                    "no SimGrid comm, sim::run_on_islands)",
+                    r->transfers, r->transfers);
+        r->engine = name();
+        r->island_transfers = r->transfers;
+        return std::move(*r);
+      }
     // The answer's first byte: 'R' and a result, or 'S' and a ScheduleError (rank, channel, op
     // index and message), thrown again here as what it was.
     const std::string answer = sg::run_isolated([&](std::string& out) {

@@ -9,6 +9,7 @@
 #include <array>
 #include <cstdlib>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -265,6 +266,31 @@ TEST_CASE("simgrid: ring allreduce inside a DGX H100 matches the closed form") {
 
 // ---------------------------------------------------------------------------------------------
 // Routes
+
+TEST_CASE("simgrid: a schedule all on islands runs no SimGrid comm (the analytic engine's island walk); others do") {
+  // 4 x DGX-H100 on a rail fat tree, 64 MiB: the ring's connections are islands (a GPU pair's
+  // channels on a path of their own); dbt's trees share NICs and NVLink ports (not islands).
+  const topo::Topology t = topo::Topology::build(topo::make_dgx_h100_node(), 4, topo::FabricSpec{});
+  const std::uint64_t S = 64 * kMiB;
+  for (const Calibration& c : {ideal_calibration(), default_calibration()}) {
+    CAPTURE(c.source);
+    const algo::Schedule ring = generate("ring", t, S, 4, 512 * 1024);
+    const SimResult r = simulate(t, ring, c);  // against --simgrid-plain, to 1e-6
+    CHECK(r.engine == "simgrid");
+    CHECK(r.transfers > 0);
+    CHECK(r.island_transfers == r.transfers);
+    const std::optional<SimResult> walk = run_on_islands(t, ring, c, SimOptions{});
+    REQUIRE(walk.has_value());
+    CHECK(walk->time_s == r.time_s);
+    CHECK(walk->transfers == r.transfers);
+    CHECK(walk->time_s == make_analytic_engine()->run(t, ring, c, SimOptions{}).time_s);
+
+    const algo::Schedule dbt = generate("dbt", t, S, 2, 512 * 1024);
+    CHECK_FALSE(run_on_islands(t, dbt, c, SimOptions{}).has_value());
+    const SimResult d = simulate(t, dbt, c);
+    CHECK(d.island_transfers < d.transfers);  // SimGrid comms: the platform and SimGrid ran
+  }
+}
 
 TEST_CASE("simgrid: hosts only where SimGrid simulates: routed connections' ends and computing endpoints") {
   const topo::Topology t = topo::Topology::build(topo::make_dgx_h100_node(), 2, topo::FabricSpec{});
