@@ -45,6 +45,11 @@ struct SimOptions {
   // false runs every transfer through SimGrid as shipped, for checking (`topocoll sim
   // --simgrid-plain`).
   bool simgrid_fast_paths = true;
+  // SimGrid engine, with the fast paths: a schedule whose every transfer is on an island is
+  // answered by sim::run_on_islands (the analytic engine's island result) instead of the
+  // engine's own walk under SimGrid. Same results; false keeps the engine's walk, so that a test
+  // can compare the two walks (engines_agree_test).
+  bool simgrid_answer_islands_analytically = true;
   // Analytic engine: when shifting the ranks maps the run onto itself, simulate one rank of each
   // orbit (analytic.cpp, "Symmetry"). Same results; false runs every rank (`topocoll sim
   // --no-symmetry`).

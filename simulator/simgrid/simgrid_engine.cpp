@@ -659,7 +659,8 @@ class SimGridEngine final : public Engine {
   SimResult run(const topo::Topology& t, const algo::Schedule& s, const Calibration& calibration,
                 const SimOptions& o) override {
     const Calibration c = calibration.for_schedule(s);  // the schedule's block cap (calibration.hpp)
-    if (o.simgrid_fast_paths && !o.trace && c.reduce_gbps <= 0 && !s.uses_switch())
+    if (o.simgrid_fast_paths && o.simgrid_answer_islands_analytically && !o.trace && c.reduce_gbps <= 0 &&
+        !s.uses_switch())
       if (std::optional<SimResult> r = run_on_islands(t, s, calibration, o)) {
         TC_LOG_INFO("sim",
                     "simgrid: {} transfers, {} of them on islands (computed by the engine; all of them: no platform, "
