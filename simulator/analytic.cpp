@@ -65,6 +65,7 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <deque>
 #include <functional>
 #include <limits>
 #include <map>
@@ -707,6 +708,48 @@ struct Outcome {
 // switch groups): run_on_islands answers nullopt.
 struct NotOnIslands {};
 
+// Pass 1's max-min rates and the island map are functions of three things only: which link
+// directions each flow crosses (the links' flow lists, in the Router's link order), each link's
+// calibrated rate, and each flow's channel cap (find_islands numbers its islands by their first
+// connection for that reason). A sweep solves the same connections at many sizes, and for the
+// protocols whose calibrations give the same rates, so each engine keeps the last few answers,
+// keyed by that input compared in full (no hash): a hit is the same computation on the same
+// input, bit for bit. Inputs above kMaxMembers flow-link incidences (a 100,000-GPU ring, solved
+// once) are not kept.
+class SharingMemo {
+ public:
+  static constexpr std::size_t kEntries = 8;
+  static constexpr std::size_t kMaxMembers = std::size_t{1} << 22;  // 16 MiB of flow ids
+  struct Input {
+    std::vector<double> capacity;      // per constraint (link direction)
+    std::vector<std::uint32_t> first;  // constraint j's flows: members[first[j] .. first[j + 1])
+    std::vector<std::uint32_t> members;
+    std::vector<double> caps;  // per flow: its channel cap (0: none)
+    bool operator==(const Input&) const = default;
+  };
+  struct Answer {
+    std::vector<double> rates;  // per flow
+    IslandMap islands;
+  };
+  // The answer for `in`, or null; a hit becomes the most recent entry.
+  const Answer* find(const Input& in) {
+    for (std::size_t k = 0; k < entries_.size(); ++k)
+      if (entries_[k].first == in) {
+        std::rotate(entries_.begin(), entries_.begin() + static_cast<std::ptrdiff_t>(k),
+                    entries_.begin() + static_cast<std::ptrdiff_t>(k) + 1);
+        return &entries_.front().second;
+      }
+    return nullptr;
+  }
+  void store(Input in, Answer a) {
+    if (entries_.size() == kEntries) entries_.pop_back();
+    entries_.emplace(entries_.begin(), std::move(in), std::move(a));
+  }
+
+ private:
+  std::vector<std::pair<Input, Answer>> entries_;  // most recent first
+};
+
 class AnalyticEngine final : public Engine {
  public:
   // islands_only: solve() stops (NotOnIslands) unless every flow is on an island (run_on_islands).
@@ -1170,30 +1213,65 @@ class AnalyticEngine final : public Engine {
     // Every flow on an island (islands.hpp: the channels of one GPU pair on a path of their own,
     // a PXN route beside NVLink routes, ...)? Then the dynamic sharing has a closed form and
     // the engine can run it exactly (IslandWalk) where the static shares are not exact (below).
-    std::vector<IslandEnd> ends;
-    ends.reserve(flows.size());
-    for (const auto& k : flow_keys) ends.push_back({k.src, k.dst, k.channel});
-    IslandMap islands = find_islands(t, router, c, ends);
+    struct Constraint {
+      double capacity;                            // bytes/s
+      const std::vector<std::uint32_t>* members;  // its flows
+    };
+    // Each flow's channel cap (0: none), and pass 1's constraints: every link direction.
+    std::vector<double> caps(flows.size());
+    for (std::size_t f = 0; f < flows.size(); ++f) caps[f] = c.channel_cap_bytes_per_s(g, flows[f].route->links);
+    std::vector<Constraint> link_cons;
+    link_cons.reserve(users.size());
+    for (const auto& [l, us] : users) link_cons.push_back({c.rate_bytes_per_s(g, l.first), &us});
+    for (std::size_t k = 0; k < port_users.size(); ++k)
+      if (!port_users[k].empty()) link_cons.push_back({plan->reduce_ports()[k].rate, &port_users[k]});
+    // Pass 1's rates and the islands, from the memo when these constraints were solved before
+    // (SharingMemo; not with a switch plan, whose flows find_islands does not see).
+    std::optional<SharingMemo::Input> key;
+    const SharingMemo::Answer* known = nullptr;
+    if (!plan) {
+      std::size_t incidences = 0;
+      for (const Constraint& con : link_cons) incidences += con.members->size();
+      if (incidences <= SharingMemo::kMaxMembers) {
+        key.emplace();
+        key->capacity.reserve(link_cons.size());
+        key->first.reserve(link_cons.size() + 1);
+        key->members.reserve(incidences);
+        key->first.push_back(0);
+        for (const Constraint& con : link_cons) {
+          key->capacity.push_back(con.capacity);
+          key->members.insert(key->members.end(), con.members->begin(), con.members->end());
+          key->first.push_back(static_cast<std::uint32_t>(key->members.size()));
+        }
+        key->caps = caps;
+        known = memo_.find(*key);
+      }
+    }
+    IslandMap islands;
+    if (known) {
+      islands = known->islands;
+    } else {
+      std::vector<IslandEnd> ends;
+      ends.reserve(flows.size());
+      for (const auto& k : flow_keys) ends.push_back({k.src, k.dst, k.channel});
+      islands = find_islands(t, router, c, ends);
+    }
     // (Switch flows are on no island: the engine then shares every link max-min below.)
     const bool all_on_islands = !plan && std::none_of(islands.island.begin(), islands.island.end(),
                                                       [](std::uint32_t i) { return i == kNoIsland; });
     if (islands_only_ && !all_on_islands) throw NotOnIslands{};
-    struct Constraint {
-      double capacity;  // bytes/s
-      std::vector<std::uint32_t> members;
-    };
     // Max-min rates of the flows under these constraints and each flow's channel cap.
     auto max_min = [&](const std::vector<Constraint>& cons) {
       // Each flow's constraints, in increasing order (compressed rows: one allocation, not one per flow).
       std::vector<std::uint32_t> first(flows.size() + 1, 0), of_flow;
       for (const Constraint& con : cons)
-        for (std::uint32_t f : con.members) ++first[f + 1];
+        for (std::uint32_t f : *con.members) ++first[f + 1];
       for (std::size_t f = 0; f < flows.size(); ++f) first[f + 1] += first[f];
       of_flow.resize(first.back());
       {
         std::vector<std::uint32_t> at(first.begin(), first.end() - 1);
         for (std::uint32_t j = 0; j < cons.size(); ++j)
-          for (std::uint32_t f : cons[j].members) of_flow[at[f]++] = j;
+          for (std::uint32_t f : *cons[j].members) of_flow[at[f]++] = j;
       }
       std::vector<double> frozen_sum(cons.size(), 0.0);
       std::vector<std::uint32_t> open(cons.size());
@@ -1204,13 +1282,12 @@ class AnalyticEngine final : public Engine {
       std::priority_queue<Entry, std::vector<Entry>, std::greater<>> heap;
       std::vector<double> level_of(cons.size());
       for (std::uint32_t j = 0; j < cons.size(); ++j) {
-        open[j] = static_cast<std::uint32_t>(cons[j].members.size());
+        open[j] = static_cast<std::uint32_t>(cons[j].members->size());
         level_of[j] = cons[j].capacity / open[j];
         heap.push({level_of[j], j});
       }
       for (std::size_t f = 0; f < flows.size(); ++f)
-        if (const double cap = c.channel_cap_bytes_per_s(g, flows[f].route->links); cap > 0)
-          heap.push({cap, cons.size() + f});
+        if (caps[f] > 0) heap.push({caps[f], cons.size() + f});
       auto freeze = [&](std::uint32_t f, double rate) {
         done[f] = 1;
         flows[f].bw_bytes_per_s = rate;
@@ -1232,17 +1309,19 @@ class AnalyticEngine final : public Engine {
         }
         const auto j = static_cast<std::uint32_t>(id);
         if (open[j] == 0 || level != level_of[j]) continue;  // stale
-        for (std::uint32_t f : cons[j].members)
+        for (std::uint32_t f : *cons[j].members)
           if (!done[f]) freeze(f, level);
       }
     };
-    {
-      std::vector<Constraint> cons;
-      cons.reserve(users.size());
-      for (const auto& [l, us] : users) cons.push_back({c.rate_bytes_per_s(g, l.first), us});
-      for (std::size_t k = 0; k < port_users.size(); ++k)
-        if (!port_users[k].empty()) cons.push_back({plan->reduce_ports()[k].rate, port_users[k]});
-      max_min(cons);
+    if (known) {
+      for (std::size_t f = 0; f < flows.size(); ++f) flows[f].bw_bytes_per_s = known->rates[f];
+    } else {
+      max_min(link_cons);
+      if (key) {
+        SharingMemo::Answer a{std::vector<double>(flows.size()), islands};
+        for (std::size_t f = 0; f < flows.size(); ++f) a.rates[f] = flows[f].bw_bytes_per_s;
+        memo_.store(std::move(*key), std::move(a));
+      }
     }
     // Each flow's rate alone (its narrowest link, its channel cap): the upper bound's pass below.
     std::vector<double> alone_bw(flows.size());
@@ -1514,14 +1593,12 @@ class AnalyticEngine final : public Engine {
     // flows that run together (a ring) keep their pass-1 rates.
     {
       std::vector<Constraint> cons;
+      std::deque<std::vector<std::uint32_t>> cliques;       // the constraints' flows (stable addresses)
       std::vector<std::pair<double, std::int64_t>> events;  // (time, +1 + f: start, -(1 + f): end)
       std::vector<std::uint32_t> active;
-      std::vector<std::pair<double, const std::vector<std::uint32_t>*>> resources;
-      for (const auto& [l, us] : users) resources.push_back({c.rate_bytes_per_s(g, l.first), &us});
-      for (std::size_t k = 0; k < port_users.size(); ++k)
-        if (!port_users[k].empty()) resources.push_back({plan->reduce_ports()[k].rate, &port_users[k]});
-      for (const auto& [capacity, users_of] : resources) {
-        const std::vector<std::uint32_t>& us = *users_of;
+      for (const Constraint& link : link_cons) {
+        const double capacity = link.capacity;
+        const std::vector<std::uint32_t>& us = *link.members;
         events.clear();
         for (std::uint32_t f : us) {
           if (flows[f].first_send > flows[f].last_send) continue;  // sends nothing (not in the schedule's pass)
@@ -1537,7 +1614,10 @@ class AnalyticEngine final : public Engine {
             grown = true;
             continue;
           }
-          if (grown) cons.push_back({capacity, active});
+          if (grown) {
+            cliques.push_back(active);
+            cons.push_back({capacity, &cliques.back()});
+          }
           grown = false;
           active.erase(std::find(active.begin(), active.end(), static_cast<std::uint32_t>(-e - 1)));
         }
@@ -1550,6 +1630,7 @@ class AnalyticEngine final : public Engine {
   }
 
   bool islands_only_ = false;
+  SharingMemo memo_;
 };
 
 }  // namespace

@@ -118,6 +118,53 @@ TEST_CASE("analytic: a tree channel's block cap bounds dbt at K x cap / 2, a rin
   CHECK(simulate(t, "ring", S, K, 512 << 10, c) == doctest::Approx(simulate(t, "ring", S, K, 512 << 10)));
 }
 
+TEST_CASE("analytic: an engine that solved other runs answers bit for bit as a fresh one") {
+  // The engine keeps pass 1's rates and islands of recent runs (SharingMemo in analytic.cpp),
+  // keyed by the flows' links, the links' rates and the flows' caps. One engine runs a sequence
+  // in which the same connections come back under other sizes, other rates (the network's
+  // efficiency alone, an NVLink cap alone) and on another topology; every answer must equal a fresh
+  // engine's, and the runs that differ only in a rate must differ.
+  const topo::Topology a = load("dgx-h100", 4, topo::FabricKind::RailFatTree);
+  const topo::Topology b = load("dgx-a100", 2, topo::FabricKind::RailFatTree);
+  const sim::Calibration ideal = sim::ideal_calibration(), defaults = sim::default_calibration();
+  sim::Calibration slow_net = sim::default_calibration();
+  slow_net.links[static_cast<int>(topo::LinkKind::Network)].efficiency = 0.5;
+  sim::Calibration capped = sim::default_calibration();
+  capped.channel_cap_gbps[static_cast<int>(topo::LinkKind::NvLink)] = 5.0;
+  const std::vector<const sim::Calibration*> cals = {&ideal, &defaults, &slow_net, &capped};
+  std::unique_ptr<sim::Engine> shared = sim::make_analytic_engine();
+  int runs = 0;
+  for (const topo::Topology* t : {&a, &b, &a})
+    for (const std::string alg : {"ring", "dbt", "hierarchical"})
+      for (int channels : {2, 8})
+        for (std::uint64_t bytes : {std::uint64_t{1} << 20, std::uint64_t{64} << 20}) {
+          algo::CollectiveArgs args;
+          args.ranks = t->num_ranks();
+          args.count = bytes / 4;
+          algo::Tuning tune;
+          tune.channels = channels;
+          tune.slice_bytes = 512 << 10;
+          const algo::Schedule s = algo::find_algorithm(alg).generate(algo::layout_of(*t), args, tune);
+          std::vector<double> times;
+          for (const sim::Calibration* c : cals) {
+            CAPTURE(alg);
+            CAPTURE(channels);
+            CAPTURE(bytes);
+            const double fresh = sim::make_analytic_engine()->run(*t, s, *c, {}).time_s;
+            times.push_back(shared->run(*t, s, *c, {}).time_s);
+            CHECK(times.back() == fresh);
+            ++runs;
+          }
+          // At 64 MiB the network's rate matters across nodes and the NVLink cap inside them:
+          // the last two differ from the defaults in that one input each.
+          if (bytes == std::uint64_t{64} << 20) {
+            CHECK(times[2] != times[1]);
+            CHECK(times[3] != times[1]);
+          }
+        }
+  CHECK(runs == 144);
+}
+
 TEST_CASE("analytic: calibration slows it down the way the defaults say") {
   const topo::Topology t = load("dgx-h100", 1);
   const double ideal = simulate(t, "ring", std::uint64_t{1} << 30, 2, 512 << 10);

@@ -45,12 +45,24 @@ IslandMap find_islands(const topo::Topology& t, Router& router, const Calibratio
     }
   }
   // Per connected set: the links every group crosses (the hub), and whether each group's other
-  // links are its own.
-  std::map<std::uint32_t, std::vector<std::uint32_t>> groups_of_set;  // set -> its groups
-  for (std::uint32_t i = 0; i < n; ++i)
-    if (group[i] == i) groups_of_set[find(i)].push_back(i);
+  // links are its own. Sets (so islands) are numbered by their first connection, groups by
+  // theirs: the map is a function of which links each connection crosses, their rates and caps,
+  // not of the order of the links' addresses (the analytic engine reuses it on that promise).
+  std::vector<std::vector<std::uint32_t>> groups_of_set;  // set -> its groups
+  {
+    std::vector<std::uint32_t> set_of_root(n, kNoIsland);
+    for (std::uint32_t i = 0; i < n; ++i) {
+      if (group[i] != i) continue;
+      std::uint32_t& s = set_of_root[find(i)];
+      if (s == kNoIsland) {
+        s = static_cast<std::uint32_t>(groups_of_set.size());
+        groups_of_set.emplace_back();
+      }
+      groups_of_set[s].push_back(i);
+    }
+  }
   std::vector<std::uint32_t> island_of_group(n, kNoIsland), index_in_island(n, 0);
-  for (const auto& [set, members] : groups_of_set) {
+  for (const auto& members : groups_of_set) {
     std::vector<LinkKey> hub = links[members.front()];
     for (std::uint32_t m : members) {
       std::vector<LinkKey> both;
