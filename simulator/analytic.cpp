@@ -1093,9 +1093,12 @@ class AnalyticEngine final : public Engine {
 
   // The quotient by the shift d (the file's header, "Symmetry") when every flow's latency, rate,
   // rate alone and island shape equal its representative's; else d = 0. The quotient programs
-  // are made once per d and kept in pr.
+  // are made once per d and kept in pr. `on_islands`: the islands, when the run shares links on
+  // them (every flow on one); null when it does not (pass 2 does not look at islands).
   static Quotient quotient_by(Prepared& pr, int d, const Rotation* rot, const std::vector<Flow>& flows,
-                              const std::vector<double>& alone, const IslandMap& islands) {
+                              const std::vector<double>& alone, const IslandMap* on_islands) {
+    static const IslandMap kNone;
+    const IslandMap& islands = on_islands ? *on_islands : kNone;
     const int p = pr.p;
     Quotient q;
     q.d = d;
@@ -1103,6 +1106,8 @@ class AnalyticEngine final : public Engine {
     q.rep.resize(flows.size());
     std::vector<std::uint32_t> island_image(islands.islands.size(), kNoIsland);
     std::vector<std::vector<std::uint32_t>> group_image(islands.islands.size());
+    std::vector<std::vector<std::uint32_t>> link_image(islands.islands.size());  // general islands': link -> link
+    std::vector<std::vector<char>> link_taken(islands.islands.size());           // the image's links mapped onto
     for (std::uint32_t f = 0; f < pr.flow_keys.size(); ++f) {
       const algo::Connections::Key& k = pr.flow_keys[f];
       // The group element that takes the source to a rank run: tau^-pos, then the shift.
@@ -1123,25 +1128,43 @@ class AnalyticEngine final : public Engine {
       // Islands: f's island must be the image of one island holding representatives only, with
       // the same links' rates, and its groups map onto that island's one to one (their order
       // may differ).
+      if (!on_islands) continue;
       const std::uint32_t i = islands.island[f], j = islands.island[r];
       if ((i == kNoIsland) != (j == kNoIsland)) return {};
       if (i == kNoIsland) continue;
       const Island& a = islands.islands[i];
       const Island& b = islands.islands[j];
       if (island_image[i] == kNoIsland) {
-        if (a.hub != b.hub || a.groups.size() != b.groups.size()) return {};
+        if (a.hub != b.hub || a.groups.size() != b.groups.size() || a.links.size() != b.links.size()) return {};
         island_image[i] = j;
         group_image[i].assign(a.groups.size(), kNoIsland);
+        if (a.general()) {
+          link_image[i].assign(a.links.size(), kNoIsland);
+          link_taken[i].assign(b.links.size(), 0);
+        }
       }
       std::uint32_t& gi = group_image[i][islands.group[f]];
       if (gi == kNoIsland) gi = islands.group[r];
       if (island_image[i] != j || gi != islands.group[r]) return {};
-      if (a.groups[islands.group[f]].own != b.groups[gi].own || a.groups[islands.group[f]].cap != b.groups[gi].cap)
-        return {};
+      const Island::Group &ga = a.groups[islands.group[f]], &gb = b.groups[gi];
+      if (ga.own != gb.own || ga.cap != gb.cap || ga.crosses.size() != gb.crosses.size()) return {};
+      // A general island's groups must meet their images' links through one map of links onto
+      // links of equal rates (hop k onto hop k): the two max-min systems are then the same.
+      for (std::size_t k = 0; k < ga.crosses.size(); ++k) {
+        const std::uint32_t la = ga.crosses[k], lb = gb.crosses[k];
+        if (a.links[la] != b.links[lb]) return {};
+        std::uint32_t& li = link_image[i][la];
+        if (li == kNoIsland) {
+          if (link_taken[i][lb]) return {};
+          li = lb;
+          link_taken[i][lb] = 1;
+        }
+        if (li != lb) return {};
+      }
     }
     // A representative's island holds representatives only: an island that is its own image
     // holds no other flow (the quotient would drop its transfers from the sharing).
-    for (std::uint32_t f = 0; f < pr.flow_keys.size(); ++f)
+    for (std::uint32_t f = 0; on_islands && f < pr.flow_keys.size(); ++f)
       if (const std::uint32_t i = islands.island[f];
           i != kNoIsland && island_image[i] == i && !q.runs(pr.flow_keys[f].src))
         return {};
@@ -1339,10 +1362,10 @@ class AnalyticEngine final : public Engine {
     if (o.symmetry && !plan && pr.rotation && !o.trace)
       for (int d = pr.step_period; d <= p && q.d == 0; d += pr.step_period)
         if (p % d == 0 && pr.rotation->commutes_with_shift(d))
-          q = quotient_by(pr, d, &*pr.rotation, flows, alone_bw, islands);
+          q = quotient_by(pr, d, &*pr.rotation, flows, alone_bw, all_on_islands ? &islands : nullptr);
     if (o.symmetry && !plan && pr.step_period < p)
       for (int d = pr.step_period; d < p && q.d == 0; d += pr.step_period)
-        if (p % d == 0) q = quotient_by(pr, d, nullptr, flows, alone_bw, islands);
+        if (p % d == 0) q = quotient_by(pr, d, nullptr, flows, alone_bw, all_on_islands ? &islands : nullptr);
     if (pr.declared && q.d == 0) throw NeedEveryRank{};
     const int run_p = q.d ? q.ranks() : p;
     TC_LOG_DEBUG("analytic", "{} ranks, {} channels: {} of them run (shift {}{}; programs shift by {}, {})", p, K,

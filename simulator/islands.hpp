@@ -118,14 +118,23 @@ class EventQueue {
 // computes this instead of making SimGrid comms. Per group, `work` counts the bytes each of its
 // transfers in flight has pushed (they all run at the group's rate), so a transfer ends when its
 // group's work reaches the target it got when it started.
+//
+// A small connected set without that shape (a chain inside a node: each GPU's NVLink port carries
+// its sends to both neighbours, and each neighbour's port carries others) is a general island:
+// its links' rates and, per group, the links it crosses; share() then runs SimGrid's max-min
+// (progressive filling) over them: the lowest of every link's equal share of what is left and
+// every group's cap is the next level, and the groups on a link that level saturates (or whose
+// cap it is) take it. find_islands makes one of a set of at most kMaxGeneralGroups groups.
 struct Island {
   static constexpr double kInf = std::numeric_limits<double>::infinity();
+  static constexpr std::size_t kMaxGeneralGroups = 64;
   struct Group {
-    double own = kInf;  // bytes/s of the narrowest link this group alone crosses; kInf: none
-    double cap = 0.0;   // per-channel cap, bytes/s; 0 when none
-    double work = 0.0;  // at the island's time `at`
-    double rate = 0.0;  // bytes/s of each transfer in flight
-    double due = kInf;  // when its earliest transfer ends
+    double own = kInf;                   // bytes/s of the narrowest link this group alone crosses; kInf: none
+    std::vector<std::uint32_t> crosses;  // a general island's: its links (indices into `links`), in route order
+    double cap = 0.0;                    // per-channel cap, bytes/s; 0 when none
+    double work = 0.0;                   // at the island's time `at`
+    double rate = 0.0;                   // bytes/s of each transfer in flight
+    double due = kInf;                   // when its earliest transfer ends
     std::vector<std::pair<double, std::uint32_t>> flying;  // (work target, connection)
 
     double bound() const {
@@ -141,6 +150,8 @@ struct Island {
   double hub = kInf;  // bytes/s of the narrowest link every group crosses
   double at = 0.0;
   std::vector<Group> groups;
+  std::vector<double> links;  // a general island's links, bytes/s; empty for a hub island
+  bool general() const { return !links.empty(); }
   // The next end of a transfer, and the live Route event (the latest pushed; older ones are
   // stale). A change that makes `due` later keeps the live event, which then pushes a new one
   // when it fires early; one that makes it earlier pushes a new live event. So a start on a busy
@@ -188,6 +199,7 @@ struct Island {
   }
   // Water-filling (above): every group's rate.
   void share() {
+    if (general()) return share_general();
     busy.clear();
     double flows = 0.0;
     for (std::uint32_t k = 0; k < groups.size(); ++k)
@@ -212,8 +224,49 @@ struct Island {
     }
   }
 
+  // Progressive filling over a general island's links (above).
+  void share_general() {
+    busy.clear();
+    left.assign(links.begin(), links.end());
+    count.assign(links.size(), 0.0);
+    for (std::uint32_t k = 0; k < groups.size(); ++k) {
+      if (groups[k].flying.empty()) continue;
+      busy.push_back(k);
+      for (std::uint32_t l : groups[k].crosses) count[l] += static_cast<double>(groups[k].flying.size());
+    }
+    while (!busy.empty()) {
+      double level = kInf;
+      for (std::size_t l = 0; l < links.size(); ++l)
+        if (count[l] > 0) level = std::min(level, left[l] / count[l]);
+      for (std::uint32_t k : busy)
+        if (groups[k].cap > 0) level = std::min(level, groups[k].cap);
+      std::size_t kept = 0;
+      for (std::uint32_t k : busy) {
+        Group& gr = groups[k];
+        bool frozen = gr.cap > 0 && gr.cap <= level;
+        for (std::uint32_t l : gr.crosses) frozen = frozen || left[l] / count[l] <= level;
+        if (!frozen) {
+          busy[kept++] = k;
+          continue;
+        }
+        gr.rate = level;
+        const double n = static_cast<double>(gr.flying.size());
+        for (std::uint32_t l : gr.crosses) {
+          left[l] = std::max(0.0, left[l] - n * level);
+          count[l] -= n;
+        }
+      }
+      // The level is one of the figures compared, so a group always freezes; should none, the
+      // rest take the level rather than loop.
+      if (kept == busy.size())
+        for (std::uint32_t k : busy) groups[k].rate = level;
+      busy.resize(kept == busy.size() ? 0 : kept);
+    }
+  }
+
  private:
   std::vector<std::uint32_t> busy;  // share()'s groups with transfers in flight
+  std::vector<double> left, count;  // share_general()'s per link: rate not yet given, transfers not yet frozen
 };
 
 // One connection as the islands see it: its route is the Router's for (src, dst, channel).

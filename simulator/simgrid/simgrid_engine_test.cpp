@@ -268,9 +268,12 @@ TEST_CASE("simgrid: ring allreduce inside a DGX H100 matches the closed form") {
 // Routes
 
 TEST_CASE("simgrid: a schedule all on islands runs no SimGrid comm (the analytic engine's island walk); others do") {
-  // 4 x DGX-H100 on a rail fat tree, 64 MiB: the ring's connections are islands (a GPU pair's
-  // channels on a path of their own); dbt's trees share NICs and NVLink ports (not islands).
+  // 4 x DGX-H100, 64 MiB: the ring's connections are islands (a GPU pair's channels on a path of
+  // their own); dbt's chains inside a node and its trees across nodes are general islands (small
+  // connected sets, islands.hpp), so it runs no SimGrid comm either. On 32 nodes dbt's network
+  // set has more than Island::kMaxGeneralGroups groups: SimGrid runs those transfers.
   const topo::Topology t = topo::Topology::build(topo::make_dgx_h100_node(), 4, topo::FabricSpec{});
+  const topo::Topology t32 = topo::Topology::build(topo::make_dgx_h100_node(), 32, topo::FabricSpec{});
   const std::uint64_t S = 64 * kMiB;
   for (const Calibration& c : {ideal_calibration(), default_calibration()}) {
     CAPTURE(c.source);
@@ -286,9 +289,18 @@ TEST_CASE("simgrid: a schedule all on islands runs no SimGrid comm (the analytic
     CHECK(walk->time_s == make_analytic_engine()->run(t, ring, c, SimOptions{}).time_s);
 
     const algo::Schedule dbt = generate("dbt", t, S, 2, 512 * 1024);
-    CHECK_FALSE(run_on_islands(t, dbt, c, SimOptions{}).has_value());
-    const SimResult d = simulate(t, dbt, c);
-    CHECK(d.island_transfers < d.transfers);  // SimGrid comms: the platform and SimGrid ran
+    const SimResult d = simulate(t, dbt, c);  // against --simgrid-plain, to 1e-6
+    CHECK(d.island_transfers == d.transfers);
+    const std::optional<SimResult> dwalk = run_on_islands(t, dbt, c, SimOptions{});
+    REQUIRE(dwalk.has_value());
+    CHECK(dwalk->time_s == d.time_s);
+    CHECK(dwalk->time_s == make_analytic_engine()->run(t, dbt, c, SimOptions{}).time_s);
+
+    const algo::Schedule dbt32 = generate("dbt", t32, 4 * kMiB, 2, 512 * 1024);
+    CHECK_FALSE(run_on_islands(t32, dbt32, c, SimOptions{}).has_value());
+    const SimResult d32 = simulate(t32, dbt32, c);
+    CHECK(d32.island_transfers > 0);
+    CHECK(d32.island_transfers < d32.transfers);  // SimGrid comms: the platform and SimGrid ran
   }
 }
 
@@ -484,7 +496,8 @@ TEST_CASE("simgrid: a hand-made tree takes 6 t_B + 4 alpha") {
 // The transfers' public S4U path alone (TOPOCOLL_SIMGRID_LIST_WORKAROUND=0: SimGrid 3.32's
 // list of detached comms as shipped, simgrid_adapter.hpp) and with the 3.32 fallback (the
 // default; off by itself on any other SimGrid) start the same comms in the same order: the
-// results are identical, operation by operation. dbt on 2 nodes: every transfer a SimGrid comm.
+// results are identical, operation by operation. dbt on 2 nodes without the fast paths: every
+// transfer a SimGrid comm.
 TEST_CASE("simgrid: the public path and SimGrid 3.32's list fallback give identical results") {
   const topo::Topology t = topo::Topology::build(topo::make_dgx_h100_node(), 2, [] {
     topo::FabricSpec f;
@@ -494,11 +507,12 @@ TEST_CASE("simgrid: the public path and SimGrid 3.32's list fallback give identi
   const algo::Schedule s = generate("dbt", t, 8 * kMiB, 2, 512 * 1024);
   SimOptions o;
   o.trace = true;
+  o.simgrid_fast_paths = false;
   const SimResult with_fallback = make_simgrid_engine()->run(t, s, default_calibration(), o);
   ::setenv("TOPOCOLL_SIMGRID_LIST_WORKAROUND", "0", 1);
   const SimResult public_only = make_simgrid_engine()->run(t, s, default_calibration(), o);
   ::unsetenv("TOPOCOLL_SIMGRID_LIST_WORKAROUND");
-  CHECK(with_fallback.island_transfers < with_fallback.transfers);
+  CHECK(with_fallback.island_transfers == 0);
   CHECK(public_only.transfers == with_fallback.transfers);
   CHECK(public_only.time_s == with_fallback.time_s);
   REQUIRE(public_only.trace.size() == with_fallback.trace.size());
