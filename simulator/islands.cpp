@@ -73,29 +73,12 @@ IslandMap find_islands(const topo::Topology& t, Router& router, const Calibratio
     for (std::uint32_t m : members)
       for (const LinkKey& key : links[m])
         if (use[key].groups && !std::binary_search(hub.begin(), hub.end(), key)) island = false;
-    if (!island) {
-      if (members.size() > Island::kMaxGeneralGroups || links[members.front()].empty()) continue;
-      // A general island (islands.hpp): links numbered as the groups' routes meet them.
-      Island is;
-      std::map<LinkKey, std::uint32_t> local;
-      for (std::uint32_t m : members) {
-        const Route& route = router.route(connections[m].src, connections[m].dst, connections[m].channel);
-        Island::Group gr;
-        gr.cap = c.channel_cap_bytes_per_s(g, route.links);
-        for (std::size_t k = 0; k < route.links.size(); ++k) {
-          const LinkKey key(&g[route.links[k]], static_cast<bool>(route.forward[k]));
-          const auto [it, made] = local.try_emplace(key, static_cast<std::uint32_t>(is.links.size()));
-          if (made) is.links.push_back(c.rate_bytes_per_s(g, route.links[k]));
-          gr.crosses.push_back(it->second);
-        }
-        index_in_island[m] = static_cast<std::uint32_t>(is.groups.size());
-        island_of_group[m] = static_cast<std::uint32_t>(out.islands.size());
-        is.groups.push_back(std::move(gr));
-      }
-      out.islands.push_back(std::move(is));
-      continue;
-    }
+    const bool general = !island;
+    if (general && (members.size() > Island::kMaxGeneralGroups || links[members.front()].empty())) continue;
+    // A hub island: the hub's narrowest link and each group's own. A general island (islands.hpp):
+    // every link's rate, numbered as the groups' routes meet them, and each group's links.
     Island is;
+    std::map<LinkKey, std::uint32_t> local;
     for (std::uint32_t m : members) {
       const Route& route = router.route(connections[m].src, connections[m].dst, connections[m].channel);
       Island::Group gr;
@@ -103,10 +86,15 @@ IslandMap find_islands(const topo::Topology& t, Router& router, const Calibratio
       for (std::size_t k = 0; k < route.links.size(); ++k) {
         const LinkKey key(&g[route.links[k]], static_cast<bool>(route.forward[k]));
         const double rate = c.rate_bytes_per_s(g, route.links[k]);
-        if (std::binary_search(hub.begin(), hub.end(), key))
+        if (general) {
+          const auto [it, made] = local.try_emplace(key, static_cast<std::uint32_t>(is.links.size()));
+          if (made) is.links.push_back(rate);
+          gr.crosses.push_back(it->second);
+        } else if (std::binary_search(hub.begin(), hub.end(), key)) {
           is.hub = std::min(is.hub, rate);
-        else
+        } else {
           gr.own = std::min(gr.own, rate);
+        }
       }
       index_in_island[m] = static_cast<std::uint32_t>(is.groups.size());
       island_of_group[m] = static_cast<std::uint32_t>(out.islands.size());

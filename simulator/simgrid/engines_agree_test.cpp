@@ -49,39 +49,71 @@ struct Case {
   const char* preset;
   int nodes;
   topo::FabricKind fabric;
+  std::vector<int> channels;  // the channel counts swept on it
 };
 
-// Channels 1..32 on multi-node clusters; the size and protocol cycle with the channel count so
-// that small (latency-bound), middle (one message per ring step: transfers on and off) and
-// large (pipelined) sizes all meet every fabric. Before the engines shared links the same way,
-// the middle sizes parted by up to 40 % at 8 channels and more (dgx-h100 x4, ring, Simple).
-void sweep(const std::vector<std::string>& algorithms) {
-  const Case cases[] = {{"dgx-h100", 4, topo::FabricKind::RailFatTree},
-                        {"dgx-a100", 2, topo::FabricKind::RailFatTree},
-                        {"dgx-a100", 4, topo::FabricKind::FatTree}};
-  const std::uint64_t sizes[] = {64 * 1024, 2u << 20, 32u << 20};
+// What a sweep compares, and how closely: the analytic engine with the SimGrid engine's own walk
+// (run_both) at `tolerance`, or, with `plain`, with SimGrid as shipped (every transfer a SimGrid
+// comm), each schedule first checked to be all on islands.
+struct Sweep {
+  std::vector<Case> cases;
+  std::vector<std::uint64_t> sizes;
+  bool plain = false;
+  double tolerance = 0.01;
+};
+
+// The size and protocol cycle with the channel count so that small (latency-bound), middle (one
+// message per ring step: transfers on and off) and large (pipelined) sizes all meet every
+// fabric. Returns the points compared.
+int sweep(const std::vector<std::string>& algorithms, const Sweep& w) {
   const Calibration simple = protocol_calibration(base_calibration(), Protocol::Simple);
   const Calibration ll = protocol_calibration(base_calibration(), Protocol::LL);
-  for (const Case& k : cases) {
+  SimOptions plain;
+  plain.simgrid_fast_paths = false;
+  int points = 0;
+  for (const Case& k : w.cases) {
     const topo::Topology t = testing::load(k.preset, k.nodes, k.fabric);
     for (const std::string& name : algorithms)
-      for (int channels = 1; channels <= 32; ++channels) {
-        const std::uint64_t bytes = sizes[channels % 3];
+      for (int channels : k.channels) {
+        const std::uint64_t bytes = w.sizes[static_cast<std::size_t>(channels) % w.sizes.size()];
         const Calibration& c = channels % 2 ? simple : ll;
         CAPTURE(fmt::format("{} x{} {} {} B channels {} {}", k.preset, k.nodes, name, bytes, channels,
                             channels % 2 ? "Simple" : "LL"));
-        const Both r = run_both(t, generate(name, t, bytes, channels), c);
-        CHECK(std::abs(r.analytic - r.simgrid) / r.simgrid <= 0.01);
+        const algo::Schedule s = generate(name, t, bytes, channels);
+        Both r;
+        if (w.plain) {
+          REQUIRE(run_on_islands(t, s, c, SimOptions{}).has_value());  // every set an island
+          r = {make_analytic_engine()->run(t, s, c, SimOptions{}).time_s,
+               make_simgrid_engine()->run(t, s, c, plain).time_s};
+        } else {
+          r = run_both(t, s, c);
+        }
+        CHECK(std::abs(r.analytic - r.simgrid) / r.simgrid <= w.tolerance);
+        ++points;
       }
   }
+  return points;
 }
 
+std::vector<int> one_to(int n) {
+  std::vector<int> v(static_cast<std::size_t>(n));
+  for (int i = 0; i < n; ++i) v[static_cast<std::size_t>(i)] = i + 1;
+  return v;
+}
+
+// Channels 1..32 on multi-node clusters. Before the engines shared links the same way, the
+// middle sizes parted by up to 40 % at 8 channels and more (dgx-h100 x4, ring, Simple).
+const Sweep kEveryChannelCount{{{"dgx-h100", 4, topo::FabricKind::RailFatTree, one_to(32)},
+                                {"dgx-a100", 2, topo::FabricKind::RailFatTree, one_to(32)},
+                                {"dgx-a100", 4, topo::FabricKind::FatTree, one_to(32)}},
+                               {64 * 1024, 2u << 20, 32u << 20}};
+
 TEST_CASE("engines agree on ring at every channel count 1..32") {
-  sweep({"ring"});
+  CHECK(sweep({"ring"}, kEveryChannelCount) == 96);
 }
 
 TEST_CASE("engines agree on hierarchical at every channel count 1..32") {
-  sweep({"hierarchical"});
+  CHECK(sweep({"hierarchical"}, kEveryChannelCount) == 96);
 }
 
 // Trees: dbt's chains inside a node and its trees across nodes share NVLink ports and NIC links
@@ -92,33 +124,14 @@ TEST_CASE("engines agree on hierarchical at every channel count 1..32") {
 // no island computed by the engine). Larger clusters' network sets take pass 2 (a static
 // estimate) and are not covered.
 TEST_CASE("engines agree on dbt and hierarchical-dbt on general islands, against plain SimGrid") {
-  const Case cases[] = {{"dgx-h100", 4, topo::FabricKind::RailFatTree},
-                        {"dgx-a100", 2, topo::FabricKind::RailFatTree},
-                        {"dgx-h100", 16, topo::FabricKind::RailFatTree}};
-  const std::uint64_t sizes[] = {64 * 1024, 2u << 20, 8u << 20};
-  const Calibration simple = protocol_calibration(base_calibration(), Protocol::Simple);
-  const Calibration ll = protocol_calibration(base_calibration(), Protocol::LL);
-  SimOptions plain;
-  plain.simgrid_fast_paths = false;
-  int points = 0;
-  for (const Case& k : cases) {
-    const topo::Topology t = testing::load(k.preset, k.nodes, k.fabric);
-    for (const std::string name : {"dbt", "hierarchical-dbt"})
-      for (int channels : {1, 2, 3, 4, 6, 8, 12, 16, 24, 32}) {
-        if (k.nodes == 16 && channels != 8) continue;  // the 128-GPU case: 8 channels
-        const std::uint64_t bytes = sizes[channels % 3];
-        const Calibration& c = channels % 2 ? simple : ll;
-        CAPTURE(fmt::format("{} x{} {} {} B channels {} {}", k.preset, k.nodes, name, bytes, channels,
-                            channels % 2 ? "Simple" : "LL"));
-        const algo::Schedule s = generate(name, t, bytes, channels);
-        REQUIRE(run_on_islands(t, s, c, SimOptions{}).has_value());  // every set an island
-        const double analytic = make_analytic_engine()->run(t, s, c, SimOptions{}).time_s;
-        const double simgrid = make_simgrid_engine()->run(t, s, c, plain).time_s;
-        CHECK(std::abs(analytic - simgrid) / simgrid <= 1e-6);
-        ++points;
-      }
-  }
-  CHECK(points == 42);
+  const std::vector<int> counts = {1, 2, 3, 4, 6, 8, 12, 16, 24, 32};
+  const Sweep trees{{{"dgx-h100", 4, topo::FabricKind::RailFatTree, counts},
+                     {"dgx-a100", 2, topo::FabricKind::RailFatTree, counts},
+                     {"dgx-h100", 16, topo::FabricKind::RailFatTree, {8}}},
+                    {64 * 1024, 2u << 20, 8u << 20},
+                    /*plain=*/true,
+                    /*tolerance=*/1e-6};
+  CHECK(sweep({"dbt", "hierarchical-dbt"}, trees) == 42);
 }
 
 // dgx-h100 x16, rail fat tree, ring, 256 MiB, Simple (docs/simulator.md, "Closed forms the
