@@ -711,10 +711,11 @@ struct NotOnIslands {};
 // Pass 1's max-min rates and the island map are functions of three things only: which link
 // directions each flow crosses (the links' flow lists, in the Router's link order), each link's
 // calibrated rate, and each flow's channel cap (find_islands numbers its islands by their first
-// connection for that reason). A sweep solves the same connections at many sizes, and for the
-// protocols whose calibrations give the same rates, so each engine keeps the last few answers,
-// keyed by that input compared in full (no hash): a hit is the same computation on the same
-// input, bit for bit. Inputs above kMaxMembers flow-link incidences (a 100,000-GPU ring, solved
+// connection for that reason, and a general island's links as its groups' routes meet them, an
+// order a route's set of directed links fixes). A sweep solves the same connections at many
+// sizes, and for the protocols whose calibrations give the same rates, so each engine keeps the
+// last few answers, keyed by that input compared in full (no hash): a hit is the same
+// computation on the same input, bit for bit. Inputs above kMaxMembers flow-link incidences (a 100,000-GPU ring, solved
 // once) are not kept.
 class SharingMemo {
  public:
