@@ -1107,8 +1107,12 @@ class AnalyticEngine final : public Engine {
     q.rep.resize(flows.size());
     std::vector<std::uint32_t> island_image(islands.islands.size(), kNoIsland);
     std::vector<std::vector<std::uint32_t>> group_image(islands.islands.size());
-    std::vector<std::vector<std::uint32_t>> link_image(islands.islands.size());  // general islands': link -> link
-    std::vector<std::vector<char>> link_taken(islands.islands.size());           // the image's links mapped onto
+    // General islands': link -> link, and the image's links mapped onto (sized only when there are
+    // general islands: a large ring has a hub island per GPU pair's path, and none general).
+    const bool any_general =
+        std::any_of(islands.islands.begin(), islands.islands.end(), [](const Island& is) { return is.general(); });
+    std::vector<std::vector<std::uint32_t>> link_image(any_general ? islands.islands.size() : 0);
+    std::vector<std::vector<char>> link_taken(any_general ? islands.islands.size() : 0);
     for (std::uint32_t f = 0; f < pr.flow_keys.size(); ++f) {
       const algo::Connections::Key& k = pr.flow_keys[f];
       // The group element that takes the source to a rank run: tau^-pos, then the shift.
