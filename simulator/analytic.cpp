@@ -1356,7 +1356,7 @@ class AnalyticEngine final : public Engine {
     for (std::size_t f = 0; f < flows.size(); ++f) {
       double bw = std::numeric_limits<double>::infinity();
       for (topo::Edge e : flows[f].route->links) bw = std::min(bw, c.rate_bytes_per_s(g, e));
-      if (const double cap = c.channel_cap_bytes_per_s(g, flows[f].route->links); cap > 0) bw = std::min(bw, cap);
+      if (caps[f] > 0) bw = std::min(bw, caps[f]);
       alone_bw[f] = bw;
     }
     // Symmetry (the file's header): the smallest shift of the programs under which the flows'
