@@ -129,7 +129,13 @@ int exp_run(const ExpArgs& a, std::ostream& out) {
   // This shard is done; the last one to finish (whichever sees every marker) merges.
   ex::write_done(file, s, shard, a.fresh, ex::read_existing(target, s).points.size());
   const std::map<int, ex::ShardFiles> found = ex::find_shard_files(file);
-  const ex::ShardFiles& f = found.at(shard.count);
+  const auto it = found.find(shard.count);
+  if (it == found.end()) {  // another shard saw this one's marker and has merged everything since
+    out << fmt::format("exp: {}: shard {}/{} done; another shard merged into {}\n", s.name, shard.index, shard.count,
+                       file);
+    return 0;
+  }
+  const ex::ShardFiles& f = it->second;
   if (static_cast<int>(f.done.size()) < shard.count) {
     std::vector<int> waiting;
     for (int i = 0; i < shard.count; ++i)
@@ -144,7 +150,7 @@ int exp_run(const ExpArgs& a, std::ostream& out) {
   if (m.merged)
     out << fmt::format("exp: {}: merged {} shards: {} records -> {}\n", s.name, m.shards, m.records, file);
   else
-    out << fmt::format("exp: {}: shard {}/{} done; another shard is merging into {}\n", s.name, shard.index,
+    out << fmt::format("exp: {}: shard {}/{} done; another shard merged or is merging into {}\n", s.name, shard.index,
                        shard.count, file);
   return 0;
 }

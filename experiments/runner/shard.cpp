@@ -275,11 +275,33 @@ void remove_shard_files(const std::string& records, int count) {
 }
 
 MergeResult merge_shards(const ExpSpec& s, const std::string& records, int count, bool lock_is_error) {
+  // One merge at a time: the lock is created or the merge is someone else's. Taken before the
+  // markers are read: two shards that finish together both see every marker, and the one that
+  // comes second to the lock must find the first one's merge done (markers gone), not fail on it.
+  const std::string lock = lock_file(records);
+  const int fd = ::open(lock.c_str(), O_CREAT | O_EXCL | O_WRONLY, 0644);
+  if (fd < 0) {
+    if (errno == EEXIST && !lock_is_error) return {};
+    std::ifstream held(lock);
+    std::string holder;
+    std::getline(held, holder);
+    throw InputError(
+        fmt::format("{}: {}: another merge is running, or one was killed ({}): remove the file if none runs", lock,
+                    errno == EEXIST ? "exists" : std::strerror(errno), holder));
+  }
+  const LockGuard guard(lock);
+  const std::string holder = fmt::format("pid {} on {}\n", getpid(), records::hostname());
+  (void)!::write(fd, holder.data(), holder.size());
+  ::close(fd);
+
   const std::map<int, ShardFiles> found = find_shard_files(records);
   const auto it = found.find(count);
   std::vector<int> missing;
   for (int i = 0; i < count; ++i)
     if (it == found.end() || !it->second.done.count(i)) missing.push_back(i);
+  // A finishing shard saw every marker before it came here: one gone now means another shard
+  // merged meanwhile (a merge removes them).
+  if (!missing.empty() && !lock_is_error) return {};
   if (!missing.empty())
     throw InputError(fmt::format(
         "{}: shard {} of {} is not done (no {}): run `topocoll exp run {} --shard {}/{}` first", records,
@@ -303,23 +325,6 @@ MergeResult merge_shards(const ExpSpec& s, const std::string& records, int count
                                    *fresh ? "with" : "without"));
     fresh = f;
   }
-
-  // One merge at a time: the lock is created or the merge is someone else's.
-  const std::string lock = lock_file(records);
-  const int fd = ::open(lock.c_str(), O_CREAT | O_EXCL | O_WRONLY, 0644);
-  if (fd < 0) {
-    if (errno == EEXIST && !lock_is_error) return {};
-    std::ifstream held(lock);
-    std::string holder;
-    std::getline(held, holder);
-    throw InputError(
-        fmt::format("{}: {}: another merge is running, or one was killed ({}): remove the file if none runs", lock,
-                    errno == EEXIST ? "exists" : std::strerror(errno), holder));
-  }
-  const LockGuard guard(lock);
-  const std::string holder = fmt::format("pid {} on {}\n", getpid(), records::hostname());
-  (void)!::write(fd, holder.data(), holder.size());
-  ::close(fd);
 
   // Every record to its place in the single-process order.
   const std::vector<std::string> order = point_order(s);

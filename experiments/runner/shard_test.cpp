@@ -10,6 +10,7 @@
 
 #include "common/errors.hpp"
 #include "experiments/runner/grid.hpp"
+#include "experiments/runner/test_support.hpp"
 
 using namespace topocoll;
 
@@ -180,4 +181,23 @@ TEST_CASE("shard: skip_other_shards leaves each shard its own points, all of the
 TEST_CASE("shard: file names beside the records file") {
   CHECK(experiments::shard_part_file("out/records.jsonl", 1, 4) == "out/records.shard-1-of-4.jsonl");
   CHECK(experiments::shard_done_file("out/records-ucx.jsonl", 0, 2) == "out/records-ucx.shard-0-of-2.done");
+}
+
+TEST_CASE("shard: a shard that finds the merge done by another ends well; exp merge says it is not done") {
+  // Two shards that finish together both see both markers; the second to take the merge lock
+  // finds the first one's merge done (markers and parts gone). It must not fail on that.
+  experiments::testing::TempDir dir;
+  const std::string records = dir.path() + "/records.jsonl";
+  experiments::ExpSpec s = simulated();
+  s.path = dir.write("spec.yaml", "description: merge race\n");
+  s.sha256 = std::string(64, 'a');
+  for (int i = 0; i < 2; ++i) experiments::write_done(records, s, {i, 2, "--shard"}, false, 0);
+  const experiments::MergeResult first = experiments::merge_shards(s, records, 2, /*lock_is_error=*/false);
+  CHECK(first.merged);
+  CHECK(first.shards == 2);
+  CHECK(experiments::find_shard_files(records).empty());
+  const experiments::MergeResult late = experiments::merge_shards(s, records, 2, /*lock_is_error=*/false);
+  CHECK_FALSE(late.merged);
+  CHECK_THROWS_WITH_AS(experiments::merge_shards(s, records, 2, /*lock_is_error=*/true), doctest::Contains("not done"),
+                       InputError);
 }
