@@ -60,18 +60,32 @@
 // images of theirs, the quotient's slots share their step lists (SlotView), and a run with no
 // quotient generates every rank and starts again (NeedEveryRank). Flows are numbered in
 // (source, destination, channel) order on both paths, so both give the same bits.
+//
+// Threads. A run may use a second thread (SimOptions::threads >= 2: `topocoll sim` gives a point
+// the workers its sweep leaves idle) once it is large enough to pay for one (kThreadsFromFlows
+// flows, kThreadsFromSteps steps run). find_islands then runs beside max-min, and a run whose
+// flows are all on islands starts its exact walk at once on the second thread while pass 1 and
+// the rates-alone pass decide whether the walk's answer is needed (each pass costs a fifth of
+// the walk or less); when pass 1 is exact the walk is stopped. The walk's input is the same
+// either way (the islands as found, the flows' latencies), so the answer is the single-threaded
+// run's bit for bit.
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
 #include <bit>
+#include <chrono>
 #include <cmath>
 #include <deque>
+#include <exception>
 #include <functional>
+#include <future>
 #include <limits>
 #include <map>
 #include <memory>
 #include <optional>
 #include <queue>
+#include <thread>
 #include <tuple>
 #include <unordered_map>
 
@@ -214,7 +228,9 @@ class IslandWalk {
     }
   }
 
-  SimResult run(const std::string& engine) {
+  // stop: checked between batches of events; once it is set, the walk returns what it has (the
+  // caller drops it: WalkAhead).
+  SimResult run(const std::string& engine, const std::atomic<bool>* stop = nullptr) {
     result_.engine = engine;
     result_.ranks_simulated = static_cast<std::uint32_t>(slot_.size() / static_cast<std::size_t>(K_));
     const double launch_s = c_.launch_overhead_us * 1e-6;
@@ -225,6 +241,7 @@ class IslandWalk {
     for (;;) {
       const double now = events_.next_time();
       if (now == std::numeric_limits<double>::infinity()) break;
+      if (stop != nullptr && stop->load(std::memory_order_relaxed)) return std::move(result_);
       due_.clear();
       events_.take_due(now, due_);
       for (const Event& e : due_)
@@ -426,6 +443,46 @@ class IslandWalk {
     fs.waiter = kNone;
     advance(w, time);
   }
+};
+
+// A run uses a second thread from these sizes on (the file's header, "Threads"): about 50 ms of
+// work on either side, against tens of microseconds to start a thread.
+constexpr std::size_t kThreadsFromFlows = std::size_t{1} << 16;
+constexpr std::size_t kThreadsFromSteps = std::size_t{1} << 20;
+
+// The walk run ahead on a thread of its own while the passes decide whether its answer is needed
+// (SimOptions::threads; the file's header, "Threads"): stopped and joined when it is not, or
+// when the run ends early (an error). The walk reads only what outlives it (the prepared
+// schedule's steps and keys, the run's calibration) and owns its state.
+class WalkAhead {
+ public:
+  WalkAhead(std::unique_ptr<IslandWalk> walk, std::string engine)
+      : walk_(std::move(walk)), thread_([this, engine = std::move(engine)] {
+          try {
+            result_ = walk_->run(engine, &stop_);
+          } catch (...) {
+            error_ = std::current_exception();
+          }
+        }) {}
+  WalkAhead(const WalkAhead&) = delete;
+  WalkAhead& operator=(const WalkAhead&) = delete;
+  ~WalkAhead() {
+    stop_.store(true, std::memory_order_relaxed);
+    if (thread_.joinable()) thread_.join();
+  }
+  // The walk's answer, once it has ended (its error rethrown).
+  SimResult take() {
+    thread_.join();
+    if (error_) std::rethrow_exception(error_);
+    return std::move(result_);
+  }
+
+ private:
+  std::unique_ptr<IslandWalk> walk_;
+  std::atomic<bool> stop_{false};
+  SimResult result_;
+  std::exception_ptr error_;
+  std::thread thread_;  // last: it starts once the rest is built
 };
 
 // The rotation of the file's header: sigma^k moves a rank k places along its node's ring order;
@@ -760,8 +817,8 @@ class AnalyticEngine final : public Engine {
   SimResult run(const topo::Topology& t, const algo::Schedule& s, const Calibration& calibration,
                 const SimOptions& o) override {
     try {
-      Prepared pr =
-          prepare(t, s, calibration.for_schedule(s), !o.symmetry || o.trace ? Programs::Every : Programs::Declared);
+      Prepared pr = prepare(t, s, calibration.for_schedule(s),
+                            !o.symmetry || o.trace ? Programs::Every : Programs::Declared, o.threads);
       return solve(t, s, pr, calibration, o, /*defer_walk=*/false).result;
     } catch (const NeedEveryRank&) {
       Prepared pr = prepare(t, s, calibration.for_schedule(s), Programs::Every);
@@ -781,7 +838,7 @@ class AnalyticEngine final : public Engine {
         latency_bounds_above(t, s, cs, o))
       return none_faster(cs.size());
     auto pr = std::make_unique<Prepared>(
-        prepare(t, s, cs.front()->for_schedule(s), o.symmetry ? Programs::Declared : Programs::Every));
+        prepare(t, s, cs.front()->for_schedule(s), o.symmetry ? Programs::Declared : Programs::Every, o.threads));
     std::vector<Outcome> outs;
     outs.reserve(cs.size());
     try {
@@ -807,7 +864,9 @@ class AnalyticEngine final : public Engine {
         exact[i] = 0;
         continue;
       }
+      const std::uint32_t threads = outs[i].result.threads_used;
       outs[i].result = outs[i].walk();
+      outs[i].result.threads_used = threads;
       outs[i].walk = nullptr;
       best = std::min(best, outs[i].result.time_s);
     }
@@ -865,7 +924,9 @@ class AnalyticEngine final : public Engine {
   // declares its symmetry exactly (Prepared::declared); the representatives' with every size
   // zero where it declares it, exactly or shape only (the latency bound).
   enum class Programs { Every, Declared, Shapes };
-  static Prepared prepare(const topo::Topology& t, const algo::Schedule& s, const Calibration& c, Programs programs) {
+  // threads: SimOptions::threads.
+  static Prepared prepare(const topo::Topology& t, const algo::Schedule& s, const Calibration& c, Programs programs,
+                          int threads = 1) {
     if (s.num_ranks() != t.num_ranks())
       throw InputError(
           fmt::format("the schedule has {} ranks but the topology has {} GPUs", s.num_ranks(), t.num_ranks()));
@@ -881,7 +942,7 @@ class AnalyticEngine final : public Engine {
 
     if (programs != Programs::Every && !plan && s.symmetry() != nullptr &&
         (programs == Programs::Shapes || s.symmetry()->sizes_equal())) {
-      prepare_declared(s, pr, /*zero_sizes=*/programs == Programs::Shapes);
+      prepare_declared(s, pr, /*zero_sizes=*/programs == Programs::Shapes, threads);
     } else {
       // Each rank's program, checked (algo::ProgramIndex) and compacted per channel into 16-byte
       // steps that index their flow (a 48-byte Op otherwise; programs are generated one rank at a
@@ -963,9 +1024,17 @@ class AnalyticEngine final : public Engine {
   // The representatives' programs (Prepared::declared), checked and compacted (with every size
   // zero for the latency bound), and the flows of every rank: each representative's connections
   // moved by every g_r, in key order.
-  static void prepare_declared(const algo::Schedule& s, Prepared& pr, bool zero_sizes) {
+  static void prepare_declared(const algo::Schedule& s, Prepared& pr, bool zero_sizes, int threads) {
     const algo::ProgramSymmetry& sym = *s.symmetry();
     const int p = pr.p, K = pr.K;
+    // The declaration's check (spot_check: two whole programs) on a second thread beside the
+    // representatives' programs, when the run may use one and has kThreadsFromFlows slots.
+    std::future<void> checked;
+    if (threads >= 2 && static_cast<std::size_t>(p) * static_cast<std::size_t>(K) >= kThreadsFromFlows)
+      checked = std::async(std::launch::async, [&s, p] {
+        algo::Program scratch;
+        spot_check(s, p, scratch);
+      });
     const std::size_t elem = algo::size_of(s.args().dtype);
     pr.declared = &sym;
     const std::vector<int> reps = sym.representatives();
@@ -1037,7 +1106,10 @@ class AnalyticEngine final : public Engine {
         }
       }
     }
-    spot_check(s, pr, buffer);
+    if (checked.valid())
+      checked.get();
+    else
+      spot_check(s, p, buffer);
     std::vector<algo::Connections::Key> keys;
     for (int r = 0; r < p; ++r) {
       const auto& conns = pr.rep_conns[static_cast<std::size_t>(pr.rep_index[static_cast<std::size_t>(r)])];
@@ -1064,9 +1136,9 @@ class AnalyticEngine final : public Engine {
   // generator's bug would otherwise give a wrong time silently; algo's symmetry test checks every
   // rank over the registry). One rank: the check generates two whole programs (on a 131,072-GPU
   // ring, 4 million operations each), a cost the quotient is there to avoid.
-  static void spot_check(const algo::Schedule& s, const Prepared& pr, algo::Program& scratch) {
+  static void spot_check(const algo::Schedule& s, int p, algo::Program& scratch) {
     algo::Program other;
-    if (const std::string why = algo::symmetry_mismatch(s, pr.p - 1, scratch, other); !why.empty())
+    if (const std::string why = algo::symmetry_mismatch(s, p - 1, scratch, other); !why.empty())
       throw InternalError(fmt::format("schedule {}: its declared symmetry does not hold: {}", s.name(), why));
   }
 
@@ -1221,8 +1293,16 @@ class AnalyticEngine final : public Engine {
   // defer_walk: when the walk is needed, return the bounds and the walk instead of walking.
   // pass_one: pass 1 alone (the latency bound's, where every size is zero and rates do not
   // matter: its spans are instants, which pass 2's sweep is not for).
+  // The result says how many threads the run used (SimResult::threads_used).
   Outcome solve(const topo::Topology& t, const algo::Schedule& s, Prepared& pr, const Calibration& calibration,
                 const SimOptions& o, bool defer_walk, bool pass_one = false) {
+    threads_used_ = 1;
+    Outcome out = solve_passes(t, s, pr, calibration, o, defer_walk, pass_one);
+    out.result.threads_used = threads_used_;
+    return out;
+  }
+  Outcome solve_passes(const topo::Topology& t, const algo::Schedule& s, Prepared& pr, const Calibration& calibration,
+                       const SimOptions& o, bool defer_walk, bool pass_one) {
     const Calibration c = calibration.for_schedule(s);  // the schedule's block cap (calibration.hpp)
     const int p = pr.p, K = pr.K;
     const std::vector<algo::Connections::Key>& flow_keys = pr.flow_keys;
@@ -1275,19 +1355,31 @@ class AnalyticEngine final : public Engine {
         known = memo_.find(*key);
       }
     }
+    // The islands; on a large run with a thread to spare (the file's header, "Threads"), found on
+    // it while max-min solves the rates below (the two share nothing: find_islands reads the
+    // topology and the Router, max-min the constraints and writes the flows' rates).
     IslandMap islands;
+    std::vector<IslandEnd> ends;
+    std::future<IslandMap> islands_beside;
+    const bool beside = !known && !islands_only_ && o.threads >= 2 && flows.size() >= kThreadsFromFlows;
     if (known) {
       islands = known->islands;
     } else {
-      std::vector<IslandEnd> ends;
       ends.reserve(flows.size());
       for (const auto& k : flow_keys) ends.push_back({k.src, k.dst, k.channel});
-      islands = find_islands(t, router, c, ends);
+      if (beside) {
+        threads_used_ = 2;
+        islands_beside = std::async(std::launch::async, [&] { return find_islands(t, router, c, ends); });
+      } else {
+        islands = find_islands(t, router, c, ends);
+      }
     }
     // (Switch flows are on no island: the engine then shares every link max-min below.)
-    const bool all_on_islands = !plan && std::none_of(islands.island.begin(), islands.island.end(),
-                                                      [](std::uint32_t i) { return i == kNoIsland; });
-    if (islands_only_ && !all_on_islands) throw NotOnIslands{};
+    auto on_islands = [&] {
+      return !plan &&
+             std::none_of(islands.island.begin(), islands.island.end(), [](std::uint32_t i) { return i == kNoIsland; });
+    };
+    if (islands_only_ && !on_islands()) throw NotOnIslands{};
     // Max-min rates of the flows under these constraints and each flow's channel cap.
     auto max_min = [&](const std::vector<Constraint>& cons) {
       // Each flow's constraints, in increasing order (compressed rows: one allocation, not one per flow).
@@ -1345,12 +1437,14 @@ class AnalyticEngine final : public Engine {
       for (std::size_t f = 0; f < flows.size(); ++f) flows[f].bw_bytes_per_s = known->rates[f];
     } else {
       max_min(link_cons);
+      if (beside) islands = islands_beside.get();
       if (key) {
         SharingMemo::Answer a{std::vector<double>(flows.size()), islands};
         for (std::size_t f = 0; f < flows.size(); ++f) a.rates[f] = flows[f].bw_bytes_per_s;
         memo_.store(std::move(*key), std::move(a));
       }
     }
+    const bool all_on_islands = on_islands();
     // Each flow's rate alone (its narrowest link, its channel cap): the upper bound's pass below.
     std::vector<double> alone_bw(flows.size());
     for (std::size_t f = 0; f < flows.size(); ++f) {
@@ -1399,6 +1493,18 @@ class AnalyticEngine final : public Engine {
       r.transfers *= orbit;
       r.trace = expand_trace(r.trace, o, p, q.d);
       return {std::move(r)};
+    }
+    // With a thread to spare on a large run (the file's header, "Threads"), the walk starts now
+    // on it, on the input the walk below would get (the islands as found and the flows'
+    // latencies, which the passes do not change), while the passes decide whether it is needed.
+    std::optional<WalkAhead> ahead;
+    if (all_on_islands && !pass_one && !defer_walk && o.threads >= 2) {
+      std::size_t steps = 0;
+      for (const SlotView& v : run_views) steps += v.size;
+      if (steps >= kThreadsFromSteps) {
+        threads_used_ = 2;
+        ahead.emplace(std::make_unique<IslandWalk>(run_views, run_p, K, flow_keys, flows, islands, c, nullptr), name());
+      }
     }
     auto rates_symmetric = [&] {
       for (std::size_t f = 0; f < flows.size(); ++f)
@@ -1598,11 +1704,24 @@ class AnalyticEngine final : public Engine {
         if (!seen[i]) seen[i] = 1, island_rhythm[i] = flows[f].rhythm;
         lockstep = island_rhythm[i] == flows[f].rhythm;
       }
-      if (lockstep) return {std::move(result)};
-      const std::vector<Flow> shared = flows;
+      if (lockstep) {
+        if (ahead) TC_LOG_DEBUG("analytic", "the walk run ahead is not needed: pass 1 is exact (lockstep)");
+        return {std::move(result)};
+      }
+      std::vector<Flow> shared;
+      if (!ahead) shared = flows;
       for (std::size_t f = 0; f < flows.size(); ++f) flows[f].bw_bytes_per_s = alone_bw[f];
       const double alone = run_pass(false, q.d != 0).time_s;
-      if (alone >= result.time_s) return {std::move(result)};  // the bounds meet (alone <= pass 1 always)
+      if (alone >= result.time_s) {  // the bounds meet (alone <= pass 1 always)
+        if (ahead) TC_LOG_DEBUG("analytic", "the walk run ahead is not needed: pass 1 is exact (the bounds meet)");
+        return {std::move(result)};
+      }
+      if (ahead) {
+        TC_LOG_DEBUG("analytic", "the walk run ahead gives the answer");
+        SimResult r = ahead->take();
+        r.transfers *= orbit;
+        return {std::move(r)};
+      }
       // The walk on the quotient: ranks 0..run_p-1 over representative flows, whose islands hold
       // only representatives (quotient_by checked it).
       auto walk = [this, &run_views, run_p, orbit, K, &flow_keys, shared = std::move(shared),
@@ -1659,6 +1778,7 @@ class AnalyticEngine final : public Engine {
 
   bool islands_only_ = false;
   SharingMemo memo_;
+  std::uint32_t threads_used_ = 1;  // by the run solve() is in
 };
 
 }  // namespace

@@ -165,6 +165,42 @@ TEST_CASE("analytic: an engine that solved other runs answers bit for bit as a f
   CHECK(runs == 144);
 }
 
+TEST_CASE("analytic: a run on two threads answers bit for bit as on one") {
+  // SimOptions::threads (analytic.cpp, "Threads"): on 1024 GPUs the ring's walk is needed and
+  // runs ahead on the second thread while its passes run; on 8192 GPUs the islands are found
+  // beside max-min, hierarchical's walk is started and stopped (pass 1 is exact), and dbt on 8
+  // channels takes pass 2. Each must equal the one-thread run to the bit, and must have used the
+  // second thread.
+  struct Case {
+    int nodes;
+    const char* alg;
+    int channels;
+  };
+  const Case cases[] = {{128, "ring", 16}, {1024, "hierarchical", 16}, {1024, "dbt", 8}};
+  const sim::Calibration simple = sim::default_calibration();  // NCCL's Simple protocol
+  for (const Case& k : cases) {
+    CAPTURE(k.nodes);
+    CAPTURE(std::string(k.alg));
+    const topo::Topology t = load("dgx-h100", k.nodes, topo::FabricKind::RailFatTree);
+    algo::CollectiveArgs args;
+    args.ranks = t.num_ranks();
+    args.count = (std::uint64_t{64} << 20) / 4;
+    algo::Tuning tune;
+    tune.channels = k.channels;
+    tune.slice_bytes = 512 << 10;
+    const algo::Schedule s = algo::find_algorithm(k.alg).generate(algo::layout_of(t), args, tune);
+    sim::SimOptions two;
+    two.threads = 2;
+    const sim::SimResult a = sim::make_analytic_engine()->run(t, s, simple, {});
+    const sim::SimResult b = sim::make_analytic_engine()->run(t, s, simple, two);
+    CHECK(a.threads_used == 1);
+    CHECK(b.threads_used == 2);
+    CHECK(a.time_s == b.time_s);
+    CHECK(a.transfers == b.transfers);
+    CHECK(a.ranks_simulated == b.ranks_simulated);
+  }
+}
+
 TEST_CASE("analytic: calibration slows it down the way the defaults say") {
   const topo::Topology t = load("dgx-h100", 1);
   const double ideal = simulate(t, "ring", std::uint64_t{1} << 30, 2, 512 << 10);

@@ -58,6 +58,10 @@ struct SimOptions {
   // engine may leave unfinished a run whose lower bound lies above it, as it cannot be the
   // fastest; when that leaves none, the result's time_s is +infinity. Infinity: no such time.
   double faster_than_s = std::numeric_limits<double>::infinity();
+  // Analytic engine: threads one run may use. With 2 or more, a large run finds its islands
+  // beside its max-min rates, and starts the exact walk on a second thread while its passes
+  // decide whether the walk is needed (analytic.cpp, "Threads"). Same results.
+  int threads = 1;
 };
 
 struct SimResult {
@@ -66,6 +70,7 @@ struct SimResult {
   std::uint64_t island_transfers = 0;  // simgrid: of those, computed on islands (simgrid_engine.cpp, "Speed")
   std::uint32_t runs_skipped = 0;      // run_fastest: runs left unfinished, as they could not be the fastest
   std::uint32_t ranks_simulated = 0;   // analytic: ranks whose programs ran (fewer than the schedule's: a quotient)
+  std::uint32_t threads_used = 1;      // analytic: threads the run used (SimOptions::threads)
   std::vector<TraceEvent> trace;       // when SimOptions::trace
   std::string engine;
 };

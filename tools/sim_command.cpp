@@ -425,6 +425,9 @@ int sim_command(const SimArgs& a, std::ostream& out) {
     so.trace_ranks = trace_ranks;
     so.simgrid_fast_paths = !a.simgrid_plain;
     so.symmetry = !a.no_symmetry;
+    // Workers the sweep leaves idle go to its points (a one-point run of a large cluster uses two
+    // threads: analytic.cpp, "Threads").
+    so.threads = std::max(1, jobs / static_cast<int>(std::max<std::size_t>(tasks.size(), 1)));
     // A schedule file keeps its channels; a generated algorithm gets channel_rule's.
     const sim::ChannelRule rule = file_of(alg) ? sim::ChannelRule{tuning.channels, false} : channel_rule;
     return sim::simulate_point(*engines[static_cast<std::size_t>(worker)], t,
