@@ -255,6 +255,48 @@ TraceStats write_chrome_trace(const std::vector<TraceEvent>& events, int ranks, 
       ++id;
     }
   }
+  // Switch groups (contract rule 11): a receiver's k-th switch_recv of group g on channel c
+  // takes the result of instance k, made of every contributor's k-th switch_send of (g, c).
+  // One arrow to each such receive (or receive slice), from the traced contribution that ended
+  // last: the one the result waited for (ties: the lowest rank).
+  using GroupKey = std::pair<int, int>;                                          // group, channel
+  std::map<GroupKey, std::map<int, std::vector<const Placed*>>> parts, results;  // per rank
+  for (const Placed& p : placed) {
+    const TraceEvent& e = events[p.index];
+    if (e.kind == OpKind::SwitchSend)
+      parts[{e.peer, e.channel}][e.rank].push_back(&p);
+    else if (e.kind == OpKind::SwitchRecv)
+      results[{e.peer, e.channel}][e.rank].push_back(&p);
+  }
+  for (auto& [key, receivers] : results) {
+    const auto it = parts.find(key);
+    if (it == parts.end()) continue;
+    for (auto& [rank, list] : it->second) std::stable_sort(list.begin(), list.end(), by_time);
+    for (auto& [rank, list] : receivers) {
+      std::stable_sort(list.begin(), list.end(), by_time);
+      for (std::size_t k = 0; k < list.size(); ++k) {
+        const Placed* last = nullptr;
+        for (const auto& [from, sent] : it->second)
+          if (k < sent.size() && (last == nullptr || sent[k]->end > last->end)) last = sent[k];
+        if (last == nullptr) continue;
+        const Slice& rs = slice_at(list[k]);
+        if (&placed[rs.first] != list[k]) continue;  // aggregated: one arrow per receive slice
+        const Slice& ss = slice_at(last);
+        const std::int64_t at =
+            std::clamp(std::max(list[k]->start + (list[k]->end - list[k]->start) / 2, last->end), rs.start, rs.end);
+        const std::int64_t from = std::max(ss.start, std::min(ss.start + (ss.end - ss.start) / 2, at));
+        sep();
+        out << fmt::format(
+            R"({{"ph": "s", "name": "switch", "cat": "flow", "id": {}, "pid": {}, "tid": {}, "ts": {}}})", id,
+            events[last->index].rank, ss.tid, micros(from));
+        sep();
+        out << fmt::format(
+            R"({{"ph": "f", "bp": "e", "name": "switch", "cat": "flow", "id": {}, "pid": {}, "tid": {}, "ts": {}}})",
+            id, rank, rs.tid, micros(at));
+        ++id;
+      }
+    }
+  }
   stats.flows = id;
   stats.ranks = static_cast<int>(written_ranks.size());
   (void)channels;

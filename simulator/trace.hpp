@@ -7,7 +7,10 @@
 // never overlap either). Times are integer nanoseconds (rounded once per event boundary, so
 // nesting is exact), printed as microseconds with three decimals. A flow arrow ("s" / "f") joins
 // each send to the receive that takes it (k-th send of a flow, k-th receive of it: contract rule
-// 4). A metadata object names the run (algorithm, size, topology, engine, version).
+// 4), and each switch receive to the contribution its result waited for (a receiver's k-th
+// switch_recv of a group on a channel is instance k: of every contributor's k-th switch_send
+// there, the traced one that ended last; named "switch"). A metadata object names the run
+// (algorithm, size, topology, engine, version).
 //
 // Aggregation for big runs: when the chosen ranks' operations outnumber `max_slices`, each track's
 // consecutive operations of one kind with one peer are merged, up to M = ceil(operations /
@@ -46,7 +49,7 @@ struct TraceStats {
   std::uint64_t events = 0;         // complete events (slices) written
   std::uint64_t ops = 0;            // operations they hold (events, unless aggregated)
   std::uint64_t ops_per_slice = 1;  // M above; 1: not aggregated
-  std::uint64_t flows = 0;          // send -> receive arrows written
+  std::uint64_t flows = 0;          // send -> receive and switch arrows written
   int ranks = 0;                    // ranks written
 };
 

@@ -260,8 +260,8 @@ The trace covers one run: the first algorithm at the largest size.)";
   simc->add_option("--trace", sim_args.trace, "write a Chrome-trace / Perfetto timeline JSON");
   simc->add_flag("-q,--quiet", sim_args.quiet, "no progress on stderr (printed for a sweep longer than 5 s)");
   simc->add_option("-j,--jobs", sim_args.jobs,
-                   "points simulated at once, the output unchanged (analytic engine; default 0: the machine's "
-                   "hardware threads; simgrid: 1)")
+                   "threads for the points, the output unchanged (analytic engine; default 0: the machine's "
+                   "hardware threads; fewer points than threads: a point uses the idle ones; simgrid: 1)")
       ->default_val(0);
   simc->add_option("--trace-algorithm", sim_args.trace_algorithm, "the algorithm --trace covers (default the first)");
   simc->add_option("--trace-size", sim_args.trace_size, "the size --trace covers (default the largest)");

@@ -36,6 +36,31 @@ for engine in analytic simgrid; do
   traced "a2a-$engine" -- -t dgx-h100 --nodes 2 --collective alltoall --algorithm alltoall-pairwise -b 1M -e 1M --channels 2 --engine "$engine"
 done
 traced nvls -- -t dgx-h100 --algorithm nvls -b 1M -e 1M
+# NVLS: one "switch" arrow into each switch receive, from a switch send of the same rank group.
+if traced nvls-flows -- -t dgx-h100 --algorithm nvls -b 256K -e 256K --channels 2; then
+  recvs=$(grep -c '"cat": "switch_recv"' "$tmp/nvls-flows.json")
+  python3 "$checker" "$tmp/nvls-flows.json" --expect-flows "$recvs" >"$tmp/check" 2>&1
+  rc=$?
+  check '[ $rc -eq 0 ] && [ "$recvs" -gt 0 ]' "nvls switch arrows: $(cat "$tmp/check") ($recvs switch receives)"
+  python3 - "$tmp/nvls-flows.json" >"$tmp/check" 2>&1 <<'PY'
+import json, sys
+ev = json.load(open(sys.argv[1]))["traceEvents"]
+starts = {e["id"]: e for e in ev if e.get("ph") == "s" and e.get("name") == "switch"}
+ends = {e["id"]: e for e in ev if e.get("ph") == "f" and e.get("name") == "switch"}
+x = [e for e in ev if e.get("ph") == "X"]
+def slice_at(e):
+    return [s for s in x if s["pid"] == e["pid"] and s["tid"] == e["tid"] and s["ts"] <= e["ts"] <= s["ts"] + s["dur"]]
+bad = 0
+for i, s in starts.items():
+    a, b = slice_at(s), slice_at(ends[i])
+    if not any(z["cat"] == "switch_send" for z in a) or not any(z["cat"] == "switch_recv" for z in b):
+        bad += 1
+print(f"{len(starts)} switch arrows, {bad} not from a switch_send to a switch_recv")
+sys.exit(1 if bad or not starts else 0)
+PY
+  rc=$?
+  check '[ $rc -eq 0 ]' "nvls switch arrows bound to the wrong slices: $(cat "$tmp/check")"
+fi
 # A ring's every send is received: flows = sends, and the metadata names the run.
 if traced ring-meta -- -t pcie-8gpu --algorithm ring -b 64K -e 64K --channels 2 --slice 64K; then
   sends=$(grep -c '"cat": "send"' "$tmp/ring-meta.json")
