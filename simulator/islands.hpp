@@ -77,23 +77,30 @@ class EventQueue {
       if (!l.events.empty()) t = std::min(t, l.events.front().time);
     return t;
   }
-  // Moves the events due by `t` to `out`, in order.
+  // Moves the events due by `t` to `out`, in (time, seq) order: the heap's and each lane's (each
+  // already in that order) taken whole, then merged by a sort when more than one of them gave
+  // any (choosing the least head of all at every event cost a scan of the lanes per event).
   void take_due(double t, std::vector<Event>& out) {
-    for (;;) {
-      const Event* best = heap_.empty() ? nullptr : &heap_.top();
-      Lane* from = nullptr;
-      for (Lane& l : lanes_)
-        if (!l.events.empty() && (best == nullptr || *best > l.events.front())) {
-          best = &l.events.front();
-          from = &l;
-        }
-      if (best == nullptr || best->time > t) return;
-      out.push_back(*best);
-      if (from != nullptr)
-        from->events.pop_front();
-      else
+    const std::size_t first = out.size();
+    int sources = 0;
+    if (!heap_.empty() && heap_.top().time <= t) {
+      ++sources;
+      do {
+        out.push_back(heap_.top());
         heap_.pop();
+      } while (!heap_.empty() && heap_.top().time <= t);
     }
+    for (Lane& l : lanes_) {
+      if (l.events.empty() || l.events.front().time > t) continue;
+      ++sources;
+      do {
+        out.push_back(l.events.front());
+        l.events.pop_front();
+      } while (!l.events.empty() && l.events.front().time <= t);
+    }
+    if (sources > 1)
+      std::sort(out.begin() + static_cast<std::ptrdiff_t>(first), out.end(),
+                [](const Event& a, const Event& b) { return b > a; });
   }
 
  private:
