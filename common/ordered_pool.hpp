@@ -3,6 +3,7 @@
 // the printing loop calls get(0), get(1), ... and each call waits for that point only.
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <cstddef>
 #include <exception>
@@ -39,6 +40,16 @@ class OrderedPool {
       stop_ = true;
     }
     for (std::thread& t : threads_) t.join();
+  }
+
+  // Whether task i has ended (get(i) then returns at once), waiting at most `timeout` for it:
+  // the caller's loop can show progress while a long task runs. Without threads, true (get runs
+  // the task).
+  bool wait_for(std::size_t i, std::chrono::milliseconds timeout) {
+    TOPOCOLL_ASSERT(i < results_.size(), "OrderedPool::wait_for: index out of range");
+    if (threads_.empty()) return true;
+    std::unique_lock<std::mutex> lock(mutex_);
+    return done_.wait_for(lock, timeout, [&] { return results_[i].has_value() || errors_[i] != nullptr; });
   }
 
   // Task i's result (its exception rethrown). Call once per index, in increasing order.

@@ -53,3 +53,27 @@ TEST_CASE("OrderedPool: a caller that leaves early does not wait for the rest") 
   // 1000 tasks of 2 ms on 2 threads take a second; the pool was gone after a few of them.
   CHECK(started < 1000);
 }
+
+TEST_CASE("OrderedPool: wait_for says whether a task has ended, without taking its result") {
+  // A long task (a large point) keeps the caller's progress going: wait_for times out while it
+  // runs and answers true once it has ended, an error included; without threads it is true.
+  std::atomic<bool> release{false};
+  OrderedPool<int> pool(2, 2, [&](std::size_t i, int) -> int {
+    if (i == 1) throw std::runtime_error("task 1 failed");
+    while (!release) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    return 7;
+  });
+  CHECK_FALSE(pool.wait_for(0, std::chrono::milliseconds(20)));
+  CHECK_FALSE(pool.wait_for(0, std::chrono::milliseconds(20)));
+  release = true;
+  while (!pool.wait_for(0, std::chrono::milliseconds(20))) {
+  }
+  CHECK(pool.get(0) == 7);
+  while (!pool.wait_for(1, std::chrono::milliseconds(20))) {
+  }
+  CHECK_THROWS_WITH_AS(pool.get(1), "task 1 failed", std::runtime_error);
+
+  OrderedPool<int> inline_pool(1, 1, [](std::size_t, int) { return 3; });
+  CHECK(inline_pool.wait_for(0, std::chrono::milliseconds(0)));
+  CHECK(inline_pool.get(0) == 3);
+}

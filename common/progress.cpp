@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -19,6 +20,7 @@ Progress::Progress(std::string what, std::string unit, std::size_t total, std::s
       quiet_(quiet),
       tty_(isatty(2) == 1),
       delay_(delay),
+      every_(progress_every()),
       start_(std::chrono::steady_clock::now()) {
   last_line_ = start_;
 }
@@ -30,13 +32,27 @@ void Progress::start() {
 
 void Progress::add(std::size_t n) {
   done_ += n;
+  doing_.clear();
   if (quiet_) return;
   const auto now = std::chrono::steady_clock::now();
   if (!shown(now)) return;
   if (tty_) {
     bar();
-  } else if (done_ == total_ || now - last_line_ >= std::chrono::seconds(10) ||
-             (delay_.count() == 0 && decile() != last_decile_) || last_decile_ < 0) {
+  } else if (done_ == total_ || now - last_line_ >= every_ || (delay_.count() == 0 && decile() != last_decile_) ||
+             last_decile_ < 0) {
+    line();
+    last_line_ = now;
+  }
+}
+
+void Progress::tick(const std::string& doing) {
+  doing_ = doing;
+  if (quiet_) return;
+  const auto now = std::chrono::steady_clock::now();
+  if (!shown(now)) return;
+  if (tty_) {
+    bar();
+  } else if (now - last_line_ >= every_ || last_decile_ < 0) {
     line();
     last_line_ = now;
   }
@@ -62,9 +78,9 @@ std::string Progress::stats() const {
     const long s = std::lround(static_cast<double>(total_ - done_) / rate);
     left = fmt::format("{}:{:02d}:{:02d}", s / 3600, (s / 60) % 60, s % 60);
   }
-  return fmt::format("{}/{} {} ({:.0f}%), {:.1f} {}/s, {:.0f} s elapsed, time left {}", done_, total_, unit_,
+  return fmt::format("{}/{} {} ({:.0f}%), {:.1f} {}/s, {:.0f} s elapsed, time left {}{}", done_, total_, unit_,
                      total_ ? 100.0 * static_cast<double>(done_) / static_cast<double>(total_) : 100.0, rate, unit_, t,
-                     left);
+                     left, doing_.empty() ? "" : "; running: " + doing_);
 }
 
 void Progress::bar() {
@@ -89,6 +105,16 @@ std::chrono::milliseconds progress_delay() {
     if (end != v && *end == '\0' && s >= 0 && s < 1e6) return std::chrono::milliseconds(std::llround(s * 1000));
   }
   return std::chrono::seconds(5);
+}
+
+std::chrono::milliseconds progress_every() {
+  if (const char* v = std::getenv("TOPOCOLL_PROGRESS_EVERY")) {
+    char* end = nullptr;
+    const double s = std::strtod(v, &end);
+    if (end != v && *end == '\0' && s > 0 && s < 1e6)
+      return std::chrono::milliseconds(std::max(1LL, std::llround(s * 1000)));
+  }
+  return std::chrono::seconds(10);
 }
 
 }  // namespace topocoll::cli

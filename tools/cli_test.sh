@@ -177,6 +177,13 @@ fi
 if TOPOCOLL_PROGRESS_AFTER=0 expect_ok sim --topology pcie-8gpu -b 1K -e 1M; then
   if grep -q "^sim: 33/33 points (100%)" "$tmp/err"; then ok; else fail "sim progress: $(cat "$tmp/err")"; fi
 fi
+# One long point (8192 GPUs) keeps the lines coming while it runs (here every 0.2 s), naming it.
+if TOPOCOLL_PROGRESS_AFTER=0 TOPOCOLL_PROGRESS_EVERY=0.2 expect_ok sim --topology dgx-h100 --nodes 1024 \
+  --algorithm ring -b 64M -e 64M --channels 16 --protocol Simple --no-nccl-model --jobs 2; then
+  if grep -q "^sim: 0/1 points (0%), .*; running: ring at 67108864 B$" "$tmp/err" && grep -q "^sim: 1/1 points (100%)" "$tmp/err"; then
+    ok
+  else fail "sim progress during a long point: $(cat "$tmp/err")"; fi
+fi
 if TOPOCOLL_PROGRESS_AFTER=0 expect_ok sim --topology pcie-8gpu -b 1K -e 1M --quiet; then
   if [ ! -s "$tmp/err" ]; then ok; else fail "sim --quiet wrote progress: $(head -c 300 "$tmp/err")"; fi
 fi

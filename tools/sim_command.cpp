@@ -473,6 +473,9 @@ int sim_command(const SimArgs& a, std::ostream& out) {
       TOPOCOLL_ASSERT(next_task < tasks.size() && tasks[next_task].alg == alg && tasks[next_task].args == &args,
                       "sim: the points printed and the points simulated differ");
       const bool traced_here = tasks[next_task].trace;
+      // A long point (a large cluster) keeps the progress going while it runs.
+      while (!pool.wait_for(next_task, std::chrono::milliseconds(200)))
+        progress.tick(fmt::format("{} at {} B", alg->name, bytes));
       sim::SimulatedPoint p = pool.get(next_task++);
       if (file) p.record.slice_bytes = 0;  // a schedule file slices as it says, not by --slice
       if (traced_here) {
