@@ -98,23 +98,29 @@ void Progress::line() {
   std::fflush(stderr);
 }
 
-std::chrono::milliseconds progress_delay() {
-  if (const char* v = std::getenv("TOPOCOLL_PROGRESS_AFTER")) {
+namespace {
+
+// Seconds from the environment variable `name` (a number in [least, 1e6), at least 1 ms), else
+// `otherwise`.
+std::chrono::milliseconds seconds_from_env(const char* name, double least, std::chrono::milliseconds otherwise) {
+  if (const char* v = std::getenv(name)) {
     char* end = nullptr;
     const double s = std::strtod(v, &end);
-    if (end != v && *end == '\0' && s >= 0 && s < 1e6) return std::chrono::milliseconds(std::llround(s * 1000));
+    if (end != v && *end == '\0' && s >= least && s < 1e6)
+      return std::chrono::milliseconds(least > 0 ? std::max(1LL, std::llround(s * 1000)) : std::llround(s * 1000));
   }
-  return std::chrono::seconds(5);
+  return otherwise;
+}
+
+}  // namespace
+
+std::chrono::milliseconds progress_delay() {
+  return seconds_from_env("TOPOCOLL_PROGRESS_AFTER", 0.0, std::chrono::seconds(5));
 }
 
 std::chrono::milliseconds progress_every() {
-  if (const char* v = std::getenv("TOPOCOLL_PROGRESS_EVERY")) {
-    char* end = nullptr;
-    const double s = std::strtod(v, &end);
-    if (end != v && *end == '\0' && s > 0 && s < 1e6)
-      return std::chrono::milliseconds(std::max(1LL, std::llround(s * 1000)));
-  }
-  return std::chrono::seconds(10);
+  // A positive number: 0 would mean a line at every tick.
+  return seconds_from_env("TOPOCOLL_PROGRESS_EVERY", 1e-3, std::chrono::seconds(10));
 }
 
 }  // namespace topocoll::cli
