@@ -229,6 +229,23 @@ TraceStats write_chrome_trace(const std::vector<TraceEvent>& events, int ranks, 
     return std::tie(a->start, a->end, a->index) < std::tie(b->start, b->end, b->index);
   };
   std::uint64_t id = 0;
+  // One arrow from operation `from` (in its slice) to operation `to` (in its slice): from the
+  // send's midpoint to the receive's, or to the send's end when the receive was waiting before
+  // the send began (the data lands after its last byte left).
+  const auto arrow = [&](const char* name, const Placed* from, const Placed* to) {
+    const Slice& ss = slice_at(from);
+    const Slice& rs = slice_at(to);
+    const std::int64_t at = std::clamp(std::max(to->start + (to->end - to->start) / 2, from->end), rs.start, rs.end);
+    const std::int64_t begin = std::max(ss.start, std::min(ss.start + (ss.end - ss.start) / 2, at));
+    sep();
+    out << fmt::format(R"({{"ph": "s", "name": "{}", "cat": "flow", "id": {}, "pid": {}, "tid": {}, "ts": {}}})", name,
+                       id, events[from->index].rank, ss.tid, micros(begin));
+    sep();
+    out << fmt::format(
+        R"({{"ph": "f", "bp": "e", "name": "{}", "cat": "flow", "id": {}, "pid": {}, "tid": {}, "ts": {}}})", name, id,
+        events[to->index].rank, rs.tid, micros(at));
+    ++id;
+  };
   for (auto& [key, s] : sends) {
     auto it = recvs.find(key);
     if (it == recvs.end()) continue;
@@ -238,21 +255,7 @@ TraceStats write_chrome_trace(const std::vector<TraceEvent>& events, int ranks, 
     for (std::size_t k = 0; k < std::min(s.size(), r.size()); ++k) {
       const Slice& ss = slice_at(s[k]);
       if (&placed[ss.first] != s[k]) continue;  // aggregated: one arrow per send slice, from its first send
-      const Slice& rs = slice_at(r[k]);
-      const TraceEvent& se = events[s[k]->index];
-      const TraceEvent& re = events[r[k]->index];
-      // The data lands after its last byte left: the arrow ends no earlier than the send.
-      const std::int64_t at =
-          std::clamp(std::max(r[k]->start + (r[k]->end - r[k]->start) / 2, s[k]->end), rs.start, rs.end);
-      const std::int64_t from = std::max(ss.start, std::min(ss.start + (ss.end - ss.start) / 2, at));
-      sep();
-      out << fmt::format(R"({{"ph": "s", "name": "data", "cat": "flow", "id": {}, "pid": {}, "tid": {}, "ts": {}}})",
-                         id, se.rank, ss.tid, micros(from));
-      sep();
-      out << fmt::format(
-          R"({{"ph": "f", "bp": "e", "name": "data", "cat": "flow", "id": {}, "pid": {}, "tid": {}, "ts": {}}})", id,
-          re.rank, rs.tid, micros(at));
-      ++id;
+      arrow("data", s[k], r[k]);
     }
   }
   // Switch groups (contract rule 11): a receiver's k-th switch_recv of group g on channel c
@@ -281,19 +284,7 @@ TraceStats write_chrome_trace(const std::vector<TraceEvent>& events, int ranks, 
         if (last == nullptr) continue;
         const Slice& rs = slice_at(list[k]);
         if (&placed[rs.first] != list[k]) continue;  // aggregated: one arrow per receive slice
-        const Slice& ss = slice_at(last);
-        const std::int64_t at =
-            std::clamp(std::max(list[k]->start + (list[k]->end - list[k]->start) / 2, last->end), rs.start, rs.end);
-        const std::int64_t from = std::max(ss.start, std::min(ss.start + (ss.end - ss.start) / 2, at));
-        sep();
-        out << fmt::format(
-            R"({{"ph": "s", "name": "switch", "cat": "flow", "id": {}, "pid": {}, "tid": {}, "ts": {}}})", id,
-            events[last->index].rank, ss.tid, micros(from));
-        sep();
-        out << fmt::format(
-            R"({{"ph": "f", "bp": "e", "name": "switch", "cat": "flow", "id": {}, "pid": {}, "tid": {}, "ts": {}}})",
-            id, rank, rs.tid, micros(at));
-        ++id;
+        arrow("switch", last, list[k]);
       }
     }
   }
