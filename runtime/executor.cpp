@@ -3,9 +3,12 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <set>
 #include <thread>
+#include <tuple>
 
 #include "algorithms/ir/program_index.hpp"
 #include "common/errors.hpp"
@@ -18,7 +21,48 @@ using algo::Collective;
 using algo::Op;
 using algo::OpKind;
 
-namespace {}  // namespace
+namespace {
+
+// Whether a program may have a push candidate (runtime/push_plan.hpp): a send of exactly what a
+// reducing receive earlier on its channel wrote. The cheap test before the analysis.
+bool may_push(const std::vector<BoundOp>& ops) {
+  std::set<std::tuple<int, std::uint8_t, std::size_t, std::size_t>> results;  // (channel, buffer, offset, bytes)
+  for (const BoundOp& b : ops) {
+    if ((b.kind == OpKind::RecvReduce || b.kind == OpKind::RecvReduceCopy) && b.bytes > 0)
+      results.insert({b.channel, b.dst_buffer, b.dst_offset, b.bytes});
+    else if (b.kind == OpKind::Send && results.count({b.channel, b.src_buffer, b.src_offset, b.bytes}))
+      return true;
+  }
+  return false;
+}
+
+// The last-level cache this process shares, as sysfs gives its size (cpu0's index3, else index2:
+// one instance, where sysconf may give the sum over a package's); 32 MiB where neither says.
+std::size_t last_level_cache() {
+  static const std::size_t bytes = [] {
+    for (const char* path :
+         {"/sys/devices/system/cpu/cpu0/cache/index3/size", "/sys/devices/system/cpu/cpu0/cache/index2/size"}) {
+      std::FILE* f = std::fopen(path, "r");
+      if (f == nullptr) continue;
+      unsigned long long v = 0;
+      char unit = 0;
+      const int n = std::fscanf(f, "%llu%c", &v, &unit);
+      std::fclose(f);
+      if (n >= 1 && v > 0) return static_cast<std::size_t>(v) << (unit == 'K' ? 10 : unit == 'M' ? 20 : 0);
+    }
+    return std::size_t{32} << 20;
+  }();
+  return bytes;
+}
+
+// 64-bit FNV-1a.
+std::uint64_t fnv(std::uint64_t h, const void* data, std::size_t bytes) {
+  const auto* p = static_cast<const unsigned char*>(data);
+  for (std::size_t i = 0; i < bytes; ++i) h = (h ^ p[i]) * 1099511628211ull;
+  return h;
+}
+
+}  // namespace
 
 // ---- setup ------------------------------------------------------------------------------------
 
@@ -70,6 +114,37 @@ Plan::Plan(const algo::Schedule& s, int rank, MemorySpace& memory, SwitchOps swi
     staging += (recv_bytes[c] + 63) / 64 * 64;
   }
   recv_staging_ = SpaceBuffer(memory, staging);
+  // Push: the tables of both placements, when some send may be fused (push_plan.hpp), each with
+  // its reducing receives' fused sends (CSR, in channel order), and the fingerprint every rank
+  // computes alike (the schedule's name, arguments and channels).
+  if (may_push(ops_)) {
+    std::size_t longest = 0;
+    for (int placement = 0; placement < 2; ++placement) {
+      push_[placement] = push_targets(s, rank, placement == 1);
+      std::vector<std::uint32_t> per(ops_.size() + 1, 0);
+      for (const PushTarget& p : push_[placement])
+        if (p.ok) ++per[p.fuse + 1];
+      for (std::size_t i = 0; i < ops_.size(); ++i) {
+        longest = std::max<std::size_t>(longest, per[i + 1]);
+        per[i + 1] += per[i];
+      }
+      std::vector<std::uint32_t> list(per.back()), fill(per.begin(), per.end() - 1);
+      for (const Channel& ch : channels_)  // channel order, so each receive's sends are in order
+        for (const std::uint32_t i : ch.ops)
+          if (push_[placement][i].ok) list[fill[push_[placement][i].fuse]++] = i;
+      fused_begin_[placement] = std::move(per);
+      fused_[placement] = std::move(list);
+    }
+    pushes_.reserve(longest);
+    pushed_to_.assign(ops_.size(), nullptr);
+    push_tile_ = SpaceBuffer(memory, kPushTile);
+  }
+  std::uint64_t h = fnv(1469598103934665603ull, name_.data(), name_.size());
+  const std::uint64_t shape[] = {static_cast<std::uint64_t>(args_.collective), static_cast<std::uint64_t>(args_.dtype),
+                                 static_cast<std::uint64_t>(args_.op),         args_.count,
+                                 static_cast<std::uint64_t>(args_.ranks),      static_cast<std::uint64_t>(args_.root),
+                                 static_cast<std::uint64_t>(s.num_channels())};
+  fingerprint_ = fnv(h, shape, sizeof(shape)) & ~std::uint64_t{3};  // the low bits: the placement
   window_.resize(static_cast<std::size_t>(
       std::count_if(ops_.begin(), ops_.end(), [](const BoundOp& b) { return b.kind == OpKind::Send; })));
 }
@@ -102,6 +177,29 @@ void Plan::start(const Buffers& buffers, Transport& t, const ExecOptions& o) {
     unfinished_ += ch.done() ? 0 : 1;
   }
   in_flight_ = 0;
+  // Push: announce the run (every rank does, whether it pushes or not: its peers may push to it)
+  // with the placement in the fingerprint; this rank's table is the placement's.
+  push_run_ = -1;
+  if (t.pushes()) {
+    const std::size_t elem = elem_;
+    const std::byte* in = base_[0];
+    const std::byte* out = base_[1];
+    const std::size_t in_bytes = args_.input_count() * elem, out_bytes = args_.output_count() * elem;
+    const std::size_t shift = static_cast<std::size_t>(rank_) * args_.count * elem;
+    int placement = 2;  // neither: no push
+    if (in == nullptr || out == nullptr || !overlaps(in, in_bytes, out, out_bytes))
+      placement = 0;
+    else if ((args_.collective == Collective::ReduceScatter && out == in + shift) ||
+             (args_.collective == Collective::AllGather && in == out + shift) ||
+             (args_.collective != Collective::ReduceScatter && args_.collective != Collective::AllGather && in == out))
+      placement = 1;
+    if (placement < 2 && !push_[placement].empty()) {
+      push_run_ = placement;
+      stream_ = (placement == 0 ? in_bytes + out_bytes : std::max(in_bytes, out_bytes)) > last_level_cache();
+      std::fill(pushed_to_.begin(), pushed_to_.end(), nullptr);
+    }
+    t.begin_run(fingerprint_ | static_cast<std::uint64_t>(placement), base_);
+  }
   transport_ = &t;
   options_ = o;
   last_progress_ = std::chrono::steady_clock::now();
@@ -122,13 +220,18 @@ bool Plan::advance() {
 bool Plan::advance_once() {
   bool progressed = false;
   if (unfinished_ > 0) {
-    for (Channel& ch : channels_) {
+    const bool announce = transport_->pushes();
+    for (std::size_t c = 0; c < channels_.size(); ++c) {
+      Channel& ch = channels_[c];
       if (ch.done()) continue;
+      const std::size_t before = ch.next;
       while (!ch.done() && step(ch, ch.ops[ch.next], *transport_)) {
         ++ch.next;
         ch.blocked_on = -1;
         progressed = true;
       }
+      if (announce && ch.next != before)
+        transport_->note_progress(static_cast<int>(c), static_cast<std::uint32_t>(ch.next));
       if (ch.done()) --unfinished_;
     }
   }
@@ -214,6 +317,10 @@ bool Plan::step(Channel& ch, std::uint32_t index, Transport& t) {
   const BoundOp& b = ops_[index];
   switch (b.kind) {
     case OpKind::Send: {
+      if (push_run_ >= 0 && pushed_to_[index] != nullptr) {  // written by the receive that computed it
+        t.post_pushed(b.peer, b.channel, pushed_to_[index], b.bytes);
+        return true;
+      }
       // Beyond kSendWindow, retire what completed first (keeps the scans short); the send is
       // posted either way: holding it back could deadlock a schedule whose peer receives only
       // after sends of its own (see executor.hpp).
@@ -247,25 +354,8 @@ bool Plan::step(Channel& ch, std::uint32_t index, Transport& t) {
         if (ch.request != Transport::kDone) {
           // Receive-reduce in one pass: the message reduced into the destination from where the
           // transport shows it, once no unfinished send reads the destination (else: staging).
-          if (reduces && b.count > 0 && t.reads_in_place(b.peer) && clear_to_write(ch, dst, b.bytes, t)) {
-            own = own_operand(*memory_, own, dst, b.bytes, reduce_staging_);
-            struct Fused {
-              MemorySpace* memory;
-              algo::DataType dtype;
-              algo::ReduceOp op;
-              std::byte* dst;
-              const std::byte* own;
-              std::size_t count;
-            } fused{memory_, args_.dtype, args_.op, dst, own, b.count};
-            auto consume = [](void* context, const std::byte* message) {
-              const auto* f = static_cast<const Fused*>(context);
-              f->memory->reduce_copy(f->dtype, f->op, f->dst, f->own, message, f->count);
-            };
-            if (!t.test_recv_consume(ch.request, consume, &fused)) return false;
-            ch.request = Transport::kDone;
-            ch.posted = false;
-            return true;
-          }
+          if (reduces && b.count > 0 && t.reads_in_place(b.peer) && clear_to_write(ch, dst, b.bytes, t))
+            return reduce_in_place(ch, index, own, t);
           if (!t.test_recv(ch.request)) return false;
           ch.request = Transport::kDone;  // received; the write below may still wait
         }
@@ -321,6 +411,73 @@ bool Plan::step(Channel& ch, std::uint32_t index, Transport& t) {
       }
     }
   }
+  return true;
+}
+
+// The targets of the sends fused into reducing receive `index` (push_plan.hpp) that the transport
+// finds ready now, in channel order. Fills pushes_ and records each target for its send, which
+// later posts only the descriptor, in its FIFO place (the data is there already).
+std::size_t Plan::collect_pushes(std::uint32_t index, Transport& t) {
+  pushes_.clear();
+  if (push_run_ < 0) return 0;
+  const auto pl = static_cast<std::size_t>(push_run_);
+  for (std::uint32_t k = fused_begin_[pl][index]; k < fused_begin_[pl][index + 1]; ++k) {
+    const std::uint32_t send = fused_[pl][k];
+    const PushTarget& p = push_[pl][send];
+    const BoundOp& s = ops_[send];
+    std::byte* target = t.push_target(s.peer, s.channel, p.buffer, p.offset, s.bytes, p.gate);
+    if (target == nullptr) continue;
+    pushes_.push_back(target);
+    pushed_to_[send] = target;
+  }
+  return pushes_.size();
+}
+
+// A reducing receive read where the transport shows the message, in one pass: dst = own (op)
+// message, and the result also written into the targets of the sends fused into it (pushes), one
+// tile at a time while it is in cache; those sends are then complete, and skipped.
+bool Plan::reduce_in_place(Channel& ch, std::uint32_t index, const std::byte* own, Transport& t) {
+  const BoundOp& b = ops_[index];
+  std::byte* dst = ptr(b.dst_buffer, b.dst_offset);
+  own = own_operand(*memory_, own, dst, b.bytes, reduce_staging_);
+  struct Fused {
+    Plan* plan;
+    std::uint32_t index;
+    Transport* t;
+    std::byte* dst;
+    const std::byte* own;
+  } fused{this, index, &t, dst, own};
+  auto consume = [](void* context, const std::byte* message) {
+    auto* f = static_cast<Fused*>(context);
+    Plan& p = *f->plan;
+    const BoundOp& op = p.ops_[f->index];
+    if (p.collect_pushes(f->index, *f->t) == 0) {
+      p.memory_->reduce_copy(p.args_.dtype, p.args_.op, f->dst, f->own, message, op.count);
+      return;
+    }
+    // Tiles of kPushTile bytes (a multiple of every element size), each reduced, then copied to
+    // the targets while in cache: read two operands, write 1 + pushes. When the run's buffers do
+    // not fit in the last-level cache (stream_), a destination that is not an operand just read
+    // (in place, dst is own and a target may be the message itself) is written with streaming
+    // stores from a tile that stays in cache: no read for ownership of cold lines.
+    const bool dst_hot = f->dst == f->own || !p.stream_;
+    for (std::size_t at = 0; at < op.bytes; at += kPushTile) {
+      const std::size_t n = std::min(kPushTile, op.bytes - at);
+      std::byte* out = dst_hot ? f->dst + at : p.push_tile_.data();
+      p.memory_->reduce_copy(p.args_.dtype, p.args_.op, out, f->own + at, message + at, n / p.elem_);
+      if (!dst_hot) p.memory_->copy_out(f->dst + at, out, n);
+      for (std::byte* target : p.pushes_) {
+        if (p.stream_ && target != message)
+          p.memory_->copy_out(target + at, out, n);
+        else
+          p.memory_->copy(target + at, out, n);
+      }
+    }
+  };
+  if (!t.test_recv_consume(ch.request, consume, &fused)) return false;
+  ch.request = Transport::kDone;
+  ch.posted = false;
+  pushes_.clear();
   return true;
 }
 

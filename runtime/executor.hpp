@@ -55,6 +55,7 @@
 #include "common/errors.hpp"
 #include "runtime/bound_program.hpp"
 #include "runtime/memory_space.hpp"
+#include "runtime/push_plan.hpp"
 #include "runtime/transport.hpp"
 
 namespace topocoll::runtime {
@@ -148,6 +149,8 @@ class Plan {
   bool finish_if_done();
   [[noreturn]] void stalled();
   bool step(Channel& ch, std::uint32_t index, Transport& t);
+  bool reduce_in_place(Channel& ch, std::uint32_t index, const std::byte* own, Transport& t);
+  std::size_t collect_pushes(std::uint32_t index, Transport& t);
   bool clear_to_write(Channel& ch, const std::byte* dst, std::size_t bytes, Transport& t);
   void retire_sends(Transport& t);
   std::byte* ptr(std::uint8_t buffer, std::size_t offset) const { return base_[buffer] + offset; }
@@ -169,6 +172,17 @@ class Plan {
   SpaceBuffer reduce_staging_;    // partially overlapping local reduces, own operands (first use)
   std::byte* base_[4] = {};       // set per run; [3]: zero-element chunks
   std::vector<InFlight> window_;  // capacity: every send of the program (no allocation in run)
+  // Push (runtime/push_plan.hpp): per op, out of place [0] and in place [1]; the run's table (null:
+  // no push this run), and the targets of the fused step in progress (capacity: the longest chain).
+  std::vector<PushTarget> push_[2];
+  std::vector<std::uint32_t> fused_begin_[2], fused_[2];  // per reducing receive: its candidates
+  int push_run_ = -1;                                     // the run's placement; -1: no push
+  std::vector<std::byte*> pushed_to_;                     // per send: where it was written this run
+  std::uint64_t fingerprint_ = 0;                         // of the plan (Transport::begin_run)
+  std::vector<std::byte*> pushes_;
+  static constexpr std::size_t kPushTile = 16 * 1024;
+  SpaceBuffer push_tile_;  // the fused step's reduced tile
+  bool stream_ = false;    // the run's buffers exceed the last-level cache: stream pushes out
   std::size_t in_flight_ = 0;
   // The run in progress (start() .. the end).
   bool running_ = false;

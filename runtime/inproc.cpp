@@ -16,10 +16,16 @@ std::uint64_t queue_key(int src, int channel) {
 
 // ---- the fabric and its transport ------------------------------------------------------------
 
-InprocFabric::InprocFabric(int ranks) {
+InprocFabric::InprocFabric(int ranks, bool push) : push_(push) {
   if (ranks < 1) throw InputError(fmt::format("InprocFabric: {} ranks; at least 1 is required", ranks));
   mailboxes_.reserve(static_cast<std::size_t>(ranks));
   for (int r = 0; r < ranks; ++r) mailboxes_.push_back(std::make_unique<Mailbox>());
+  if (push)
+    for (int r = 0; r < ranks; ++r) {
+      auto b = std::make_unique<Board>();
+      b->progress = std::make_unique<std::atomic<std::uint64_t>[]>(algo::kMaxChannels);
+      boards_.push_back(std::move(b));
+    }
 }
 
 void InprocFabric::abort(const std::string& reason) {
@@ -50,25 +56,31 @@ InprocFabric::Mailbox& InprocTransport::mailbox(int rank) const {
   return *fabric_.mailboxes_[static_cast<std::size_t>(rank)];
 }
 
-Transport::Request InprocTransport::post_send(int peer, int channel, const void* data, std::size_t bytes) {
+void InprocTransport::enqueue(int peer, int channel, InprocFabric::Message&& message) {
   InprocFabric::Mailbox& m = mailbox(peer);
-  std::vector<std::byte> message;
-  {
-    std::lock_guard<std::mutex> lock(m.mu);
-    if (!m.spare.empty()) {
-      message = std::move(m.spare.back());
-      m.spare.pop_back();
-    }
-  }
-  // Copy outside the lock: a recycled buffer with enough capacity does not allocate.
-  message.resize(bytes);
-  if (bytes > 0) std::memcpy(message.data(), data, bytes);
   {
     std::lock_guard<std::mutex> lock(m.mu);
     m.queues[queue_key(rank_, channel)].push_back(std::move(message));
     ++m.arrivals;
   }
   m.cv.notify_all();
+}
+
+Transport::Request InprocTransport::post_send(int peer, int channel, const void* data, std::size_t bytes) {
+  InprocFabric::Mailbox& m = mailbox(peer);
+  InprocFabric::Message message;
+  {
+    std::lock_guard<std::mutex> lock(m.mu);
+    if (!m.spare.empty()) {
+      message.data = std::move(m.spare.back());
+      m.spare.pop_back();
+    }
+  }
+  // Copy outside the lock: a recycled buffer with enough capacity does not allocate.
+  message.data.resize(bytes);
+  message.bytes = bytes;
+  if (bytes > 0) std::memcpy(message.data.data(), data, bytes);
+  enqueue(peer, channel, std::move(message));
   return kDone;
 }
 
@@ -88,24 +100,90 @@ bool InprocTransport::test_recv(Request r) {
   return true;
 }
 
-bool InprocTransport::try_recv(int peer, int channel, void* dst, std::size_t bytes) {
+bool InprocTransport::take(int peer, int channel, std::size_t bytes, InprocFabric::Message& out, const std::byte*& at) {
   InprocFabric::Mailbox& m = mailbox(rank_);
-  std::vector<std::byte> message;
   {
     std::lock_guard<std::mutex> lock(m.mu);
     auto it = m.queues.find(queue_key(peer, channel));
     if (it == m.queues.end() || it->second.empty()) return false;
-    if (it->second.front().size() != bytes)
+    if (it->second.front().bytes != bytes)
       throw InputError(
           fmt::format("inproc: rank {} receives {} bytes from rank {} on channel {}, but the next message has {} bytes",
-                      rank_, bytes, peer, channel, it->second.front().size()));
-    message = std::move(it->second.front());
+                      rank_, bytes, peer, channel, it->second.front().bytes));
+    out = std::move(it->second.front());
     it->second.pop_front();
   }
-  if (bytes > 0) std::memcpy(dst, message.data(), bytes);
-  std::lock_guard<std::mutex> lock(m.mu);
-  m.spare.push_back(std::move(message));
+  at = out.pushed ? out.pushed : out.data.data();
   return true;
+}
+
+void InprocTransport::give_back(InprocFabric::Message&& message) {
+  if (message.pushed) return;
+  InprocFabric::Mailbox& m = mailbox(rank_);
+  std::lock_guard<std::mutex> lock(m.mu);
+  m.spare.push_back(std::move(message.data));
+}
+
+bool InprocTransport::try_recv(int peer, int channel, void* dst, std::size_t bytes) {
+  InprocFabric::Message message;
+  const std::byte* at = nullptr;
+  if (!take(peer, channel, bytes, message, at)) return false;
+  if (bytes > 0 && at != dst) std::memcpy(dst, at, bytes);
+  give_back(std::move(message));
+  return true;
+}
+
+bool InprocTransport::test_recv_consume(Request r, Consume consume, void* context) {
+  const PostedRecv& p = posted_.at(r, "inproc: test_recv_consume");
+  InprocFabric::Message message;
+  const std::byte* at = nullptr;
+  if (!take(p.peer, p.channel, p.bytes, message, at)) return false;
+  consume(context, at);
+  give_back(std::move(message));
+  posted_.release(r);
+  return true;
+}
+
+// ---- push --------------------------------------------------------------------------------------
+
+void InprocTransport::begin_run(std::uint64_t fingerprint, std::byte* const* buffers) {
+  if (!fabric_.push_) return;
+  InprocFabric::Board& b = *fabric_.boards_[static_cast<std::size_t>(rank_)];
+  ++run_;
+  fingerprint_ = fingerprint;
+  b.fingerprint.store(fingerprint, std::memory_order_relaxed);
+  for (int i = 0; i < 3; ++i) b.buffers[i].store(buffers[i], std::memory_order_relaxed);
+  b.run.store(run_, std::memory_order_release);
+}
+
+void InprocTransport::note_progress(int channel, std::uint32_t done) {
+  if (!fabric_.push_ || channel < 0 || channel >= algo::kMaxChannels) return;
+  fabric_.boards_[static_cast<std::size_t>(rank_)]->progress[static_cast<std::size_t>(channel)].store(
+      (run_ << 32) | done, std::memory_order_release);
+}
+
+std::byte* InprocTransport::push_target(int peer, int channel, std::uint8_t buffer, std::size_t offset,
+                                        std::size_t /*bytes*/, std::uint32_t gate) {
+  if (!fabric_.push_ || peer < 0 || peer >= fabric_.ranks() || peer == rank_ || channel < 0 ||
+      channel >= algo::kMaxChannels || buffer > 2)
+    return nullptr;
+  InprocFabric::Board& b = *fabric_.boards_[static_cast<std::size_t>(peer)];
+  if (b.run.load(std::memory_order_acquire) != run_ || b.fingerprint.load(std::memory_order_relaxed) != fingerprint_)
+    return nullptr;
+  if (gate > 0) {
+    const std::uint64_t w = b.progress[static_cast<std::size_t>(channel)].load(std::memory_order_acquire);
+    if ((w >> 32) != (run_ & 0xffffffffu) || (w & 0xffffffffu) < gate) return nullptr;
+  }
+  std::byte* base = b.buffers[buffer].load(std::memory_order_relaxed);
+  return base ? base + offset : nullptr;
+}
+
+void InprocTransport::post_pushed(int peer, int channel, const std::byte* target, std::size_t bytes) {
+  InprocFabric::Message message;
+  message.pushed = target;
+  message.bytes = bytes;
+  enqueue(peer, channel, std::move(message));
+  fabric_.pushed_.fetch_add(1);
 }
 
 // ---- switch ops ----------------------------------------------------------------------------------

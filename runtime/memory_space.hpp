@@ -40,6 +40,10 @@ class MemorySpace {
     if (dst != a) copy(dst, a, count * algo::size_of(t));
     reduce(t, op, dst, b, count);
   }
+  // A copy into memory that will not be read again soon (a push into a peer's buffer): where the
+  // space has them, streaming stores that skip the cache and the read for ownership, made visible
+  // to other processes before it returns. src and dst disjoint. By default: copy.
+  virtual void copy_out(void* dst, const void* src, std::size_t bytes) { copy(dst, src, bytes); }
 };
 
 // Whether [a, a + a_bytes) and [b, b + b_bytes) share a byte (in any memory space: addresses only).

@@ -7,7 +7,9 @@
 #include <algorithm>
 #include <array>
 #include <chrono>
+#include <map>
 #include <set>
+#include <string>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -47,15 +49,18 @@ std::vector<std::uint64_t> counts(int p) {
 //   op       = kOps[(j + j / 10 + 2m) % 5]   any 10 consecutive j: every dtype and every op in each
 //                                             mode; any 50: every (dtype, op) pair in each mode
 //                                             (j = 10a + b -> (b, (a + b) % 5) is one-to-one)
-//   channels = 1 or 3, alternating every 2 combinations and flipped by the mode; root = j % p.
+//   channels = 1 or 3, alternating every 2 combinations and flipped by the mode; root = j % p;
+//   push     = on for odd j (runtime/push_plan.hpp: the fabric lets fused sends write straight
+//              into the receiver's buffer), so every algorithm runs both ways in both modes.
 struct Pick {
   DataType dtype;
   ReduceOp op;
   int channels;
+  bool push;
 };
 Pick pick(std::size_t j, bool in_place) {
   const std::size_t m = in_place ? 1 : 0;
-  return {kDataTypes[(j + 5 * m) % 10], kOps[(j + j / 10 + 2 * m) % 5], ((j / 2) + m) % 2 == 0 ? 1 : 3};
+  return {kDataTypes[(j + 5 * m) % 10], kOps[(j + j / 10 + 2 * m) % 5], ((j / 2) + m) % 2 == 0 ? 1 : 3, j % 2 == 1};
 }
 
 }  // namespace
@@ -69,6 +74,8 @@ TEST_CASE("realdata conformance: every registered algorithm is bit-exact on real
   std::set<std::pair<std::size_t, ReduceOp>> alg_op;
   std::set<std::pair<std::size_t, int>> alg_channels;
   std::set<std::tuple<DataType, ReduceOp, bool>> dtype_op_mode;
+  std::set<std::tuple<std::size_t, bool, bool>> alg_push_mode;
+  std::map<std::pair<std::string, bool>, std::uint64_t> pushed;  // (algorithm, in place): sends pushed
   const std::vector<Algorithm>& algs = registry();
   // Every (algorithm, p, shape, count, in place or not), the rest chosen by the covering design.
   for (std::size_t ai = 0; ai < algs.size(); ++ai) {
@@ -91,9 +98,17 @@ TEST_CASE("realdata conformance: every registered algorithm is bit-exact on real
               continue;
             }
             const Schedule s = alg.generate(layout, a, t);
-            INFO(fmt::format("{} p={} shape={}x{} count={} {} {} channels={} root={} in_place={}", alg.name, p, nodes,
-                             per_node, n, to_string(a.dtype), to_string(a.op), t.channels, a.root, in_place));
-            CHECK(count_wrong_outputs(s, run_inproc(s, in_place, o)) == 0);
+            INFO(fmt::format("{} p={} shape={}x{} count={} {} {} channels={} root={} in_place={} push={}", alg.name, p,
+                             nodes, per_node, n, to_string(a.dtype), to_string(a.op), t.channels, a.root, in_place,
+                             k.push));
+            if (k.push) {
+              std::uint64_t n_pushed = 0;
+              CHECK(count_wrong_outputs(s, run_inproc_push(s, in_place, n_pushed, o)) == 0);
+              pushed[{alg.name, in_place}] += n_pushed;
+            } else {
+              CHECK(count_wrong_outputs(s, run_inproc(s, in_place, o)) == 0);
+            }
+            alg_push_mode.insert({ai, k.push, in_place});
             alg_dtype.insert({ai, a.dtype});
             alg_op.insert({ai, a.op});
             alg_channels.insert({ai, t.channels});
@@ -112,4 +127,13 @@ TEST_CASE("realdata conformance: every registered algorithm is bit-exact on real
   CHECK(alg_op.size() == algs.size() * kOps.size());
   CHECK(alg_channels.size() == algs.size() * 2);
   CHECK(dtype_op_mode.size() == kDataTypes.size() * kOps.size() * 2);
+  CHECK(alg_push_mode.size() == algs.size() * 4);
+  // Pushes happened where the schedules fuse a send into the receive that computes it: the ring's
+  // last reduce-scatter step, in both placements (the 2-rank ring in place: the peer's part is
+  // what it sent us).
+  std::string seen;
+  for (const auto& [key, n] : pushed) seen += fmt::format(" {}{}={}", key.first, key.second ? "(in place)" : "", n);
+  MESSAGE(fmt::format("sends pushed:{}", seen));
+  CHECK(pushed[{"ring", false}] > 0);
+  CHECK(pushed[{"ring", true}] > 0);
 }

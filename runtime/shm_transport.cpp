@@ -29,7 +29,21 @@ struct alignas(64) ShmTransport::Ring {
   alignas(64) Descriptor slots[kRingSlots];
 };
 
+// A rank's board (push): written by the rank, read by its peers. `run` is stored last (release)
+// by begin_run, after the run's fingerprint and buffers; progress[c] = (run << 32) | ops completed
+// on channel c, stored (release) as the executor completes them. Every field is accessed through
+// std::atomic_ref.
+struct alignas(64) ShmTransport::Board {
+  alignas(64) std::uint64_t run;
+  std::uint64_t fingerprint;
+  std::uint64_t region[3];  // per buffer (input, output, scratch): its region, or kNoRegion
+  std::uint64_t offset[3];  // its first byte in that region
+  alignas(64) std::uint64_t progress[kChannels];
+};
+
 namespace {
+
+constexpr std::uint64_t kNoRegion = UINT64_MAX;
 
 static_assert(std::atomic_ref<std::uint64_t>::is_always_lock_free, "the ring's flags must be address-free");
 
@@ -38,6 +52,12 @@ std::uint64_t load(std::uint64_t& word) {
 }
 void store(std::uint64_t& word, std::uint64_t v) {
   std::atomic_ref<std::uint64_t>(word).store(v, std::memory_order_release);
+}
+std::uint64_t load_relaxed(std::uint64_t& word) {
+  return std::atomic_ref<std::uint64_t>(word).load(std::memory_order_relaxed);
+}
+void store_relaxed(std::uint64_t& word, std::uint64_t v) {
+  std::atomic_ref<std::uint64_t>(word).store(v, std::memory_order_relaxed);
 }
 
 std::string errno_text(int e) {
@@ -112,7 +132,7 @@ ShmTransport::ShmTransport(MPI_Comm comm, std::unique_ptr<Transport> remote, std
   // The control segment: rings for every ordered pair of the node and channel (pages untouched
   // until a ring is used). The first rank creates it, the others map it once it exists.
   const std::string name = prefix_ + "-control";
-  control_bytes_ = sizeof(Ring) * n * n * kChannels;
+  control_bytes_ = sizeof(Ring) * n * n * kChannels + sizeof(Board) * n;  // rings, then one board per rank
   std::string error;
   if (local_rank_ == 0) {
     const int fd = shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
@@ -140,8 +160,7 @@ ShmTransport::~ShmTransport() {
   for (Region& r : regions_) {
     for (int l = 0; l < local_size_; ++l)
       if (l != local_rank_ && r.peer_base[static_cast<std::size_t>(l)])
-        munmap(const_cast<std::byte*>(r.peer_base[static_cast<std::size_t>(l)]),
-               r.peer_bytes[static_cast<std::size_t>(l)]);
+        munmap(r.peer_base[static_cast<std::size_t>(l)], r.peer_bytes[static_cast<std::size_t>(l)]);
     munmap(r.base, r.bytes);
   }
   if (control_) munmap(control_, control_bytes_);
@@ -193,8 +212,8 @@ std::byte* ShmTransport::allocate(std::size_t bytes) {
       region.peer_base[i] = region.base;
       continue;
     }
-    std::byte* p = nullptr;
-    error = map_segment(name_of(l), region.peer_bytes[i], PROT_READ, &p);
+    std::byte* p = nullptr;  // read-write: a push writes into the peer's region
+    error = map_segment(name_of(l), region.peer_bytes[i], PROT_READ | PROT_WRITE, &p);
     region.peer_base[i] = p;
   }
   try {
@@ -203,8 +222,7 @@ std::byte* ShmTransport::allocate(std::size_t bytes) {
     shm_unlink(mine.c_str());
     for (int l = 0; l < local_size_; ++l)
       if (l != local_rank_ && region.peer_base[static_cast<std::size_t>(l)])
-        munmap(const_cast<std::byte*>(region.peer_base[static_cast<std::size_t>(l)]),
-               region.peer_bytes[static_cast<std::size_t>(l)]);
+        munmap(region.peer_base[static_cast<std::size_t>(l)], region.peer_bytes[static_cast<std::size_t>(l)]);
     munmap(region.base, region.bytes);
     throw;
   }
@@ -220,6 +238,11 @@ ShmTransport::Ring& ShmTransport::ring(int src_local, int dst_local, int channel
                             kChannels +
                         static_cast<std::size_t>(channel);
   return reinterpret_cast<Ring*>(control_)[i];
+}
+
+ShmTransport::Board& ShmTransport::board(int local) const {
+  const std::size_t rings = static_cast<std::size_t>(local_size_) * static_cast<std::size_t>(local_size_) * kChannels;
+  return reinterpret_cast<Board*>(control_ + rings * sizeof(Ring))[local];
 }
 
 void ShmTransport::check(int peer, int channel, const char* what) const {
@@ -246,12 +269,81 @@ Transport::Request ShmTransport::post_send(int peer, int channel, const void* da
       d.offset = static_cast<std::uint64_t>(p - regions_[i].base);
       break;
     }
+  const std::uint64_t seq = sent_[key(local, channel)];
+  queue(local, channel, d);
+  return slots_.acquire(Slot{true, peer, local, channel, seq, nullptr, bytes});
+}
+
+// The next send to (local, channel): its descriptor queued, and published while the ring has room.
+void ShmTransport::queue(int local, int channel, const Descriptor& d) {
   const std::size_t k = key(local, channel);
-  const std::uint64_t seq = sent_[k]++;
+  ++sent_[k];
+  ++sends_;
   queued_[k].push_back(d);
   ++queued_count_;
   publish(k);
-  return slots_.acquire(Slot{true, peer, local, channel, seq, nullptr, bytes});
+}
+
+void ShmTransport::begin_run(std::uint64_t fingerprint, std::byte* const* buffers) {
+  Board& b = board(local_rank_);
+  fingerprint_ = fingerprint;
+  ++run_;
+  store_relaxed(b.fingerprint, fingerprint);
+  for (int i = 0; i < 3; ++i) {
+    std::uint64_t region = kNoRegion, offset = 0;
+    for (std::size_t r = 0; r < regions_.size() && buffers[i] != nullptr; ++r)
+      if (buffers[i] >= regions_[r].base && buffers[i] < regions_[r].base + regions_[r].bytes) {
+        region = r;
+        offset = static_cast<std::uint64_t>(buffers[i] - regions_[r].base);
+        break;
+      }
+    store_relaxed(b.region[i], region);
+    store_relaxed(b.offset[i], offset);
+  }
+  store(b.run, run_);
+}
+
+void ShmTransport::note_progress(int channel, std::uint32_t done) {
+  if (channel < 0 || channel >= kChannels) return;
+  store(board(local_rank_).progress[channel], (run_ << 32) | done);
+}
+
+// Where the peer's `buffer` + offset is writable from here, once the peer is in this run of a plan
+// of the same fingerprint and its channel has completed `gate` ops; else null.
+std::byte* ShmTransport::push_target(int peer, int channel, std::uint8_t buffer, std::size_t offset, std::size_t bytes,
+                                     std::uint32_t gate) {
+  if (!pushes() || peer < 0 || peer >= size_ || !direct(peer) || peer == rank_ || channel < 0 || channel >= kChannels ||
+      buffer > 2)
+    return nullptr;
+  const int local = local_of_[static_cast<std::size_t>(peer)];
+  Board& b = board(local);
+  if (load(b.run) != run_ || load_relaxed(b.fingerprint) != fingerprint_) return nullptr;
+  if (gate > 0) {
+    const std::uint64_t w = load(b.progress[channel]);
+    if ((w >> 32) != (run_ & 0xffffffffu) || (w & 0xffffffffu) < gate) return nullptr;
+  }
+  const std::uint64_t region = load_relaxed(b.region[buffer]);
+  if (region >= regions_.size()) return nullptr;
+  const Region& g = regions_[region];
+  const std::uint64_t at = load_relaxed(b.offset[buffer]) + offset;
+  if (at + bytes > g.peer_bytes[static_cast<std::size_t>(local)]) return nullptr;
+  return g.peer_base[static_cast<std::size_t>(local)] + at;
+}
+
+void ShmTransport::post_pushed(int peer, int channel, const std::byte* target, std::size_t bytes) {
+  check(peer, channel, "push to");
+  const int local = local_of_[static_cast<std::size_t>(peer)];
+  TOPOCOLL_ASSERT(local >= 0, fmt::format("shm transport: push to peer {} on another node", peer));
+  for (std::size_t r = 0; r < regions_.size(); ++r) {
+    const std::byte* base = regions_[r].peer_base[static_cast<std::size_t>(local)];
+    if (target >= base && target + bytes <= base + regions_[r].peer_bytes[static_cast<std::size_t>(local)]) {
+      queue(local, channel,
+            Descriptor{static_cast<std::uint32_t>(r) | kPushed, 0, static_cast<std::uint64_t>(target - base), bytes});
+      ++pushed_;
+      return;
+    }
+  }
+  TOPOCOLL_ASSERT(false, fmt::format("shm transport: pushed {} bytes to peer {} outside its regions", bytes, peer));
 }
 
 // Moves queued descriptors of (dst, channel) into its ring while it has free slots.
@@ -294,9 +386,9 @@ Transport::Request ShmTransport::post_recv(int peer, int channel, void* dst, std
     TOPOCOLL_ASSERT(r == kDone || r < kRemote, "shm transport: the remote transport's request " + std::to_string(r));
     return r == kDone ? kDone : r | kRemote;
   }
-  Slot s{false, peer, local_of_[static_cast<std::size_t>(peer)], channel, 0, dst, bytes};
-  if (try_receive(s)) return kDone;
-  return slots_.acquire(s);
+  // Never completed here, even when the message is in: the executor may want to consume it in
+  // place (test_recv_consume) rather than have it copied into `dst`.
+  return slots_.acquire(Slot{false, peer, local_of_[static_cast<std::size_t>(peer)], channel, 0, dst, bytes});
 }
 
 // The receive of `s` when its message is in the ring: one copy from the sender's memory into the
@@ -312,7 +404,19 @@ bool ShmTransport::try_receive(Slot& s, Consume consume, void* context) {
         "collective (count, dtype or algorithm)",
         rank_, s.peer, s.channel, d.bytes, s.bytes));
   if (d.bytes > 0) {
-    if (d.region != kCma) {
+    if (d.region != kCma && (d.region & kPushed)) {
+      // Pushed: the bytes are in this rank's own region already, where the sender wrote them (the
+      // receive's destination, unless the executor posted it into staging: copied from there).
+      const std::uint32_t region = d.region & ~kPushed;
+      TOPOCOLL_ASSERT(region < regions_.size() && d.offset + d.bytes <= regions_[region].bytes,
+                      fmt::format("shm transport: a push from peer {} outside region {}", s.peer, region));
+      const std::byte* at = regions_[region].base + d.offset;
+      if (consume)
+        consume(context, at);
+      else if (at != s.dst)
+        std::memcpy(s.dst, at, d.bytes);
+      consume = nullptr;
+    } else if (d.region != kCma) {
       TOPOCOLL_ASSERT(d.region < regions_.size(), fmt::format("shm transport: region {} of peer {}", d.region, s.peer));
       const Region& g = regions_[d.region];
       const std::byte* message = g.peer_base[static_cast<std::size_t>(s.local)] + d.offset;

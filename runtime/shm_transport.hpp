@@ -19,6 +19,15 @@
 //         (region, offset, bytes)                                             copy from the peer's
 //       test_send: acked > seq      <──     acked (release)   <─────────────  mapping into dst
 //
+//   push (set_push, the bench's default --shm-copy push; runtime/push_plan.hpp): a sender may
+//   instead write a message straight into the receiver's destination, through a read-write
+//   mapping of the receiver's region, when the executor fuses the send into the reducing receive
+//   that computes it; the descriptor then says "pushed" (the region and offset it wrote) and the
+//   receiver only acknowledges it (or copies it from there when its receive was posted elsewhere).
+//   Where a receiver's destination is, and whether it is free yet, comes from its board in the
+//   control segment: per rank, the run it is in (counted by begin_run), the plan's fingerprint, its
+//   buffers for the run (region, offset) and per channel the ops completed (note_progress).
+//
 //   A send completes when the receiver has copied it (acked): until then the executor keeps the
 //   source unwritten, as the Transport contract says. A full ring (more than kRingSlots sends to
 //   one peer and channel unreceived) queues further sends on the sender, published as slots free
@@ -81,6 +90,18 @@ class ShmTransport final : public Transport {
   bool test_recv_consume(Request r, Consume consume, void* context) override;
   // Whether receive-reduces read in place (default), or receive into staging then reduce.
   void set_fused(bool on) { fused_ = on; }
+  // Whether senders may push (above); off by default. Pushing needs fused receive-reduces.
+  void set_push(bool on) { push_ = on; }
+
+  bool pushes() const override { return push_ && fused_ && local_size_ > 1; }
+  void begin_run(std::uint64_t fingerprint, std::byte* const* buffers) override;
+  void note_progress(int channel, std::uint32_t done) override;
+  std::byte* push_target(int peer, int channel, std::uint8_t buffer, std::size_t offset, std::size_t bytes,
+                         std::uint32_t gate) override;
+  void post_pushed(int peer, int channel, const std::byte* target, std::size_t bytes) override;
+  // Sends to peers on this node so far, and how many of them were pushed.
+  std::uint64_t sends() const { return sends_; }
+  std::uint64_t pushed() const { return pushed_; }
 
   bool direct(int peer) const { return local_of_[static_cast<std::size_t>(peer)] >= 0; }
   int rank() const { return rank_; }
@@ -90,6 +111,7 @@ class ShmTransport final : public Transport {
 
  private:
   struct Ring;
+  struct Board;
   struct Descriptor {
     std::uint32_t region;  // kCma: `address` is the sender's own pointer, read with CMA
     std::uint32_t unused;
@@ -97,6 +119,7 @@ class ShmTransport final : public Transport {
     std::uint64_t bytes;
   };
   static constexpr std::uint32_t kCma = UINT32_MAX;
+  static constexpr std::uint32_t kPushed = 1u << 31;  // region | kPushed: in the receiver's own region
   struct Slot {
     bool send = false;
     int peer = -1, local = -1, channel = 0;
@@ -107,12 +130,14 @@ class ShmTransport final : public Transport {
   struct Region {
     std::byte* base = nullptr;
     std::size_t bytes = 0;
-    std::vector<const std::byte*> peer_base;  // per local rank (this rank's own too)
+    std::vector<std::byte*> peer_base;  // per local rank (this rank's own too), mapped read-write
     std::vector<std::size_t> peer_bytes;
   };
   static constexpr Request kRemote = Request{1} << 31;  // bit set: a request of the remote transport
 
   Ring& ring(int src_local, int dst_local, int channel) const;
+  Board& board(int local) const;
+  void queue(int local, int channel, const Descriptor& d);
   std::size_t key(int local, int channel) const {
     return static_cast<std::size_t>(local) * kChannels + static_cast<std::size_t>(channel);
   }
@@ -141,6 +166,10 @@ class ShmTransport final : public Transport {
   std::vector<std::deque<Descriptor>> queued_;  // per (dst local, channel): waiting for a slot
   std::size_t queued_count_ = 0;
   bool fused_ = true;
+  bool push_ = false;
+  std::uint64_t run_ = 0;          // runs begun (begin_run)
+  std::uint64_t fingerprint_ = 0;  // of the run in progress
+  std::uint64_t sends_ = 0, pushed_ = 0;
   RequestSlots<Slot> slots_;
 };
 

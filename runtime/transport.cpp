@@ -17,6 +17,12 @@ bool Transport::test_recv_consume(Request r, Consume /*consume*/, void* /*contex
   return false;
 }
 
+void Transport::post_pushed(int peer, int channel, const std::byte* /*target*/, std::size_t bytes) {
+  TOPOCOLL_ASSERT(false, fmt::format("post_pushed of {} bytes to peer {} on channel {} through a transport that "
+                                     "cannot push (push_target is always null)",
+                                     bytes, peer, channel));
+}
+
 void Transport::switch_send(const SwitchMember& m, int /*channel*/, const void* /*data*/, std::size_t /*bytes*/) {
   TOPOCOLL_ASSERT(false, fmt::format("switch_send on group {} through a transport that cannot reduce (the executor "
                                      "refuses such schedules at bind time)",

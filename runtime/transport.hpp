@@ -79,6 +79,32 @@ class Transport {
   virtual bool reads_in_place(int /*peer*/) const { return false; }
   virtual bool test_recv_consume(Request r, Consume consume, void* context);
 
+  // Push (runtime/push_plan.hpp: NCCL's directRecvReduceCopySend), for a transport whose sender
+  // can write into the receiver's memory (the direct intra-node one: read-write mappings).
+  //   begin_run(fingerprint, buffers)  the executor starts a run: a fingerprint of the plan and
+  //                                    placement, and the run's input, output and scratch, so
+  //                                    that peers find their targets in them
+  //   note_progress(channel, done)     the executor's channel has completed `done` ops this run
+  //   push_target(peer, channel, buffer, offset, bytes, gate)
+  //                                    where the peer's buffer `buffer` + offset lies in this
+  //                                    rank's address space, when the peer runs a plan of the same
+  //                                    fingerprint, in the same run, its channel has completed
+  //                                    `gate` ops and those bytes are writable from here; else
+  //                                    null (the send then goes the ordinary way)
+  //   post_pushed(peer, channel, target, bytes)
+  //                                    after writing there: the next send to (peer, channel),
+  //                                    complete at once; its receive finds the bytes in place
+  // pushes() says whether the transport may push at all (the executor then announces runs and
+  // progress). Defaults: no push (push_target null, the others do nothing / assert).
+  virtual bool pushes() const { return false; }
+  virtual void begin_run(std::uint64_t /*fingerprint*/, std::byte* const* /*buffers*/) {}
+  virtual void note_progress(int /*channel*/, std::uint32_t /*done*/) {}
+  virtual std::byte* push_target(int /*peer*/, int /*channel*/, std::uint8_t /*buffer*/, std::size_t /*offset*/,
+                                 std::size_t /*bytes*/, std::uint32_t /*gate*/) {
+    return nullptr;
+  }
+  virtual void post_pushed(int peer, int channel, const std::byte* target, std::size_t bytes);
+
   // In-network reduction (contract rule 11), only for a transport whose fabric can reduce (the
   // in-process one; MPI, UCX and NCCL cannot, and executors refuse such schedules at bind time).
   // switch_send copies `bytes` from `data` at once as the contributor's part of the next instance

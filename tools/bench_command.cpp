@@ -522,9 +522,10 @@ BenchCommand parse_bench_flags(const BenchFlags& a) {
   const std::uint64_t slice = parse_size(a.slice, "--slice");
   if (slice == 0) throw InputError("--slice 0: expected at least 1 byte");
   const std::uint64_t ucx_bulk = parse_size(a.ucx_bulk, "--ucx-bulk");
-  if (a.shm_copy != "fused" && a.shm_copy != "map" && a.shm_copy != "cma")
+  if (a.shm_copy != "push" && a.shm_copy != "fused" && a.shm_copy != "map" && a.shm_copy != "cma")
     throw InputError(fmt::format(
-        "--shm-copy {}: expected fused (buffers in shared memory, receive-reduces read the peer's in place), map "
+        "--shm-copy {}: expected push (fused, and reduced results written straight into the receiver's buffer), "
+        "fused (buffers in shared memory, receive-reduces read the peer's in place), map "
         "(buffers in shared memory, receive-reduces through staging) or cma (private buffers, process_vm_readv)",
         a.shm_copy));
   if (a.rounds && a.backend != "mpi")
@@ -609,9 +610,10 @@ BenchCommand parse_bench_flags(const BenchFlags& a) {
   o.rounds = a.rounds;
   o.overlap = a.overlap;
   o.ucx_bulk_bytes = ucx_bulk;
-  o.shm_copy = a.shm_copy == "cma"   ? runtime::ShmCopy::Cma
-               : a.shm_copy == "map" ? runtime::ShmCopy::Map
-                                     : runtime::ShmCopy::Fused;
+  o.shm_copy = a.shm_copy == "cma"     ? runtime::ShmCopy::Cma
+               : a.shm_copy == "map"   ? runtime::ShmCopy::Map
+               : a.shm_copy == "fused" ? runtime::ShmCopy::Fused
+                                       : runtime::ShmCopy::Push;
   o.progress_timeout = timeout;
   o.topology = runtime::BenchTopology{a.topology, a.nodes > 0 ? std::optional<int>(a.nodes) : std::nullopt, a.fabric};
   c.jsonl = a.format == "jsonl";

@@ -32,10 +32,10 @@ struct BenchFlags {
   int iters = 20, warmup = 5, check = 1;
   std::string dtype = "float", op = "sum";
   int channels = 2;
-  bool rounds = false;             // --rounds: topocoll's schedules cut into rounds (backend mpi)
-  std::string ucx_bulk = "0";      // --ucx-bulk: messages this large use UCX's bulk endpoint (0: never)
-  std::string shm_copy = "fused";  // --shm-copy: fused, map (buffers in shared regions) or cma (process_vm_readv)
-  bool overlap = false;            // --overlap: the overlap benchmark (runtime/bench/overlap.hpp)
+  bool rounds = false;            // --rounds: topocoll's schedules cut into rounds (backend mpi)
+  std::string ucx_bulk = "0";     // --ucx-bulk: messages this large use UCX's bulk endpoint (0: never)
+  std::string shm_copy = "push";  // --shm-copy: push, fused, map (buffers in shared regions) or cma (process_vm_readv)
+  bool overlap = false;           // --overlap: the overlap benchmark (runtime/bench/overlap.hpp)
   std::string slice = "1M";
   double timeout_s = 60.0;
   std::string format = "table";               // table | jsonl | nccl-tests

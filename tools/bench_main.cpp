@@ -94,10 +94,12 @@ int main(int argc, char** argv) {
          "handling, which may use CMA (one copy); 0: none. 64K hung with dbt at 4 MiB on 2 ranks (UCX 1.13.1)")
       ->default_val("0");
   app.add_option("--shm-copy", a.shm_copy,
-                 "shm backend: fused (the bench's buffers in shared memory; receives memcpy from the peer's mapping, "
-                 "receive-reduces reduce from it in one pass), map (the same, receive-reduces through staging) or "
-                 "cma (private buffers, receivers read them with process_vm_readv)")
-      ->default_val("fused");
+                 "shm backend: push (fused, and a send of what a receive-reduce just computed is written straight "
+                 "into the receiver's buffer by that pass), fused (the bench's buffers in shared memory; receives "
+                 "memcpy from the peer's mapping, receive-reduces reduce from it in one pass), map (the same, "
+                 "receive-reduces through staging) or cma (private buffers, receivers read them with "
+                 "process_vm_readv)")
+      ->default_val("push");
   app.add_option("--slice", a.slice, "pipelining slice in bytes")->default_val("1M");
   app.add_option(
       "--topology", a.topology,

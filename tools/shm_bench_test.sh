@@ -2,9 +2,11 @@
 # CTest script for the direct intra-node path (topocoll-bench --backend shm, runtime/
 # shm_transport.hpp): every allreduce algorithm and the MPI_Allreduce baseline with 2, 3, 4 and 8
 # ranks (oversubscribed on CI's 2 cores), small and odd sizes, a few dtypes / ops, more sends to
-# one peer than its ring has slots, every copy mode (--shm-copy fused, the default: receivers
-# memcpy from the sender's mapped buffer and receive-reduces reduce from it in one pass; map: the
-# same, receive-reduces through staging; cma: process_vm_readv from private buffers); #wrong must
+# one peer than its ring has slots, every copy mode (--shm-copy push, the default: fused, and a
+# send of what a receive-reduce computed is written by that pass straight into the receiver's
+# buffer; fused: receivers memcpy from the sender's mapped buffer and receive-reduces reduce from
+# it in one pass; map: the same, receive-reduces through staging; cma: process_vm_readv from
+# private buffers); #wrong must
 # be 0 on every row and every run must exit 0. Every other collective at 3 and 4 ranks. No segment of a run
 # may be left in /dev/shm. Then bad input. (A rank killed on this path: tools/fault_test.sh.)
 # Usage: shm_bench_test.sh BUILD_BIN_DIR
@@ -56,7 +58,7 @@ for np in 2 3 4 8; do
   run_ok "$np" "$all_blocks" --algorithm all "${small[@]}"
   run_ok "$np" "$all_blocks" --algorithm all "${odd[@]}"
 done
-for mode in map cma; do
+for mode in fused map cma; do
   for np in 2 3; do run_ok "$np" "$all_blocks" --algorithm all "${odd[@]}" --shm-copy "$mode"; done
   run_ok 4 "$all_blocks" --algorithm all -b 8 -e 8K -f 8 -n 1 -w 0 -d double -o prod --channels 3 --shm-copy "$mode"
 done
@@ -69,6 +71,17 @@ run_ok 2 2 --algorithm ring,mpi -b 3M -e 3M -n 1 -w 0 --slice 256K            # 
 run_ok 4 2 --algorithm dbt,mpi -b 1M -e 1M -n 1 -w 0 --slice 4K --channels 4
 run_ok 2 2 --algorithm ring,mpi -b 1M -e 1M -n 1 -w 0 --slice 4K --channels 1 --shm-copy cma
 run_ok 8 2 --algorithm ring,mpi -b 4M -e 4M -n 1 -w 0 --channels 8
+# The default pushes: the ring's last reduce-scatter step writes into the next rank's output, out
+# of place at any p and in place at p = 2 (rank 0's count; the run's rows checked above).
+for np in 2 4; do
+  run_ok "$np" 1 --algorithm ring -b 1M -e 1M -n 2 -w 0
+  line=$(grep '^# shm push: ' "$tmp/out")
+  n=$(echo "$line" | awk '{print $4}')
+  if [ -n "$n" ] && [ "$n" -gt 0 ]; then ok "--backend shm -np $np ring: $line"
+  else fail "--backend shm -np $np ring: no sends pushed: '$line'"; fi
+done
+run_ok 2 1 --algorithm ring -b 1M -e 1M -n 2 -w 0 --shm-copy fused
+if grep -q '^# shm push: ' "$tmp/out"; then fail "--shm-copy fused printed a push line: $(grep '^# shm push' "$tmp/out")"; else ok "--shm-copy fused: no push"; fi
 # Every other collective: its algorithms and its MPI baseline (rooted ones at the last rank).
 for c in allgather reduce_scatter broadcast reduce alltoall; do
   blocks=$(( $("$1/topocoll" algorithms | awk -v c="$c" '$2 == c' | wc -l) + 1 ))
@@ -81,7 +94,7 @@ echo "shm-bench: $((SECONDS - start)) s"
 # Bad input: exit 2 and exactly one line.
 "$bin" --backend shm --shm-copy pipe >"$tmp/out" 2>"$tmp/err"
 rc=$?
-if [ "$rc" -eq 2 ] && [ "$(wc -l <"$tmp/err")" -eq 1 ] && grep -q "shm-copy pipe: expected fused (buffers in shared memory, receive-reduces read the peer.s in place), map" "$tmp/err"; then ok
+if [ "$rc" -eq 2 ] && [ "$(wc -l <"$tmp/err")" -eq 1 ] && grep -q "shm-copy pipe: expected push (fused, and reduced results written straight into the receiver.s buffer), fused (buffers in shared memory, receive-reduces read the peer.s in place), map" "$tmp/err"; then ok
 else fail "--shm-copy pipe: exit $rc, stderr: $(cat "$tmp/err")"; fi
 "$bin" --backend shm --rounds --algorithm ring >"$tmp/out" 2>"$tmp/err"
 rc=$?

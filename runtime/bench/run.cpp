@@ -50,6 +50,8 @@ std::string_view to_string(BenchBackend b) {
 
 std::string_view to_string(ShmCopy c) {
   switch (c) {
+    case ShmCopy::Push:
+      return "push";
     case ShmCopy::Fused:
       return "fused";
     case ShmCopy::Map:
@@ -122,15 +124,20 @@ std::unique_ptr<Transport> make_transport(const BenchOptions& o, MPI_Comm comm, 
   if (o.backend == BenchBackend::Shm) {
     auto shm = std::make_unique<ShmTransport>(comm, nodes > 1 ? std::make_unique<MpiTransport>(comm) : nullptr,
                                               o.progress_timeout, &peers);
-    shm->set_fused(o.shm_copy == ShmCopy::Fused);
+    shm->set_fused(o.shm_copy == ShmCopy::Fused || o.shm_copy == ShmCopy::Push);
+    shm->set_push(o.shm_copy == ShmCopy::Push);
     note = shm->describe() + (nodes > 1 ? " (MPI point-to-point)" : "") + "\n# shm: --shm-copy " +
            std::string(to_string(o.shm_copy)) + ": " +
            (o.shm_copy == ShmCopy::Cma ? "the bench's buffers are private; receivers read them with process_vm_readv"
             : o.shm_copy == ShmCopy::Map
                 ? "the bench's buffers lie in shared regions; receivers memcpy from the mapping, receive-reduces "
                   "through staging"
+            : o.shm_copy == ShmCopy::Fused
+                ? "the bench's buffers lie in shared regions; receivers memcpy from the mapping, receive-reduces "
+                  "reduce from it in one pass"
                 : "the bench's buffers lie in shared regions; receivers memcpy from the mapping, receive-reduces "
-                  "reduce from it in one pass");
+                  "reduce from it in one pass and write a result that is sent next straight into the receiver's "
+                  "buffer (push) when its receive's destination is free");
     return shm;
   }
 #if TOPOCOLL_HAVE_UCX
@@ -509,6 +516,9 @@ std::uint64_t run_bench(const BenchOptions& o, BenchReport& report) {
     if (reporting) report.block_start(entry);
     const bool is_mpi = !alg && !is_nccl;
     if (reporting && is_mpi && !mpi_sum_line.empty()) report.note(entry, mpi_sum_line);
+    // push: how many of rank 0's sends to its node went straight into the receiver's buffer.
+    const auto* pushing = o.shm_copy == ShmCopy::Push && alg ? dynamic_cast<const ShmTransport*>(&transport) : nullptr;
+    const std::uint64_t sends_before = pushing ? pushing->sends() : 0, pushed_before = pushing ? pushing->pushed() : 0;
     std::uint64_t block_wrong = 0;
     double bw_sum = 0;
     int bw_n = 0;
@@ -717,6 +727,10 @@ std::uint64_t run_bench(const BenchOptions& o, BenchReport& report) {
       report.row(entry, row);
     }
     total_wrong += block_wrong;
+    if (reporting && pushing && pushing->sends() > sends_before)
+      report.note(entry, fmt::format("shm push: {} of rank 0's {} sends on this node written straight into the "
+                                     "receiver's buffer",
+                                     pushing->pushed() - pushed_before, pushing->sends() - sends_before));
     if (reporting) report.block_end(entry, block_wrong, bw_n ? bw_sum / bw_n : 0.0);
   }
   if (reporting) report.finish();

@@ -50,11 +50,13 @@ std::string_view to_string(BenchBackend b);  // "mpi", "ucx", "nccl", "shm"
 // NCCL.
 bool bench_backend_built(BenchBackend b);
 
-// --backend shm: Fused, the bench's buffers in shared regions and receive-reduces reading the
-// peer's bytes in place (one pass); Map, the same buffers, receive-reduces through staging; Cma,
-// private buffers that receivers read with process_vm_readv.
-enum class ShmCopy { Fused, Map, Cma };
-std::string_view to_string(ShmCopy c);  // "fused", "map", "cma"
+// --backend shm: Push (the default), Fused and a send of what a receive-reduce just computed
+// written by that pass straight into the receiver's buffer (runtime/push_plan.hpp); Fused, the
+// bench's buffers in shared regions and receive-reduces reading the peer's bytes in place (one
+// pass); Map, the same buffers, receive-reduces through staging; Cma, private buffers that
+// receivers read with process_vm_readv.
+enum class ShmCopy { Push, Fused, Map, Cma };
+std::string_view to_string(ShmCopy c);  // "push", "fused", "map", "cma"
 
 // One block of the bench: a topocoll algorithm, or a stock baseline (alg null: mpi, nccl,
 // nccl-ring, nccl-tree, named by `name`).
@@ -89,9 +91,9 @@ struct BenchOptions {
   int average = -1;
   int channels = 2;
   std::uint64_t slice_bytes = std::uint64_t{1} << 20;
-  bool rounds = false;                // topocoll's schedules cut into rounds (backend mpi)
-  std::uint64_t ucx_bulk_bytes = 0;   // ucx: messages this large use UCX's bulk endpoint (0: never)
-  ShmCopy shm_copy = ShmCopy::Fused;  // shm: where receivers read messages (see ShmCopy)
+  bool rounds = false;               // topocoll's schedules cut into rounds (backend mpi)
+  std::uint64_t ucx_bulk_bytes = 0;  // ucx: messages this large use UCX's bulk endpoint (0: never)
+  ShmCopy shm_copy = ShmCopy::Push;  // shm: where receivers read messages (see ShmCopy)
   std::chrono::milliseconds progress_timeout{60000};
   BenchTopology topology;  // empty: detected from MPI
   // --overlap: after each size's out-of-place timing, the overlap benchmark (overlap.hpp) for

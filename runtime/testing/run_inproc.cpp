@@ -102,7 +102,8 @@ std::string describe(const std::exception_ptr& e) {
 // Host memory over an InprocFabric.
 class HostWorld final : public InprocWorld {
  public:
-  explicit HostWorld(int ranks) : fabric_(ranks) {}
+  explicit HostWorld(int ranks, bool push = false) : fabric_(ranks, push) {}
+  std::uint64_t pushed() const { return fabric_.pushed(); }
   MemorySpace& memory() override { return host_memory(); }
   void upload(void* dst, const void* host, std::size_t bytes) override { std::memcpy(dst, host, bytes); }
   void download(void* host, const void* src, std::size_t bytes) override { std::memcpy(host, src, bytes); }
@@ -175,6 +176,13 @@ RunResult run_in_world(const algo::Schedule& s, bool in_place, InprocWorld& worl
 RunResult run_inproc(const algo::Schedule& s, bool in_place, const ExecOptions& o) {
   HostWorld world(s.num_ranks());
   return run_in_world(s, in_place, world, o);
+}
+
+RunResult run_inproc_push(const algo::Schedule& s, bool in_place, std::uint64_t& pushed, const ExecOptions& o) {
+  HostWorld world(s.num_ranks(), true);
+  RunResult r = run_in_world(s, in_place, world, o);
+  pushed = world.pushed();
+  return r;
 }
 
 std::size_t count_wrong_outputs(const algo::Schedule& s, const RunResult& r) {

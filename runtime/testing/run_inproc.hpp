@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -51,6 +52,9 @@ RunResult run_in_world(const algo::Schedule& s, bool in_place, InprocWorld& worl
 
 // run_in_world over host memory and an InprocFabric (runtime/inproc.hpp).
 RunResult run_inproc(const algo::Schedule& s, bool in_place, const ExecOptions& o = {});
+// The same over a fabric with push on (runtime/push_plan.hpp); `pushed`: how many sends were
+// written straight into their receiver's buffer.
+RunResult run_inproc_push(const algo::Schedule& s, bool in_place, std::uint64_t& pushed, const ExecOptions& o = {});
 
 // The number of output elements, over all ranks, that differ bit for bit from test_data's exact
 // expectation: allreduce fill_expected; reduce_scatter fill_expected of the rank's block;
