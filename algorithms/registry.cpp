@@ -18,6 +18,7 @@ const std::vector<Algorithm>& registry() {
       hierarchical(dbt_group()),                   // hierarchical-dbt
       recursive_doubling_allreduce(),              // generators/recursive_doubling.cpp
       hierarchical(recursive_doubling_group()),    // hierarchical-recursive-doubling
+      two_shot_allreduce(),                        // generators/two_shot.cpp
       reduce_scatter_ring(),                       // generators/ring_blocks.cpp
       allgather_ring(),                            // generators/ring_blocks.cpp
       broadcast_chain(),                           // generators/rooted.cpp

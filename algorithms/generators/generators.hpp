@@ -17,6 +17,7 @@ Algorithm ring_allreduce();                // ring.cpp
 Algorithm nvls_allreduce();                // nvls.cpp
 Algorithm dbt_allreduce();                 // dbt.cpp
 Algorithm recursive_doubling_allreduce();  // recursive_doubling.cpp
+Algorithm two_shot_allreduce();            // two_shot.cpp
 // Reduce-scatter in each node, `inner` across nodes, allgather in each node (hierarchical.cpp).
 // Named hierarchical-<inner.name> unless `name` is given.
 Algorithm hierarchical(const GroupAllreduce& inner, std::string name = {});
