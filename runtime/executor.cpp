@@ -356,7 +356,15 @@ bool Plan::step(Channel& ch, std::uint32_t index, Transport& t) {
           // transport shows it, once no unfinished send reads the destination (else: staging).
           if (reduces && b.count > 0 && t.reads_in_place(b.peer) && clear_to_write(ch, dst, b.bytes, t))
             return reduce_in_place(ch, index, own, t);
-          if (!t.test_recv(ch.request)) return false;
+          if (ch.staged && !reduces) {
+            // A push may have written the destination itself (push_plan.hpp's rules make it
+            // final by then): nothing to copy.
+            bool landed = false;
+            if (!t.test_recv_staged(ch.request, dst, landed)) return false;
+            if (landed) ch.staged = false;
+          } else if (!t.test_recv(ch.request)) {
+            return false;
+          }
           ch.request = Transport::kDone;  // received; the write below may still wait
         }
       } catch (const InputError& e) {

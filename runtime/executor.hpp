@@ -28,6 +28,13 @@
 // once (a plain receive whose destination is still being sent lands in the staging slice): the
 // peer may need our receive to finish its own send, as two ranks exchanging one region do.
 //
+// Push (runtime/push_plan.hpp). With a transport that pushes (Transport::pushes: the shm one), a
+// reducing receive read in place also writes its result into the destinations of the sends that
+// the bind-time analysis fused into it and the transport finds ready (push_target), in the same
+// pass; those sends then post only their descriptor when their turn comes. Every run is announced
+// (begin_run) and each channel's progress published (note_progress), so that peers know when a
+// destination is free.
+//
 // Buffers and in-place calls. The executor reads and writes exactly the pointers it is given; the
 // caller expresses NCCL's in-place aliasing through them (algo::in_place_storage in
 // algorithms/ir/program_index.hpp, which the verifier uses):

@@ -133,6 +133,21 @@ bool InprocTransport::try_recv(int peer, int channel, void* dst, std::size_t byt
   return true;
 }
 
+bool InprocTransport::test_recv_staged(Request r, const void* wanted, bool& landed) {
+  landed = false;
+  const PostedRecv& p = posted_.at(r, "inproc: test_recv_staged");
+  InprocFabric::Message message;
+  const std::byte* at = nullptr;
+  if (!take(p.peer, p.channel, p.bytes, message, at)) return false;
+  if (message.pushed != nullptr && at == wanted)
+    landed = true;
+  else if (p.bytes > 0 && at != p.dst)
+    std::memcpy(p.dst, at, p.bytes);
+  give_back(std::move(message));
+  posted_.release(r);
+  return true;
+}
+
 bool InprocTransport::test_recv_consume(Request r, Consume consume, void* context) {
   const PostedRecv& p = posted_.at(r, "inproc: test_recv_consume");
   InprocFabric::Message message;
@@ -159,7 +174,7 @@ void InprocTransport::begin_run(std::uint64_t fingerprint, std::byte* const* buf
 void InprocTransport::note_progress(int channel, std::uint32_t done) {
   if (!fabric_.push_ || channel < 0 || channel >= algo::kMaxChannels) return;
   fabric_.boards_[static_cast<std::size_t>(rank_)]->progress[static_cast<std::size_t>(channel)].store(
-      (run_ << 32) | done, std::memory_order_release);
+      progress_word(run_, done), std::memory_order_release);
 }
 
 std::byte* InprocTransport::push_target(int peer, int channel, std::uint8_t buffer, std::size_t offset,
@@ -170,10 +185,9 @@ std::byte* InprocTransport::push_target(int peer, int channel, std::uint8_t buff
   InprocFabric::Board& b = *fabric_.boards_[static_cast<std::size_t>(peer)];
   if (b.run.load(std::memory_order_acquire) != run_ || b.fingerprint.load(std::memory_order_relaxed) != fingerprint_)
     return nullptr;
-  if (gate > 0) {
-    const std::uint64_t w = b.progress[static_cast<std::size_t>(channel)].load(std::memory_order_acquire);
-    if ((w >> 32) != (run_ & 0xffffffffu) || (w & 0xffffffffu) < gate) return nullptr;
-  }
+  if (gate > 0 &&
+      !passed_gate(b.progress[static_cast<std::size_t>(channel)].load(std::memory_order_acquire), run_, gate))
+    return nullptr;
   std::byte* base = b.buffers[buffer].load(std::memory_order_relaxed);
   return base ? base + offset : nullptr;
 }

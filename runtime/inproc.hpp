@@ -117,6 +117,7 @@ class InprocTransport final : public Transport {
   std::byte* push_target(int peer, int channel, std::uint8_t buffer, std::size_t offset, std::size_t bytes,
                          std::uint32_t gate) override;
   void post_pushed(int peer, int channel, const std::byte* target, std::size_t bytes) override;
+  bool test_recv_staged(Request r, const void* wanted, bool& landed) override;
 
   bool runs_switch_ops() const override { return true; }
   // Completing an instance wakes every rank of the fabric (the transport does not know the

@@ -4,15 +4,18 @@
 //
 //   rank's channel c                          peer B's channel c
 //   ... recv_reduce_copy(A, src, D)  ──┐      ... op g-1 (the last op before the receive that
-//       send(B, D)   <- fused          │              touches R: its destination region)
-//       send(C, D)   <- fused          └──>   ... recv(rank, R)   <- already filled: no copy
+//       (ops that do not write D)      │              touches R: its destination region)
+//       send(B, D)   <- fused          └──>   ... recv(rank, R)   <- already filled: no copy
+//       send(C, D)   <- fused
 //
-// A send is a push candidate when it follows a reducing receive (recv_reduce or recv_reduce_copy)
-// of exactly its source on the same channel, possibly after other such sends: the executor then
-// reduces once and writes the result to its own destination and to every candidate's target, one
-// cache-sized tile at a time (read two operands, write 1 + n), where the pull model reads the
-// result back out of D for each receiver. That is what lets a ring or a two-shot allreduce move
-// 4(p-1)/p S bytes per rank instead of 5(p-1)/p S.
+// A send is a push candidate when its source is exactly the result of a reducing receive
+// (recv_reduce or recv_reduce_copy) earlier on its channel that no op of this rank has written
+// since (on that channel) or writes at all (on another): the executor then reduces once and
+// writes the result to its own destination and to every candidate's target, one cache-sized tile
+// at a time (read two operands, write 1 + n), where the pull model has each receiver read it back
+// out of D. The data is written at the receive; the send, when its turn comes, only posts its
+// descriptor, so the connection's FIFO order stays the program's. That is what lets a two-shot
+// allreduce move 4(p-1)/p S bytes per rank instead of a pulled ring's 5(p-1)/p S.
 //
 // The write lands in the peer's memory before the peer runs its receive, so it is safe only when
 // nothing of the peer touches R between the write and that receive. A candidate is accepted

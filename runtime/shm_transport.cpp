@@ -305,7 +305,7 @@ void ShmTransport::begin_run(std::uint64_t fingerprint, std::byte* const* buffer
 
 void ShmTransport::note_progress(int channel, std::uint32_t done) {
   if (channel < 0 || channel >= kChannels) return;
-  store(board(local_rank_).progress[channel], (run_ << 32) | done);
+  store(board(local_rank_).progress[channel], progress_word(run_, done));
 }
 
 // Where the peer's `buffer` + offset is writable from here, once the peer is in this run of a plan
@@ -318,10 +318,7 @@ std::byte* ShmTransport::push_target(int peer, int channel, std::uint8_t buffer,
   const int local = local_of_[static_cast<std::size_t>(peer)];
   Board& b = board(local);
   if (load(b.run) != run_ || load_relaxed(b.fingerprint) != fingerprint_) return nullptr;
-  if (gate > 0) {
-    const std::uint64_t w = load(b.progress[channel]);
-    if ((w >> 32) != (run_ & 0xffffffffu) || (w & 0xffffffffu) < gate) return nullptr;
-  }
+  if (gate > 0 && !passed_gate(load(b.progress[channel]), run_, gate)) return nullptr;
   const std::uint64_t region = load_relaxed(b.region[buffer]);
   if (region >= regions_.size()) return nullptr;
   const Region& g = regions_[region];
@@ -393,7 +390,7 @@ Transport::Request ShmTransport::post_recv(int peer, int channel, void* dst, std
 
 // The receive of `s` when its message is in the ring: one copy from the sender's memory into the
 // destination, then the slot is handed back (acked).
-bool ShmTransport::try_receive(Slot& s, Consume consume, void* context) {
+bool ShmTransport::try_receive(Slot& s, Consume consume, void* context, const void* wanted, bool* landed) {
   Ring& r = ring(s.local, local_rank_, s.channel);
   std::uint64_t& received = received_[key(s.local, s.channel)];
   if (load(r.posted) == received) return false;
@@ -413,6 +410,8 @@ bool ShmTransport::try_receive(Slot& s, Consume consume, void* context) {
       const std::byte* at = regions_[region].base + d.offset;
       if (consume)
         consume(context, at);
+      else if (at == wanted && landed != nullptr)
+        *landed = true;  // where the executor wants it: staging stays unwritten
       else if (at != s.dst)
         std::memcpy(s.dst, at, d.bytes);
       consume = nullptr;
@@ -453,6 +452,22 @@ bool ShmTransport::test_recv(Request r) {
   Slot& s = slots_.at(r, "shm transport: test_recv");
   try {
     if (!try_receive(s)) return false;
+  } catch (...) {
+    slots_.release(r);
+    throw;
+  }
+  slots_.release(r);
+  return true;
+}
+
+bool ShmTransport::test_recv_staged(Request r, const void* wanted, bool& landed) {
+  landed = false;
+  if (r & kRemote) return remote_->test_recv(r & ~kRemote);
+  heartbeat();
+  publish_all();
+  Slot& s = slots_.at(r, "shm transport: test_recv_staged");
+  try {
+    if (!try_receive(s, nullptr, nullptr, wanted, &landed)) return false;
   } catch (...) {
     slots_.release(r);
     throw;

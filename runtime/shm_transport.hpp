@@ -99,6 +99,7 @@ class ShmTransport final : public Transport {
   std::byte* push_target(int peer, int channel, std::uint8_t buffer, std::size_t offset, std::size_t bytes,
                          std::uint32_t gate) override;
   void post_pushed(int peer, int channel, const std::byte* target, std::size_t bytes) override;
+  bool test_recv_staged(Request r, const void* wanted, bool& landed) override;
   // Sends to peers on this node so far, and how many of them were pushed.
   std::uint64_t sends() const { return sends_; }
   std::uint64_t pushed() const { return pushed_; }
@@ -142,7 +143,8 @@ class ShmTransport final : public Transport {
     return static_cast<std::size_t>(local) * kChannels + static_cast<std::size_t>(channel);
   }
   void check(int peer, int channel, const char* what) const;
-  bool try_receive(Slot& s, Consume consume = nullptr, void* context = nullptr);
+  bool try_receive(Slot& s, Consume consume = nullptr, void* context = nullptr, const void* wanted = nullptr,
+                   bool* landed = nullptr);
   void publish(std::size_t k);
   void publish_all();
   void node_barrier(const std::string& what);

@@ -94,6 +94,11 @@ class Transport {
   //   post_pushed(peer, channel, target, bytes)
   //                                    after writing there: the next send to (peer, channel),
   //                                    complete at once; its receive finds the bytes in place
+  //   test_recv_staged(r, wanted, landed)
+  //                                    test_recv for a plain receive posted into staging because
+  //                                    its destination `wanted` was still being sent: when the
+  //                                    message was pushed into `wanted` itself, nothing is copied
+  //                                    and `landed` is set (the executor then skips its copy)
   // pushes() says whether the transport may push at all (the executor then announces runs and
   // progress). Defaults: no push (push_target null, the others do nothing / assert).
   virtual bool pushes() const { return false; }
@@ -104,6 +109,10 @@ class Transport {
     return nullptr;
   }
   virtual void post_pushed(int peer, int channel, const std::byte* target, std::size_t bytes);
+  virtual bool test_recv_staged(Request r, const void* /*wanted*/, bool& landed) {
+    landed = false;
+    return test_recv(r);
+  }
 
   // In-network reduction (contract rule 11), only for a transport whose fabric can reduce (the
   // in-process one; MPI, UCX and NCCL cannot, and executors refuse such schedules at bind time).
@@ -116,6 +125,16 @@ class Transport {
   virtual bool switch_recv(const SwitchMember& m, int channel, std::size_t bytes,
                            const std::function<void(std::span<const std::byte* const> parts)>& consume);
 };
+
+// Push's progress words (Transport::note_progress, as a transport stores them for its peers):
+// run in the high 32 bits, the channel's ops completed in the low. Whether `word` says that the
+// channel has completed `gate` ops in run `run` (gate 0: always; the run itself is checked apart).
+inline std::uint64_t progress_word(std::uint64_t run, std::uint32_t done) {
+  return (run << 32) | done;
+}
+inline bool passed_gate(std::uint64_t word, std::uint64_t run, std::uint32_t gate) {
+  return gate == 0 || ((word >> 32) == (run & 0xffffffffu) && (word & 0xffffffffu) >= gate);
+}
 
 // The request slots of a transport: a Slot per Request, indexed by it, reused once released, so a
 // transport in steady state allocates nothing. at() checks the handle (a bug in the caller: an
