@@ -40,23 +40,11 @@ CollectiveArgs args_for(const Algorithm& alg, int p, std::uint64_t n, int root, 
 
 namespace {
 
-// TOPOCOLL_CONFORMANCE_SAMPLE=k (k >= 1; scripts/test-sanitizers sets it under ASan, where the
-// whole matrix is the suite's long pole): each (algorithm, p, shape) proves every k-th of its
-// counts, each combination starting at another, so every combination is still proven and every
-// count proven somewhere. Unset, 1 or not a number: the whole matrix (the plain suite).
-std::size_t conformance_sample() {
-  const char* v = std::getenv("TOPOCOLL_CONFORMANCE_SAMPLE");
-  if (v == nullptr) return 1;
-  char* end = nullptr;
-  const unsigned long k = std::strtoul(v, &end, 10);
-  return end != v && *end == '\0' && k >= 1 && k <= 16 ? k : 1;
-}
-
 // Every registered algorithm at each of `rank_counts`, every node shape and awkward count, proven by
 // the verifier; returns how many schedules were proven.
 std::size_t prove_registry(const std::vector<int>& rank_counts) {
   std::size_t proven = 0, unsupported = 0, combination = 0;
-  const std::size_t sample = conformance_sample();
+  const std::size_t sample = testing::conformance_sample();
   for (const Algorithm& alg : registry()) {
     for (int p : rank_counts) {
       for (auto [nodes, per_node] : shapes(p)) {
@@ -106,12 +94,12 @@ std::size_t prove_registry(const std::vector<int>& rank_counts) {
 // The rank counts 1..17, 24, 32 and 64 in two halves of about equal cost (CTest runs them side by
 // side: algorithms/CMakeLists.txt).
 TEST_CASE("conformance: every registered algorithm is proven correct on awkward sizes at 64 and 1 to 8 ranks") {
-  CHECK(prove_registry({1, 2, 3, 4, 5, 6, 7, 8, 64}) > 2300 / conformance_sample());  // 2577 when written
+  CHECK(prove_registry({1, 2, 3, 4, 5, 6, 7, 8, 64}) > 2300 / testing::conformance_sample());  // 2577 when written
 }
 
 TEST_CASE("conformance: every registered algorithm is proven correct on awkward sizes at 9 to 17 and 24 and 32 ranks") {
   CHECK(prove_registry({9, 10, 11, 12, 13, 14, 15, 16, 17, 24, 32}) >
-        4200 / conformance_sample());  // 4686 when written
+        4200 / testing::conformance_sample());  // 4686 when written
 }
 
 TEST_CASE("conformance: cost sheets match the bytes and steps the verifier counts") {
